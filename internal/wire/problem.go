@@ -1,0 +1,77 @@
+package wire
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// ProblemContentType is the media type of an RFC 9457 problem document.
+const ProblemContentType = "application/problem+json"
+
+// DefaultProblemPrefix is prepended to a problem name to form its type URI.
+const DefaultProblemPrefix = "urn:idem:problem:"
+
+// Problem names of the contract. The client matches on the name, never on
+// the prefix, which a server may configure.
+const (
+	ProblemKeyInFlight       = "key-in-flight"
+	ProblemKeyReused         = "key-reused"
+	ProblemKeyMissing        = "key-missing"
+	ProblemKeyInvalid        = "key-invalid"
+	ProblemResultUnavailable = "result-unavailable"
+)
+
+// Problem is an RFC 9457 problem document with the contract's one extension
+// member, retry_after (seconds), sent with 409 key-in-flight.
+type Problem struct {
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Status     int    `json:"status"`
+	Detail     string `json:"detail,omitempty"`
+	RetryAfter int64  `json:"retry_after,omitempty"`
+}
+
+// Name returns the problem name: the part of Type after its last ':' or '/'.
+func (p Problem) Name() string {
+	return ProblemName(p.Type)
+}
+
+// ProblemName returns the part of a problem type URI after its last ':' or
+// '/', so that "urn:idem:problem:key-reused" and
+// "https://api.example.com/problems/key-reused" both name "key-reused".
+func ProblemName(typ string) string {
+	return typ[strings.LastIndexAny(typ, ":/")+1:]
+}
+
+// WriteProblem writes p as an application/problem+json response with
+// status p.Status. The caller sets any other header (Retry-After) first.
+func WriteProblem(w http.ResponseWriter, p Problem) {
+	body, _ := json.Marshal(p) // a struct of strings and ints cannot fail
+	w.Header().Set("Content-Type", ProblemContentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(body)
+}
+
+// ReadProblem decodes a problem document from at most limit bytes of r. It
+// returns false when the media type is not a problem or the body does not
+// decode.
+func ReadProblem(contentType string, r io.Reader, limit int64) (Problem, bool) {
+	if !IsProblem(contentType) {
+		return Problem{}, false
+	}
+	var p Problem
+	if err := json.NewDecoder(io.LimitReader(r, limit)).Decode(&p); err != nil {
+		return Problem{}, false
+	}
+	return p, true
+}
+
+// IsProblem reports whether a Content-Type value names a problem document.
+func IsProblem(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), ProblemContentType)
+}
