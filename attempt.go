@@ -1,0 +1,152 @@
+package idem
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// maxProblemBytes bounds how much of a problem document is read to learn its
+// name.
+const maxProblemBytes = 16 << 10
+
+// result is what one attempt produced.
+type result struct {
+	resp       *http.Response // set when a complete response arrived (Responded)
+	status     int            // the status received, also when the body was then cut short
+	problem    string         // the problem name of a problem+json response
+	retryAfter time.Duration  // Retry-After, unclamped
+	certainty  Certainty
+	err        error // the transport error or the cut-short body error
+	wire       int   // connections the base transport used
+	elapsed    time.Duration
+}
+
+// wireTrace counts the connections an attempt was sent on. GotConn fires
+// once per connection, including the new one net/http picks when it re-sends
+// a request by itself after a reused connection broke.
+type wireTrace struct{ conns atomic.Int32 }
+
+func (w *wireTrace) clientTrace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { w.conns.Add(1) }}
+}
+
+// attempt sends one attempt of the call and reads ahead what the decision
+// and a possible retry need of the response.
+func (c *call) attempt(ctx context.Context) result {
+	actx, done := ctx, context.CancelFunc(func() {})
+	if c.t.cfg.AttemptTimeout > 0 {
+		actx, done = context.WithTimeout(ctx, c.t.cfg.AttemptTimeout)
+	}
+	trace := &wireTrace{}
+	actx = httptrace.WithClientTrace(actx, trace.clientTrace())
+	start := c.t.now()
+	req, err := c.request(actx)
+	if err != nil {
+		done()
+		return result{certainty: NotSent, err: err, wire: 0}
+	}
+	c.last = req
+	resp, err := c.send(req)
+	res := result{wire: max(1, int(trace.conns.Load())), certainty: Responded}
+	if err != nil {
+		done()
+		res.err, res.certainty = err, NotSent
+		if trace.conns.Load() > 0 {
+			res.certainty = Ambiguous
+		}
+		res.elapsed = c.t.now().Sub(start)
+		return res
+	}
+	c.settle(resp, done, &res)
+	res.elapsed = c.t.now().Sub(start)
+	return res
+}
+
+// request builds the request of the next attempt: a clone of the caller's
+// request with the key header and a fresh body.
+func (c *call) request(ctx context.Context) (*http.Request, error) {
+	r := c.req.Clone(ctx)
+	if c.field != "" {
+		r.Header.Set(KeyHeader, c.field)
+	}
+	body, err := c.body.next()
+	if err != nil {
+		return nil, fmt.Errorf("%w: GetBody: %v", ErrNotRewindable, err)
+	}
+	r.Body = body
+	return r, nil
+}
+
+// send runs the base transport for one attempt.
+func (c *call) send(req *http.Request) (*http.Response, error) {
+	return c.t.base.RoundTrip(req)
+}
+
+// settle records the response in res and reads ahead of its body what the
+// call needs: a problem document's name, and, for a response that may be
+// returned from a retry-safe call, the body itself (see MaxBufferedBody).
+// A body cut short turns the attempt ambiguous.
+func (c *call) settle(resp *http.Response, done context.CancelFunc, res *result) {
+	res.status = resp.StatusCode
+	if ra, ok := wire.ParseRetryAfter(resp.Header.Get(wire.HeaderRetryAfter), c.t.now()); ok {
+		res.retryAfter = ra
+	}
+	limit := c.readAheadLimit(resp)
+	if limit <= 0 {
+		resp.Body = &cancelOnClose{ReadCloser: resp.Body, done: done}
+		res.resp = resp
+		return
+	}
+	buf, err := readAhead(resp, limit, done)
+	if err != nil {
+		res.certainty = Ambiguous
+		res.err = fmt.Errorf("response body cut short after %d bytes (status %d): %w", len(buf), resp.StatusCode, err)
+		return
+	}
+	res.resp = resp
+	if wire.IsProblem(resp.Header.Get("Content-Type")) {
+		var p wire.Problem
+		if json.Unmarshal(buf, &p) == nil {
+			res.problem = p.Name()
+		}
+	}
+}
+
+// readAheadLimit says how much of resp's body to read before deciding: a
+// problem document where the status can carry a contract problem, the
+// whole body (up to MaxBufferedBody) where resp may be returned and a cut
+// could be retried, else nothing.
+func (c *call) readAheadLimit(resp *http.Response) int64 {
+	code := resp.StatusCode
+	if retryableStatus(code) || code == http.StatusBadRequest ||
+		code == http.StatusConflict || code == http.StatusUnprocessableEntity {
+		if wire.IsProblem(resp.Header.Get("Content-Type")) {
+			return maxProblemBytes
+		}
+		return 0
+	}
+	if c.safe {
+		return c.t.cfg.MaxBufferedBody
+	}
+	return 0
+}
+
+// retryableStatus reports whether a response with this status may be
+// retried (CONTRACT.md section 7): the request was refused or failed in a
+// way that a later attempt can fix.
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests,
+		http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,153 @@
+package idem
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxAttempts     = 4
+	DefaultMaxRetryAfter   = 30 * time.Second
+	DefaultMaxBufferedBody = 1 << 20
+)
+
+// Config configures a Transport. Its zero value gives the defaults listed
+// with each field. NewTransport copies it; changing it afterwards has no
+// effect.
+type Config struct {
+	// Base sends each attempt. Nil means a clone of http.DefaultTransport,
+	// private to this Transport.
+	Base http.RoundTripper
+
+	// MaxAttempts bounds the requests one call puts on the wire, the first
+	// included; 1 disables retries. Zero or negative means 4.
+	MaxAttempts int
+
+	// Backoff sets the wait before a retry that has no Retry-After. The zero
+	// value is full jitter, base 100 ms, cap 10 s.
+	Backoff Backoff
+
+	// AttemptTimeout bounds each attempt, from sending the request until
+	// the response body is read or closed. Zero or negative means no bound
+	// other than the caller's context. An attempt that times out is
+	// ambiguous and retried when that is safe.
+	AttemptTimeout time.Duration
+
+	// MaxRetryAfter clamps the wait a server asks for with Retry-After.
+	// Zero or negative means 30 s.
+	MaxRetryAfter time.Duration
+
+	// SFStringKeys sends generated and WithKey keys as RFC 8941 sf-strings
+	// ("..."), the form of the IETF draft, instead of bare tokens, the form
+	// most deployed APIs expect. False means bare tokens.
+	SFStringKeys bool
+
+	// MaxBufferedBody is how much of a response body is read into memory
+	// before the response is returned, for requests that may be retried, so
+	// that a body cut short by the network is retried instead of surfacing
+	// as a read error after RoundTrip returned. A longer body is streamed,
+	// and a cut in its remainder is the caller's read error. Zero means
+	// 1 MiB; negative means never buffer.
+	MaxBufferedBody int64
+
+	// Logger receives a debug record per retry and an info record per call
+	// that gives up. Nil means no logging.
+	Logger *slog.Logger
+
+	// Observer receives every attempt, retry and give-up. The zero value
+	// observes nothing.
+	Observer Observer
+}
+
+// Transport is an http.RoundTripper that makes retries safe: it gives each
+// call one Idempotency-Key, sends it on every attempt, and retries only what
+// the key or the method makes safe, with backoff, inside the deadline of the
+// request's context. It never modifies the caller's request, always closes
+// the request body, and returns (resp, nil) when it returns a response,
+// whatever its status. It is safe for concurrent use.
+type Transport struct {
+	cfg  Config
+	base http.RoundTripper
+	log  *slog.Logger
+
+	// Injected for tests; the real clock, timer and random source otherwise.
+	now    func() time.Time
+	sleep  func(ctx context.Context, d time.Duration) error
+	rand   func() float64
+	newKey func() string
+}
+
+// NewTransport returns a Transport configured by cfg.
+func NewTransport(cfg Config) *Transport {
+	if cfg.Base == nil {
+		cfg.Base = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.MaxRetryAfter <= 0 {
+		cfg.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if cfg.MaxBufferedBody == 0 {
+		cfg.MaxBufferedBody = DefaultMaxBufferedBody
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Transport{
+		cfg:    cfg,
+		base:   cfg.Base,
+		log:    log,
+		now:    time.Now,
+		sleep:  sleep,
+		rand:   rand.Float64,
+		newKey: NewKey,
+	}
+}
+
+// NewClient returns an http.Client whose Transport is NewTransport(cfg). It
+// sets no Client.Timeout: bound each call with its request's context, which
+// also bounds the retries.
+func NewClient(cfg Config) *http.Client {
+	return &http.Client{Transport: NewTransport(cfg)}
+}
+
+// RoundTrip sends req, retrying as Config and the request allow. It returns
+// (resp, nil) when a response is to be returned, and otherwise an *Error
+// whose Reason and Err say why (see the Err... sentinels).
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c, err := t.newCall(req)
+	if err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	return c.run()
+}
+
+// CloseIdleConnections closes the idle connections of the base transport,
+// when it has that method. http.Client.CloseIdleConnections calls it.
+func (t *Transport) CloseIdleConnections() {
+	if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// sleep waits for d or until ctx is done, whichever comes first.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}

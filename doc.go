@@ -1,0 +1,70 @@
+// Package idem makes HTTP retries safe for operations that must happen at
+// most once: payments, orders, transfers.
+//
+// A client that times out cannot know whether the server acted. idem closes
+// that gap: its Transport gives every logical operation one Idempotency-Key
+// (a UUIDv4 by default) and sends that same key on every retry, so that a
+// server built with package server (or any API that honours the key) runs
+// the operation once and replays its stored response to the retries.
+//
+// Wrap a client:
+//
+//	client := idem.NewClient(idem.Config{})
+//	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+//	defer cancel()
+//	req, _ := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+//	resp, err := client.Do(req) // retried with one key, inside the 10 s
+//
+// # What is retried
+//
+// Every attempt ends in one of three states (Certainty): NotSent (no
+// connection was made, so the server cannot have acted), Ambiguous (the
+// request was written but no complete response arrived), or Responded.
+//
+//   - NotSent: retried, whatever the method.
+//   - Ambiguous: retried when the request carries a key or its method is
+//     idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE); otherwise the call
+//     fails with an error matching ErrOutcomeUnknown.
+//   - 408, 429, 500, 502, 503, 504: retried (keyed or idempotent), honouring
+//     Retry-After. When the attempts run out, the last response is returned.
+//   - 409 key-in-flight: the first request with the key is still running;
+//     retried with the same key after Retry-After.
+//   - 422 key-reused, 400 key-missing or key-invalid, 500 result-unavailable:
+//     never retried; errors matching ErrKeyReused, ErrKeyMissing,
+//     ErrKeyInvalid, ErrResultUnavailable.
+//   - Any other response is returned as it is.
+//
+// Which requests get a key: every request whose method is not idempotent
+// (POST, PATCH, ...) gets a fresh key per call, unless the caller set the
+// header, named a key with WithKey, or opted out with WithoutKey. The key sent
+// is on resp.Request.Header, on the Observer's Attempt, and on *Error. One
+// call of RoundTrip is one logical operation: an application that retries
+// the operation itself, or resends it after a restart, must store the key
+// and pass it with WithKey.
+//
+// # Time
+//
+// The request's context bounds the whole call, retries and waits included.
+// A wait (full-jitter backoff, or the server's Retry-After clamped to
+// Config.MaxRetryAfter) that would end past the context's deadline is not
+// started: the call fails at once with ErrDeadline. Config.AttemptTimeout
+// optionally bounds each attempt, until its response body is closed.
+//
+// # Counting attempts
+//
+// net/http's Transport itself re-sends a keyed or idempotent request on a
+// new connection when a reused keep-alive connection turns out to be broken
+// before a response arrived. Such re-sends happen inside one call of the
+// base transport; idem counts each of them (it traces the connections
+// used), reports them to the Observer (Attempt.Wire) and counts them against
+// Config.MaxAttempts, so that MaxAttempts bounds the requests on the wire.
+//
+// # Bodies
+//
+// A request body is re-sent from GetBody, which http.NewRequest sets for
+// bytes.Reader, bytes.Buffer and strings.Reader bodies. A body without
+// GetBody is sent at most once: it is retried only when the attempt was not
+// sent, and otherwise the call fails with ErrNotRewindable. The response
+// body of a retry-safe request is read ahead (up to Config.MaxBufferedBody)
+// so that a body cut short by the network is retried rather than returned.
+package idem

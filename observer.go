@@ -1,0 +1,68 @@
+package idem
+
+import (
+	"net/http"
+	"time"
+)
+
+// Attempt describes one attempt of a call, as reported to an Observer.
+type Attempt struct {
+	// Request is the request of this attempt, with its Idempotency-Key. An
+	// observer must not modify it or read its body.
+	Request *http.Request
+	// Key is the bare idempotency key, "" when the request has none.
+	Key string
+	// Number counts the requests of the call put on the wire so far,
+	// including this attempt (1 for the first).
+	Number int
+	// Wire is how many times the base transport put this attempt on the
+	// wire: more than 1 when it re-sent the request by itself on a new
+	// connection after a reused keep-alive connection broke (net/http does
+	// this for keyed and idempotent requests). Every one counts against
+	// Config.MaxAttempts.
+	Wire int
+	// Certainty says whether the request reached the server.
+	Certainty Certainty
+	// Status is the response status, 0 when no response arrived.
+	Status int
+	// Problem is the problem name of a problem+json response
+	// ("key-in-flight", ...), "" otherwise.
+	Problem string
+	// RetryAfter is the Retry-After of the response, 0 when none.
+	RetryAfter time.Duration
+	// Err is the transport error, nil when a complete response arrived.
+	Err error
+	// Elapsed is how long the attempt took.
+	Elapsed time.Duration
+}
+
+// Observer receives the events of every call. Its zero value observes
+// nothing; any nil hook is skipped. Hooks run synchronously on the calling
+// goroutine, may run concurrently for concurrent calls, and must be quick.
+type Observer struct {
+	// OnAttempt is called after each attempt.
+	OnAttempt func(Attempt)
+	// OnRetry is called when an attempt will be retried, before the wait.
+	OnRetry func(a Attempt, wait time.Duration)
+	// OnGiveUp is called when a call ends with an error; err is the *Error
+	// the call returns.
+	OnGiveUp func(a Attempt, err error)
+}
+
+func (o *Observer) attempt(a Attempt) {
+	if o.OnAttempt != nil {
+		o.OnAttempt(a)
+	}
+}
+
+func (o *Observer) retry(a Attempt, wait time.Duration) {
+	if o.OnRetry != nil {
+		o.OnRetry(a, wait)
+	}
+}
+
+func (o *Observer) giveUp(a Attempt, err error) {
+	if o.OnGiveUp != nil {
+		o.OnGiveUp(a, err)
+	}
+}
