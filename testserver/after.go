@@ -1,0 +1,114 @@
+package testserver
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+)
+
+// maxDrain bounds the request body read before a raw cut, so that unread
+// bytes do not turn a FIN into an RST.
+const maxDrain = 1 << 20
+
+// after sends, spoils or withholds the handler's buffered response
+// according to x.fault.
+func (s *Server) after(w http.ResponseWriter, x *exchange, rec *recorder) {
+	x.ev.HandlerStatus = rec.statusCode()
+	f := x.fault
+	switch f.Kind {
+	case FaultDropReset, FaultDropClose, FaultDropHang, FaultPartialBody:
+		s.afterRaw(w, x, rec)
+	case FaultDelayResponse:
+		if err := s.sleep(x.r.Context(), f.Delay); err != nil {
+			x.ev.Err = "delay-response: client left or server closed: " + err.Error()
+			return
+		}
+		s.sendRecorded(w, x, rec)
+	case FaultSlowBody:
+		s.slowBody(w, x, rec)
+	case FaultStatusAfter:
+		x.ev.Status = s.writeStatus(w, f)
+	}
+}
+
+// sendRecorded sends the buffered response as the handler wrote it.
+func (s *Server) sendRecorded(w http.ResponseWriter, x *exchange, rec *recorder) {
+	rec.copyHeader(w)
+	w.WriteHeader(rec.statusCode())
+	n, _ := w.Write(rec.body.Bytes())
+	x.ev.Status, x.ev.BodyBytes = rec.statusCode(), int64(n)
+}
+
+// afterRaw takes the connection over and drops the response (reset, close
+// or hang) or sends its head and part of its body, then closes.
+func (s *Server) afterRaw(w http.ResponseWriter, x *exchange, rec *recorder) {
+	_, _ = io.CopyN(io.Discard, x.r.Body, maxDrain)
+	c, brw, err := s.hijack(w)
+	if err != nil {
+		x.ev.Err = err.Error()
+		return
+	}
+	switch x.fault.Kind {
+	case FaultDropReset:
+		s.resetConn(c)
+	case FaultDropClose:
+		s.finConn(c, brw)
+	case FaultDropHang:
+		s.hangConn(c, brw)
+	case FaultPartialBody:
+		s.writePartial(c, brw, x, rec)
+	}
+}
+
+// writePartial writes the head with the full Content-Length and the first
+// f.Bytes (default half) of the body, then closes with a FIN. On an empty
+// body it cuts the status line in half instead.
+func (s *Server) writePartial(c net.Conn, brw *bufio.ReadWriter, x *exchange, rec *recorder) {
+	head, body := rec.head(), rec.body.Bytes()
+	n := x.fault.Bytes
+	if n == 0 || n >= len(body) {
+		n = len(body) / 2
+	}
+	out := append(head, body[:n]...)
+	if len(body) == 0 {
+		out = head[:len("HTTP/1.1 ")]
+	} else {
+		x.ev.Status = rec.statusCode()
+	}
+	written, err := c.Write(out)
+	if len(body) > 0 {
+		x.ev.BodyBytes = int64(max(0, written-len(head)))
+	}
+	if err != nil {
+		x.ev.Err = "partial-body: " + err.Error()
+	}
+	s.finConn(c, brw)
+}
+
+// slowBody sends the buffered response with its status and headers at
+// once, then the body f.Bytes at a time with f.Delay before each chunk.
+func (s *Server) slowBody(w http.ResponseWriter, x *exchange, rec *recorder) {
+	rec.copyHeader(w)
+	w.WriteHeader(rec.statusCode())
+	x.ev.Status = rec.statusCode()
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	body, chunk := rec.body.Bytes(), x.fault.chunk()
+	for len(body) > 0 {
+		if err := s.sleep(x.r.Context(), x.fault.Delay); err != nil {
+			x.ev.Err = "slow-body: client left or server closed: " + err.Error()
+			return
+		}
+		n, err := w.Write(body[:min(chunk, len(body))])
+		x.ev.BodyBytes += int64(n)
+		if err == nil {
+			err = rc.Flush()
+		}
+		if err != nil {
+			x.ev.Err = "slow-body: " + err.Error()
+			return
+		}
+		body = body[n:]
+	}
+}

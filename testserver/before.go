@@ -1,0 +1,152 @@
+package testserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// before applies the faults that act before the handler. It returns true
+// when the handler is to run.
+func (s *Server) before(w http.ResponseWriter, x *exchange) bool {
+	f := x.fault
+	switch f.Kind {
+	case FaultStatus:
+		x.ev.Status = s.writeStatus(w, f)
+		return false
+	case FaultReset, FaultClose, FaultBlackhole:
+		s.cut(w, x, f.Kind)
+		return false
+	case FaultDelay:
+		return s.delayRequest(x, f.Delay)
+	case FaultSlowRead:
+		return s.slowRead(x, f)
+	case FaultHold:
+		s.holdRequest(x, f)
+	}
+	return true
+}
+
+// writeStatus answers f's status with its Retry-After and a short text
+// body, and returns the status.
+func (s *Server) writeStatus(w http.ResponseWriter, f Fault) int {
+	status := f.status()
+	if f.RetryAfter > 0 {
+		w.Header().Set(wire.HeaderRetryAfter, s.retryAfter(f))
+	}
+	body := fmt.Sprintf("testserver: injected %d %s\n", status, http.StatusText(status))
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+	return status
+}
+
+// retryAfter renders f.RetryAfter as delta-seconds or as an HTTP-date.
+func (s *Server) retryAfter(f Fault) string {
+	if f.RetryAfterDate {
+		// An HTTP-date has whole seconds: round up so the wait is never
+		// shorter than asked.
+		at := s.clock.Now().Add(f.RetryAfter + time.Second - 1).UTC().Truncate(time.Second)
+		return at.Format(http.TimeFormat)
+	}
+	return wire.FormatRetryAfter(f.RetryAfter)
+}
+
+// cut takes the connection over and resets it, closes it or leaves it
+// silent, without reading the request body.
+func (s *Server) cut(w http.ResponseWriter, x *exchange, kind FaultKind) {
+	c, brw, err := s.hijack(w)
+	if err != nil {
+		x.ev.Err = err.Error()
+		return
+	}
+	switch kind {
+	case FaultReset:
+		s.resetConn(c)
+	case FaultClose:
+		s.finConn(c, brw)
+	default:
+		s.hangConn(c, brw)
+	}
+}
+
+// delayRequest reads the body (so that net/http notices a client that
+// leaves), then waits d. It returns false when the client left or the
+// server closed first: the handler must not run for a request nobody waits
+// for, or the fault would not be a "before" one.
+func (s *Server) delayRequest(x *exchange, d time.Duration) bool {
+	if err := s.bufferBody(x, Fault{Bytes: 1 << 16}); err != nil {
+		return false
+	}
+	if err := s.sleep(x.r.Context(), d); err != nil {
+		x.ev.Err = "delay: client left or server closed: " + err.Error()
+		return false
+	}
+	return true
+}
+
+// slowRead reads the body f.Bytes at a time with f.Delay before each read,
+// then pauses once more before it hands the handler the bytes read. A
+// client that left while its (already sent) body was being read is noticed
+// by net/http as soon as the body is consumed, and that last pause is what
+// lets the fault see it and skip the handler.
+func (s *Server) slowRead(x *exchange, f Fault) bool {
+	if err := s.bufferBody(x, f); err != nil {
+		return false
+	}
+	if err := s.sleep(x.r.Context(), f.Delay); err != nil {
+		x.ev.Err = "slow read: client left or server closed: " + err.Error()
+		return false
+	}
+	return true
+}
+
+// bufferBody reads the whole request body in chunks of f.chunk() bytes,
+// sleeping f.Delay before each, and replaces the body with the bytes read.
+func (s *Server) bufferBody(x *exchange, f Fault) error {
+	r := x.r
+	var buf bytes.Buffer
+	chunk := make([]byte, f.chunk())
+	for {
+		if err := s.sleep(r.Context(), f.Delay); err != nil {
+			x.ev.Err = "slow read: client left or server closed: " + err.Error()
+			return err
+		}
+		n, err := r.Body.Read(chunk)
+		buf.Write(chunk[:n])
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			x.ev.Err = "reading the request body: " + err.Error()
+			return err
+		}
+	}
+	_ = r.Body.Close()
+	r.Body = io.NopCloser(&buf)
+	return nil
+}
+
+// sleep waits d on the server's clock; it returns ctx's error when ctx
+// ends first (every request context ends when the server closes).
+func (s *Server) sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	c, stop := s.clock.NewTimer(d)
+	defer stop()
+	select {
+	case <-c:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

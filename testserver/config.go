@@ -1,0 +1,86 @@
+package testserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+)
+
+// Config configures a Server. The zero Config listens on 127.0.0.1 on a
+// free port, applies no faults, uses seed 0 and keeps every event.
+type Config struct {
+	// Addr is the loopback address to listen on. Empty means
+	// "127.0.0.1:0" (a free port). Only loopback hosts (127.0.0.0/8, ::1,
+	// localhost) are accepted: a fault injector must not face a network.
+	Addr string
+	// Seed seeds the Mix rules. Zero is a seed like any other; Seed (the
+	// function) picks one per test and prints it when the test fails.
+	Seed uint64
+	// Rules are the initial rules; SetRules replaces them. Nil applies no
+	// fault.
+	Rules []Rule
+	// OperationHeader, when set, names the request header that carries
+	// the operation id of requests without an Idempotency-Key (for example
+	// "X-Operation-Id" on a naive client's requests). Empty means that
+	// such requests have no operation id: each is its own operation, at
+	// attempt 1.
+	OperationHeader string
+	// FaultHeader, when set, names a request header whose value (in the
+	// ParseFault syntax) forces that fault on the request, before any
+	// rule; the header is removed before the handler sees the request. A
+	// malformed value is answered 400 without running the handler. Empty
+	// (the default) disables the header.
+	FaultHeader string
+	// MaxEvents bounds the events kept in memory (the latest are kept).
+	// Zero keeps them all, right for tests; set it for long-running
+	// proxies.
+	MaxEvents int
+	// OnEvent, when set, is called with every event as it is logged, from
+	// the request's goroutine; it must be safe for concurrent use and
+	// quick.
+	OnEvent func(Event)
+}
+
+// ErrNotLoopback is returned for a Config.Addr whose host is not a loopback
+// address.
+var ErrNotLoopback = errors.New("testserver: listen address is not loopback")
+
+// listen opens the configured loopback listener.
+func (c Config) listen() (net.Listener, error) {
+	addr := c.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("testserver: listen address %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("%w: %q", ErrNotLoopback, addr)
+	}
+	return net.Listen("tcp", addr)
+}
+
+// validate checks the parts of c that New cannot repair.
+func (c Config) validate() error {
+	if c.MaxEvents < 0 {
+		return errors.New("testserver: MaxEvents is negative")
+	}
+	for _, h := range []string{c.OperationHeader, c.FaultHeader} {
+		if h != "" && !validHeaderName(h) {
+			return fmt.Errorf("testserver: %q is not a valid header name", h)
+		}
+	}
+	return ValidateRules(c.Rules)
+}
+
+func validHeaderName(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if c <= ' ' || c >= 0x7f || c == ':' {
+			return false
+		}
+	}
+	return http.CanonicalHeaderKey(h) != ""
+}

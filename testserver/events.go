@@ -1,0 +1,108 @@
+package testserver
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Event is the ground truth about one request: what arrived, what the
+// server did to it and what went out. It is logged when the server is done
+// with the request, so events are ordered by completion; Index gives the
+// order of arrival.
+type Event struct {
+	// Index is the global request index: 1 for the first request.
+	Index int `json:"index"`
+	// Time is when the request arrived (its headers were read).
+	Time time.Time `json:"time"`
+	// End is when the server was done with the request.
+	End time.Time `json:"end"`
+	// Conn identifies the connection (1 for the first accepted); Reused
+	// is true when an earlier request came on the same connection.
+	Conn   uint64 `json:"conn"`
+	Reused bool   `json:"reused"`
+	// Method and Path are the request's.
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// Key is the Idempotency-Key as received ("" when absent); Op is the
+	// operation id (the key, or the Config.OperationHeader value, or "").
+	Key string `json:"key,omitempty"`
+	Op  string `json:"op,omitempty"`
+	// Attempt is the attempt number of Op (1 for the first request with
+	// this id; always 1 without an id).
+	Attempt int `json:"attempt"`
+	// Rule names the rule that decided the fault ("" when none matched,
+	// "header" for Config.FaultHeader).
+	Rule string `json:"rule,omitempty"`
+	// Fault is the fault applied; Fault.Kind is FaultNone for a pass.
+	Fault Fault `json:"-"`
+	// FaultKind repeats Fault.Kind for JSON output.
+	FaultKind FaultKind `json:"fault,omitempty"`
+	// HandlerRan is true when the handler was called (in a proxy: the
+	// request was sent upstream).
+	HandlerRan bool `json:"handler_ran"`
+	// HandlerStatus is the status the handler produced (0 when it did not
+	// run or wrote nothing).
+	HandlerStatus int `json:"handler_status,omitempty"`
+	// Status is the status line that went out, 0 when none did (drops,
+	// resets, blackholes, a client that left first).
+	Status int `json:"status,omitempty"`
+	// BodyBytes is how many response body bytes the server wrote: to the
+	// response writer when the response went through net/http, to the
+	// connection when the fault wrote it raw. Bytes handed to a connection
+	// the client had already closed count too.
+	BodyBytes int64 `json:"body_bytes"`
+	// Upstream is the upstream URL a proxy used ("" for New).
+	Upstream string `json:"upstream,omitempty"`
+	// Err says why the request ended abnormally on the server side (the
+	// client left during a delay, an upstream error...); "" otherwise.
+	Err string `json:"err,omitempty"`
+}
+
+// eventLog keeps the events of a Server.
+type eventLog struct {
+	mu      sync.Mutex
+	max     int     // 0: keep all
+	events  []Event // the latest max events, in logging order
+	total   int     // events ever logged
+	changed chan struct{}
+}
+
+func newEventLog(max int) *eventLog {
+	return &eventLog{max: max, changed: make(chan struct{})}
+}
+
+func (l *eventLog) add(e Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+	if l.max > 0 && len(l.events) > l.max {
+		l.events = append(l.events[:0], l.events[len(l.events)-l.max:]...)
+	}
+	l.total++
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// snapshot returns a copy of the kept events, the total logged and a
+// channel closed at the next change.
+func (l *eventLog) snapshot() ([]Event, int, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Event(nil), l.events...), l.total, l.changed
+}
+
+// wait blocks until n events were logged in all, or ctx is done.
+func (l *eventLog) wait(ctx context.Context, n int) ([]Event, error) {
+	for {
+		events, total, changed := l.snapshot()
+		if total >= n {
+			return events, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return events, ctx.Err()
+		}
+	}
+}
