@@ -1,0 +1,86 @@
+package testserver
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Summary counts what an event log shows: the attempts on the wire and
+// what the server did to them.
+type Summary struct {
+	// Requests counts the events; Operations the distinct non-empty
+	// operation ids; MaxAttempt is the highest attempt number seen.
+	Requests, Operations, MaxAttempt int
+	// HandlerRuns counts requests whose handler ran (in a proxy: that
+	// were sent upstream).
+	HandlerRuns int
+	// Conns counts distinct connections; Reused the requests that came on
+	// a connection that had carried an earlier one.
+	Conns, Reused int
+	// Faults counts requests by the fault applied; FaultNone counts the
+	// ones passed untouched.
+	Faults map[FaultKind]int
+	// Statuses counts requests by the status that went out (0: none).
+	Statuses map[int]int
+}
+
+// Summarize counts events.
+func Summarize(events []Event) Summary {
+	s := Summary{Faults: make(map[FaultKind]int), Statuses: make(map[int]int)}
+	ops := make(map[string]bool)
+	conns := make(map[uint64]bool)
+	for _, e := range events {
+		s.Requests++
+		if e.Op != "" {
+			ops[e.Op] = true
+		}
+		s.MaxAttempt = max(s.MaxAttempt, e.Attempt)
+		if e.HandlerRan {
+			s.HandlerRuns++
+		}
+		conns[e.Conn] = true
+		if e.Reused {
+			s.Reused++
+		}
+		s.Faults[e.Fault.Kind]++
+		s.Statuses[e.Status]++
+	}
+	s.Operations, s.Conns = len(ops), len(conns)
+	return s
+}
+
+// String renders the summary in a few lines, faults in documentation
+// order.
+func (s Summary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "requests: %d for %d operations (max attempt %d), handler ran %d times\n",
+		s.Requests, s.Operations, s.MaxAttempt, s.HandlerRuns)
+	fmt.Fprintf(&b, "connections: %d, requests on a reused connection: %d\n", s.Conns, s.Reused)
+	b.WriteString("faults:")
+	fmt.Fprintf(&b, " none %d", s.Faults[FaultNone])
+	for _, k := range kinds {
+		if n := s.Faults[k]; n > 0 {
+			fmt.Fprintf(&b, ", %s %d", k, n)
+		}
+	}
+	b.WriteString("\nstatuses:")
+	codes := make([]int, 0, len(s.Statuses))
+	for c := range s.Statuses {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	for i, c := range codes {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		label := fmt.Sprint(c)
+		if c == 0 {
+			label = "none"
+		}
+		fmt.Fprintf(&b, "%s %s %d", sep, label, s.Statuses[c])
+	}
+	b.WriteString("\n")
+	return b.String()
+}
