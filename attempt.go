@@ -30,11 +30,23 @@ type result struct {
 
 // wireTrace counts the connections an attempt was sent on. GotConn fires
 // once per connection, including the new one net/http picks when it re-sends
-// a request by itself after a reused connection broke.
-type wireTrace struct{ conns atomic.Int32 }
+// a request by itself after a reused connection broke. It lives in the call
+// and is reset per attempt.
+type wireTrace struct {
+	conns atomic.Int32
+	count func(httptrace.GotConnInfo)
+	hooks httptrace.ClientTrace
+}
 
-func (w *wireTrace) clientTrace() *httptrace.ClientTrace {
-	return &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { w.conns.Add(1) }}
+func (w *wireTrace) start(ctx context.Context) context.Context {
+	w.conns.Store(0)
+	if w.count == nil {
+		w.count = func(httptrace.GotConnInfo) { w.conns.Add(1) }
+	}
+	// WithClientTrace composes the caller's hooks into hooks, so it starts
+	// afresh each attempt.
+	w.hooks = httptrace.ClientTrace{GotConn: w.count}
+	return httptrace.WithClientTrace(ctx, &w.hooks)
 }
 
 // attempt sends one attempt of the call and reads ahead what the decision
@@ -44,8 +56,8 @@ func (c *call) attempt(ctx context.Context) result {
 	if c.t.cfg.AttemptTimeout > 0 {
 		actx, done = context.WithTimeout(ctx, c.t.cfg.AttemptTimeout)
 	}
-	trace := &wireTrace{}
-	actx = httptrace.WithClientTrace(actx, trace.clientTrace())
+	actx = c.trace.start(actx)
+	trace := &c.trace
 	start := c.t.now()
 	req, err := c.request(actx)
 	if err != nil {

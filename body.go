@@ -22,8 +22,8 @@ type requestBody struct {
 	used    bool
 }
 
-func newRequestBody(req *http.Request) *requestBody {
-	b := &requestBody{getBody: req.GetBody}
+func newRequestBody(req *http.Request) requestBody {
+	b := requestBody{getBody: req.GetBody}
 	if req.Body != nil && req.Body != http.NoBody {
 		b.orig = req.Body
 	}
@@ -132,7 +132,7 @@ func discard(resp *http.Response) {
 // done is called at once; otherwise done is called when the body is closed.
 // It returns the bytes read, and the error of a body cut short.
 func readAhead(resp *http.Response, limit int64, done context.CancelFunc) ([]byte, error) {
-	buf, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	buf, err := readUpTo(resp, limit)
 	if err != nil {
 		resp.Body.Close()
 		done()
@@ -141,12 +141,40 @@ func readAhead(resp *http.Response, limit int64, done context.CancelFunc) ([]byt
 	if int64(len(buf)) < limit { // the body ended: it is all in buf
 		resp.Body.Close()
 		done()
-		resp.Body = io.NopCloser(bytes.NewReader(buf))
+		resp.Body = &bufferedBody{Reader: *bytes.NewReader(buf)}
 		return buf, nil
 	}
 	resp.Body = &aheadBody{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), body: resp.Body, done: done}
 	return buf, nil
 }
+
+// readUpTo reads up to limit bytes of resp's body; fewer means it ended. A
+// declared length that fits is read in one exact allocation (and one byte
+// more, to see that the body really ends there).
+func readUpTo(resp *http.Response, limit int64) ([]byte, error) {
+	n := resp.ContentLength
+	if n <= 0 || n >= limit {
+		return io.ReadAll(io.LimitReader(resp.Body, limit))
+	}
+	buf := make([]byte, n+1)
+	read, err := io.ReadFull(resp.Body, buf)
+	switch {
+	case int64(read) == n && err == io.ErrUnexpectedEOF: // ended as declared
+		return buf[:read], nil
+	case err == io.EOF:
+		return nil, io.ErrUnexpectedEOF
+	case err != nil:
+		return buf[:read], err
+	}
+	// Longer than declared (a base RoundTripper that misreports it).
+	rest, err := io.ReadAll(io.LimitReader(resp.Body, limit-n-1))
+	return append(buf, rest...), err
+}
+
+// bufferedBody is a response body read ahead in full.
+type bufferedBody struct{ bytes.Reader }
+
+func (*bufferedBody) Close() error { return nil }
 
 // aheadBody is a response body whose start was read ahead; closing it closes
 // the real body and ends the attempt (its timeout).

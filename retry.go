@@ -17,8 +17,9 @@ type call struct {
 	req        *http.Request // the caller's, never modified
 	key, field string        // the bare key and the header value; "" for none
 	safe       bool          // keyed or idempotent: an ambiguous attempt may be retried
-	body       *requestBody
+	body       requestBody
 	last       *http.Request // the request of the latest attempt
+	trace      wireTrace     // counts the connections of the current attempt
 
 	attempts  int           // requests put on the wire
 	retries   int           // retries made
