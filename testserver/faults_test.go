@@ -1,0 +1,166 @@
+package testserver
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// faultCase is one fault seen from a plain http.Client and from the log.
+type faultCase struct {
+	name       string
+	fault      Fault
+	timeout    time.Duration // client timeout; zero means 5s
+	body       string        // request body
+	check      func(t *testing.T, resp *http.Response, body []byte, err error)
+	handlerRan bool
+	status     int // Event.Status
+}
+
+func wantErr(what string, is func(error) bool) func(*testing.T, *http.Response, []byte, error) {
+	return func(t *testing.T, resp *http.Response, _ []byte, err error) {
+		t.Helper()
+		if err == nil || !is(err) {
+			t.Fatalf("client error = %v (response %v), want %s", err, resp, what)
+		}
+	}
+}
+
+func wantResponse(status int, bodyHas string) func(*testing.T, *http.Response, []byte, error) {
+	return func(t *testing.T, resp *http.Response, body []byte, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("client error = %v, want status %d", err, status)
+		}
+		if resp.StatusCode != status || !strings.Contains(string(body), bodyHas) {
+			t.Fatalf("response = %d %q, want %d containing %q", resp.StatusCode, body, status, bodyHas)
+		}
+	}
+}
+
+func TestFaultsSeenByClientAndLog(t *testing.T) {
+	ms := time.Millisecond
+	cases := []faultCase{
+		{name: "none", check: wantResponse(201, `"id":"pay-1"`), handlerRan: true, status: 201},
+		{name: "status", fault: Fault{Kind: FaultStatus, RetryAfter: 2 * time.Second},
+			check: func(t *testing.T, resp *http.Response, body []byte, err error) {
+				wantResponse(503, "injected 503")(t, resp, body, err)
+				if got := resp.Header.Get("Retry-After"); got != "2" {
+					t.Fatalf("Retry-After = %q, want 2", got)
+				}
+			}, status: 503},
+		{name: "reset", fault: Fault{Kind: FaultReset}, body: strings.Repeat("b", 1000), check: wantErr("ECONNRESET", isReset)},
+		{name: "close", fault: Fault{Kind: FaultClose}, body: strings.Repeat("b", 1000), check: wantErr("EOF", isEOF)},
+		{name: "blackhole", fault: Fault{Kind: FaultBlackhole}, timeout: 100 * ms, check: wantErr("timeout", isTimeout)},
+		{name: "delay passes", fault: Fault{Kind: FaultDelay, Delay: 20 * ms}, check: wantResponse(201, "pay-1"), handlerRan: true, status: 201},
+		{name: "delay past timeout", fault: Fault{Kind: FaultDelay, Delay: time.Hour}, timeout: 100 * ms, check: wantErr("timeout", isTimeout)},
+		{name: "slow read passes", fault: Fault{Kind: FaultSlowRead, Bytes: 2, Delay: ms}, body: "0123456789",
+			check: wantResponse(201, `"request_bytes":10`), handlerRan: true, status: 201},
+		{name: "slow read past timeout", fault: Fault{Kind: FaultSlowRead, Bytes: 1, Delay: 30 * ms}, body: "0123456789",
+			timeout: 100 * ms, check: wantErr("timeout", isTimeout)},
+		{name: "drop-reset", fault: Fault{Kind: FaultDropReset}, check: wantErr("ECONNRESET", isReset), handlerRan: true},
+		{name: "drop-close", fault: Fault{Kind: FaultDropClose}, check: wantErr("EOF", isEOF), handlerRan: true},
+		{name: "drop-hang", fault: Fault{Kind: FaultDropHang}, timeout: 100 * ms, check: wantErr("timeout", isTimeout), handlerRan: true},
+		{name: "delay-response passes", fault: Fault{Kind: FaultDelayResponse, Delay: 20 * ms}, check: wantResponse(201, "pay-1"), handlerRan: true, status: 201},
+		{name: "delay-response past timeout", fault: Fault{Kind: FaultDelayResponse, Delay: time.Hour}, timeout: 100 * ms,
+			check: wantErr("timeout", isTimeout), handlerRan: true},
+		{name: "partial-body", fault: Fault{Kind: FaultPartialBody, Bytes: 7}, check: checkPartial(7), handlerRan: true, status: 201},
+		{name: "partial-body half", fault: Fault{Kind: FaultPartialBody}, check: checkPartial(-1), handlerRan: true, status: 201},
+		{name: "slow-body passes", fault: Fault{Kind: FaultSlowBody, Bytes: 16, Delay: ms}, check: wantResponse(201, "pay-1"), handlerRan: true, status: 201},
+		{name: "slow-body past timeout", fault: Fault{Kind: FaultSlowBody, Bytes: 1, Delay: 30 * ms}, timeout: 150 * ms,
+			check: wantErr("timeout while reading the body", isTimeout), handlerRan: true, status: 201},
+		{name: "status-after", fault: Fault{Kind: FaultStatusAfter, Status: 502, RetryAfter: time.Second},
+			check: wantResponse(502, "injected 502"), handlerRan: true, status: 502},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			runFaultCase(t, tc)
+		})
+	}
+}
+
+func runFaultCase(t *testing.T, tc faultCase) {
+	a := &app{}
+	s := startServer(t, a, Config{Rules: []Rule{Always(Match{}, tc.fault)}}, nil)
+	timeout := tc.timeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	resp, body, err := post(freshClient(timeout), s.URL+"/payments", "k-1", tc.body)
+	tc.check(t, resp, body, err)
+
+	ev := waitEvents(t, s, 1)[0]
+	if ev.HandlerRan != tc.handlerRan || (a.calls.Load() == 1) != tc.handlerRan {
+		t.Errorf("handler ran: event %v, app calls %d; want %v", ev.HandlerRan, a.calls.Load(), tc.handlerRan)
+	}
+	if ev.Fault != tc.fault || ev.Rule != "#0" {
+		t.Errorf("event fault = %v by rule %q, want %v by #0", ev.Fault, ev.Rule, tc.fault)
+	}
+	if ev.Status != tc.status {
+		t.Errorf("event status = %d, want %d (event %+v)", ev.Status, tc.status, ev)
+	}
+	if ev.Key != "k-1" || ev.Op != "k-1" || ev.Attempt != 1 || ev.Index != 1 || ev.Method != "POST" || ev.Path != "/payments" {
+		t.Errorf("event = %+v, want key/op k-1, attempt 1, index 1, POST /payments", ev)
+	}
+	if tc.handlerRan && ev.HandlerStatus != 201 {
+		t.Errorf("event handler status = %d, want 201", ev.HandlerStatus)
+	}
+}
+
+// checkPartial expects a 201 whose body breaks with an unexpected EOF after
+// n bytes of the declared length (-1: half of it).
+func checkPartial(n int) func(*testing.T, *http.Response, []byte, error) {
+	return func(t *testing.T, resp *http.Response, body []byte, err error) {
+		t.Helper()
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("error = %v, want io.ErrUnexpectedEOF while reading the body", err)
+		}
+		declared, _ := strconv.Atoi(resp.Header.Get("Content-Length"))
+		if n < 0 {
+			n = declared / 2
+		}
+		if resp.StatusCode != 201 || len(body) != n || declared <= n || !strings.HasPrefix(`{"id":"pay-1"`, string(body[:min(len(body), 13)])) {
+			t.Fatalf("response %d, Content-Length %d, read %d bytes %q; want 201 and %d bytes of more", resp.StatusCode, declared, len(body), body, n)
+		}
+	}
+}
+
+func TestPartialBodyEventCountsBytes(t *testing.T) {
+	s := startServer(t, &app{}, Config{Rules: []Rule{Always(Match{}, Fault{Kind: FaultPartialBody, Bytes: 5})}}, nil)
+	_, body, _ := post(freshClient(5*time.Second), s.URL, "", "")
+	ev := waitEvents(t, s, 1)[0]
+	if ev.BodyBytes != 5 || len(body) != 5 {
+		t.Fatalf("body bytes: event %d, client %d; want 5", ev.BodyBytes, len(body))
+	}
+}
+
+func TestPartialBodyOfEmptyResponseCutsTheStatusLine(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	s := startServer(t, h, Config{Rules: []Rule{Always(Match{}, Fault{Kind: FaultPartialBody})}}, nil)
+	_, _, err := post(freshClient(5*time.Second), s.URL, "", "")
+	if err == nil {
+		t.Fatal("client error = nil, want a malformed or cut response")
+	}
+	if ev := waitEvents(t, s, 1)[0]; ev.Status != 0 || !ev.HandlerRan {
+		t.Fatalf("event = %+v, want status 0 and handler ran", ev)
+	}
+}
+
+func TestStatusRetryAfterDate(t *testing.T) {
+	clk := newFakeClock()
+	f := Fault{Kind: FaultStatus, Status: 429, RetryAfter: 1500 * time.Millisecond, RetryAfterDate: true}
+	s := startServer(t, &app{}, Config{Rules: []Rule{Always(Match{}, f)}}, clk)
+	resp, _, err := post(freshClient(5*time.Second), s.URL, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := clk.Now().Add(2 * time.Second).Format(http.TimeFormat)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != want {
+		t.Fatalf("response %d, Retry-After %q; want 429, %q", resp.StatusCode, resp.Header.Get("Retry-After"), want)
+	}
+}
