@@ -22,6 +22,7 @@ func (s *Server) after(w http.ResponseWriter, x *exchange, rec *recorder) {
 	case FaultDelayResponse:
 		if err := s.sleep(x.r.Context(), f.Delay); err != nil {
 			x.ev.Err = "delay-response: client left or server closed: " + err.Error()
+			s.abort(w, x)
 			return
 		}
 		s.sendRecorded(w, x, rec)
@@ -98,6 +99,7 @@ func (s *Server) slowBody(w http.ResponseWriter, x *exchange, rec *recorder) {
 	for len(body) > 0 {
 		if err := s.sleep(x.r.Context(), x.fault.Delay); err != nil {
 			x.ev.Err = "slow-body: client left or server closed: " + err.Error()
+			s.abort(w, x)
 			return
 		}
 		n, err := w.Write(body[:min(chunk, len(body))])

@@ -25,13 +25,24 @@ func (s *Server) before(w http.ResponseWriter, x *exchange) bool {
 		s.cut(w, x, f.Kind)
 		return false
 	case FaultDelay:
-		return s.delayRequest(x, f.Delay)
+		return s.delayRequest(x, f.Delay) || s.abort(w, x)
 	case FaultSlowRead:
-		return s.slowRead(x, f)
+		return s.slowRead(x, f) || s.abort(w, x)
 	case FaultHold:
-		s.holdRequest(x, f)
+		return s.holdRequest(x, f) || s.abort(w, x)
 	}
 	return true
+}
+
+// abort ends a request that a fault gave up on (its client left, or the
+// server is closing) by closing the connection, so that net/http does not
+// send an empty 200 in its name. It returns false, for before's callers.
+func (s *Server) abort(w http.ResponseWriter, x *exchange) bool {
+	c, _, err := s.hijack(w)
+	if err == nil {
+		s.release(c)
+	}
+	return false
 }
 
 // writeStatus answers f's status with its Retry-After and a short text

@@ -65,6 +65,7 @@ type eventLog struct {
 	max     int     // 0: keep all
 	events  []Event // the latest max events, in logging order
 	total   int     // events ever logged
+	arrived int     // requests ever numbered
 	changed chan struct{}
 }
 
@@ -80,6 +81,18 @@ func (l *eventLog) add(e Event) {
 		l.events = append(l.events[:0], l.events[len(l.events)-l.max:]...)
 	}
 	l.total++
+	l.broadcast()
+}
+
+// arrive counts a request that was just numbered.
+func (l *eventLog) arrive() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.arrived++
+	l.broadcast()
+}
+
+func (l *eventLog) broadcast() {
 	close(l.changed)
 	l.changed = make(chan struct{})
 }
@@ -94,9 +107,23 @@ func (l *eventLog) snapshot() ([]Event, int, <-chan struct{}) {
 
 // wait blocks until n events were logged in all, or ctx is done.
 func (l *eventLog) wait(ctx context.Context, n int) ([]Event, error) {
+	return l.waitFor(ctx, func() bool { return l.total >= n })
+}
+
+// waitArrived blocks until n requests were numbered, or ctx is done.
+func (l *eventLog) waitArrived(ctx context.Context, n int) error {
+	_, err := l.waitFor(ctx, func() bool { return l.arrived >= n })
+	return err
+}
+
+// waitFor blocks until cond (called with l.mu held) is true, or ctx is
+// done, and returns the events kept.
+func (l *eventLog) waitFor(ctx context.Context, cond func() bool) ([]Event, error) {
 	for {
-		events, total, changed := l.snapshot()
-		if total >= n {
+		l.mu.Lock()
+		ok, events, changed := cond(), append([]Event(nil), l.events...), l.changed
+		l.mu.Unlock()
+		if ok {
 			return events, nil
 		}
 		select {

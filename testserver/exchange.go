@@ -91,6 +91,7 @@ func (s *Server) admit(r *http.Request) (*exchange, error) {
 	x.ev.Method, x.ev.Path = r.Method, r.URL.Path
 	x.ev.Key, x.ev.Op = s.operation(r)
 	x.ev.Attempt = s.attempts.next(x.ev.Op)
+	s.log.arrive()
 	x.ctx = context.WithValue(r.Context(), exchangeKey{}, x)
 
 	forced, err := s.forcedFault(r)

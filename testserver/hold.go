@@ -84,13 +84,14 @@ func (b *holdBoard) arrive(s *Server, x *exchange) {
 
 // holdRequest holds x until a later attempt of its operation arrives (at
 // most f.holdFor()), then lets it continue with a context that the
-// client's disconnect does not cancel but Close still does.
-func (s *Server) holdRequest(x *exchange, f Fault) {
+// client's disconnect does not cancel but Close still does. It returns
+// false when the server closed during the hold.
+func (s *Server) holdRequest(x *exchange, f Fault) bool {
 	x.ctx = detach(s.ctx, x.ctx)
 	if x.ev.Op == "" {
 		x.ev.Err = "hold: request has no operation id, so no retry can release it"
-		_ = s.sleep(x.ctx, f.holdFor())
-		return
+		err := s.sleep(x.ctx, f.holdFor())
+		return err == nil
 	}
 	h := s.holds.put(x.ev.Op, x.ev.Attempt, f.RetryFirst)
 	x.started = append(x.started, h.heldStarted)
@@ -101,17 +102,21 @@ func (s *Server) holdRequest(x *exchange, f Fault) {
 	case <-timer:
 		s.holds.drop(x.ev.Op, h)
 		x.ev.Err = "hold: no retry arrived within " + f.holdFor().String()
-		return
+		return true
 	case <-x.ctx.Done():
 		s.holds.drop(x.ev.Op, h)
-		return
+		x.ev.Err = "hold: server closed"
+		return false
 	}
 	if h.retryFirst {
 		select {
 		case <-h.retryStarted:
 		case <-x.ctx.Done():
+			x.ev.Err = "hold: server closed"
+			return false
 		}
 	}
+	return true
 }
 
 // detach returns a context with ctx's values that ends only when the
