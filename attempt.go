@@ -25,6 +25,7 @@ type result struct {
 	certainty  Certainty
 	err        error // the transport error or the cut-short body error
 	wire       int   // connections the base transport used
+	open       bool  // the host's breaker refused the attempt
 	elapsed    time.Duration
 }
 
@@ -49,35 +50,46 @@ func (w *wireTrace) start(ctx context.Context) context.Context {
 	return httptrace.WithClientTrace(ctx, &w.hooks)
 }
 
-// attempt sends one attempt of the call and reads ahead what the decision
-// and a possible retry need of the response.
+// attempt sends one attempt of the call through its host's breaker, and
+// reads ahead what the decision and a possible retry need of the response.
 func (c *call) attempt(ctx context.Context) result {
 	actx, done := ctx, context.CancelFunc(func() {})
 	if c.t.cfg.AttemptTimeout > 0 {
 		actx, done = context.WithTimeout(ctx, c.t.cfg.AttemptTimeout)
 	}
 	actx = c.trace.start(actx)
-	trace := &c.trace
 	start := c.t.now()
 	req, err := c.request(actx)
 	if err != nil {
 		done()
-		return result{certainty: NotSent, err: err, wire: 0}
+		return result{certainty: NotSent, err: err}
 	}
 	c.last = req
-	resp, err := c.send(req)
-	res := result{wire: max(1, int(trace.conns.Load())), certainty: Responded}
+	report, err := c.t.breakers.allow(req.URL)
+	if err != nil {
+		done()
+		return result{certainty: NotSent, err: err, open: true}
+	}
+	res := c.send(req, done)
+	res.elapsed = c.t.now().Sub(start)
+	report(res.outcome(ctx.Err() != nil))
+	return res
+}
+
+// send runs the base transport for one attempt and settles its response.
+func (c *call) send(req *http.Request, done context.CancelFunc) result {
+	resp, err := c.t.base.RoundTrip(req)
+	conns := int(c.trace.conns.Load())
+	res := result{wire: max(1, conns), certainty: Responded}
 	if err != nil {
 		done()
 		res.err, res.certainty = err, NotSent
-		if trace.conns.Load() > 0 {
+		if conns > 0 {
 			res.certainty = Ambiguous
 		}
-		res.elapsed = c.t.now().Sub(start)
 		return res
 	}
 	c.settle(resp, done, &res)
-	res.elapsed = c.t.now().Sub(start)
 	return res
 }
 
@@ -94,11 +106,6 @@ func (c *call) request(ctx context.Context) (*http.Request, error) {
 	}
 	r.Body = body
 	return r, nil
-}
-
-// send runs the base transport for one attempt.
-func (c *call) send(req *http.Request) (*http.Response, error) {
-	return c.t.base.RoundTrip(req)
 }
 
 // settle records the response in res and reads ahead of its body what the

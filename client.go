@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/sony/gobreaker/v2"
 )
 
 // Defaults of Config.
@@ -54,8 +56,24 @@ type Config struct {
 	// 1 MiB; negative means never buffer.
 	MaxBufferedBody int64
 
-	// Logger receives a debug record per retry and an info record per call
-	// that gives up. Nil means no logging.
+	// Budget limits retries to a share of first attempts plus a small floor
+	// rate (see Budget), so that retries cannot multiply the load on a
+	// service that is failing. Share one Budget among the Transports that
+	// call one service. Nil means a Budget of this Transport's own with the
+	// defaults of BudgetConfig.
+	Budget *Budget
+
+	// NoBudget disables the retry budget: every retry that MaxAttempts
+	// allows is made. Budget is then ignored.
+	NoBudget bool
+
+	// Breaker configures the per-host circuit breakers. The zero value
+	// enables them with the defaults of BreakerConfig.
+	Breaker BreakerConfig
+
+	// Logger receives a debug record per retry, an info record per call
+	// that gives up, and a warning per breaker state change. Nil means no
+	// logging.
 	Logger *slog.Logger
 
 	// Observer receives every attempt, retry and give-up. The zero value
@@ -69,10 +87,16 @@ type Config struct {
 // request's context. It never modifies the caller's request, always closes
 // the request body, and returns (resp, nil) when it returns a response,
 // whatever its status. It is safe for concurrent use.
+//
+// The stack, from the caller down: key attachment; the retry loop, which
+// asks the budget before each retry; the host's circuit breaker, around
+// each attempt; the base transport.
 type Transport struct {
-	cfg  Config
-	base http.RoundTripper
-	log  *slog.Logger
+	cfg      Config
+	base     http.RoundTripper
+	log      *slog.Logger
+	budget   *Budget   // nil: no budget
+	breakers *breakers // nil: no breakers
 
 	// Injected for tests; the real clock, timer and random source otherwise.
 	now    func() time.Time
@@ -99,14 +123,32 @@ func NewTransport(cfg Config) *Transport {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Transport{
+	t := &Transport{
 		cfg:    cfg,
 		base:   cfg.Base,
 		log:    log,
+		budget: cfg.Budget,
 		now:    time.Now,
 		sleep:  sleep,
 		rand:   rand.Float64,
 		newKey: NewKey,
+	}
+	switch {
+	case cfg.NoBudget:
+		t.budget = nil
+	case t.budget == nil:
+		t.budget = NewBudget(BudgetConfig{})
+	}
+	t.breakers = newBreakers(cfg.Breaker, t.breakerChanged)
+	return t
+}
+
+// breakerChanged reports a state change of a host's breaker.
+func (t *Transport) breakerChanged(host string, from, to gobreaker.State) {
+	t.log.Warn("idem: circuit breaker changed state",
+		slog.String("host", host), slog.String("from", from.String()), slog.String("to", to.String()))
+	if t.cfg.Observer.OnBreakerChange != nil {
+		t.cfg.Observer.OnBreakerChange(host, from, to)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idem/internal/wire"
 )
 
 // clock is an injected sleep that records each wait and returns at once.
@@ -173,4 +175,9 @@ func readAll(t *testing.T, resp *http.Response) string {
 		t.Fatalf("reading the response body: %v", err)
 	}
 	return string(b)
+}
+
+// writeProblem answers a contract problem with the default prefix.
+func writeProblem(w http.ResponseWriter, status int, name string) {
+	wire.WriteProblem(w, wire.Problem{Type: wire.DefaultProblemPrefix + name, Title: name, Status: status})
 }

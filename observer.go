@@ -3,6 +3,8 @@ package idem
 import (
 	"net/http"
 	"time"
+
+	"github.com/sony/gobreaker/v2"
 )
 
 // Attempt describes one attempt of a call, as reported to an Observer.
@@ -45,8 +47,14 @@ type Observer struct {
 	// OnRetry is called when an attempt will be retried, before the wait.
 	OnRetry func(a Attempt, wait time.Duration)
 	// OnGiveUp is called when a call ends with an error; err is the *Error
-	// the call returns.
+	// the call returns. A retry denied by the budget, or an attempt refused
+	// by an open breaker, is reported here (err matches ErrBudgetExhausted
+	// or ErrCircuitOpen).
 	OnGiveUp func(a Attempt, err error)
+	// OnBreakerChange is called when the circuit breaker of a host
+	// (scheme://host:port) changes state. It may run on any goroutine that
+	// made an attempt to that host.
+	OnBreakerChange func(host string, from, to gobreaker.State)
 }
 
 func (o *Observer) attempt(a Attempt) {

@@ -54,6 +54,9 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 func (c *call) run() (*http.Response, error) {
 	defer c.body.release()
 	ctx := c.req.Context()
+	if c.t.budget != nil {
+		c.t.budget.firstAttempt()
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, c.giveUp(result{certainty: NotSent}, nil, err, "the context ended before the attempt")
@@ -96,6 +99,8 @@ func (c *call) record(res result) {
 // judge decides what follows an attempt, by CONTRACT.md section 7.
 func (c *call) judge(res result) (v verdict, reason error, detail string) {
 	switch {
+	case res.open:
+		return fail, ErrCircuitOpen, ""
 	case errors.Is(res.err, ErrNotRewindable):
 		return fail, ErrNotRewindable, ""
 	case res.certainty == NotSent:
@@ -147,8 +152,8 @@ func (c *call) exhausted(res result) (*http.Response, error) {
 }
 
 // wait sleeps before the next attempt, unless the wait cannot end before
-// the context's deadline; then, or when the context ends during the wait,
-// it returns the call's error.
+// the context's deadline or the budget has no token for the retry; then, or
+// when the context ends during the wait, it returns the call's error.
 func (c *call) wait(ctx context.Context, res result) error {
 	d, why := c.delay(res)
 	if deadline, ok := ctx.Deadline(); ok {
@@ -160,6 +165,9 @@ func (c *call) wait(ctx context.Context, res result) error {
 		}
 	}
 	discard(res.resp)
+	if c.t.budget != nil && !c.t.budget.allowRetry() {
+		return c.giveUp(res, ErrBudgetExhausted, res.err, "")
+	}
 	c.t.cfg.Observer.retry(c.describe(res), d)
 	c.t.log.LogAttrs(ctx, slog.LevelDebug, "idem: retrying",
 		append(logAttrs(c, res), slog.Duration("wait", d))...)

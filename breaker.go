@@ -1,0 +1,217 @@
+package idem
+
+import (
+	"container/list"
+	"errors"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// ErrCircuitOpen: the circuit breaker of the request's host is open (or
+// half-open with its probes taken), so the attempt failed fast without
+// being sent. The *Error also matches the gobreaker error that caused it
+// (gobreaker.ErrOpenState or gobreaker.ErrTooManyRequests).
+var ErrCircuitOpen = errors.New("idem: circuit open for this host (a local decision of this client)")
+
+// Defaults of BreakerConfig.
+const (
+	DefaultBreakerConsecutiveFailures = 5
+	DefaultBreakerFailureRatio        = 0.5
+	DefaultBreakerMinRequests         = 20
+	DefaultBreakerWindow              = 10 * time.Second
+	DefaultBreakerOpenTimeout         = 5 * time.Second
+	DefaultBreakerProbes              = 3
+	DefaultBreakerMaxHosts            = 1024
+)
+
+// BreakerConfig configures the per-host circuit breakers (sony/gobreaker)
+// of a Transport. Its zero value gives the defaults listed with each field.
+//
+// A breaker counts attempts, not calls. Failures: attempts that were not
+// sent or got no complete response (attempt timeouts included), and 500,
+// 502, 503 and 504 responses. Not failures: other responses (a 4xx is the
+// caller's problem, not the host's; 429 is throttling, not a fault; a 500
+// result-unavailable is an answer). An attempt ended by the caller's own
+// context is not counted at all.
+type BreakerConfig struct {
+	// Disabled turns the breakers off.
+	Disabled bool
+	// ConsecutiveFailures trips the breaker: that many failures in a row.
+	// Zero means 5, which ignores a short blip but stops a dead host within
+	// one or two calls' worth of retries.
+	ConsecutiveFailures uint32
+	// FailureRatio also trips it: this share of failures among at least
+	// MinRequests attempts in the current Window. Zero means 0.5: a host
+	// failing every other attempt costs its callers more than it serves.
+	FailureRatio float64
+	// MinRequests is the sample FailureRatio needs. Zero means 20, so that
+	// a handful of attempts cannot trip the breaker by ratio.
+	MinRequests uint32
+	// Window is the closed-state period after which the counts restart.
+	// Zero means 10 s: recent enough to reflect the host's present state.
+	Window time.Duration
+	// OpenTimeout is how long an open breaker fails fast before it lets
+	// probes through (half-open). Zero means 5 s: long enough to shed load
+	// from a host that is down, short enough to notice its recovery soon.
+	OpenTimeout time.Duration
+	// Probes is how many attempts a half-open breaker lets through; that
+	// many successes in a row close it, one failure opens it again. Zero
+	// means 3, so that one lucky probe does not close it.
+	Probes uint32
+	// MaxHosts bounds the breakers kept; the least recently used is dropped
+	// beyond it, so a client that talks to many hosts does not grow without
+	// limit. Zero means 1024.
+	MaxHosts int
+}
+
+// breaker is the gobreaker of one host.
+type breaker = gobreaker.TwoStepCircuitBreaker[struct{}]
+
+// breakerOutcome values are reported to a breaker when an attempt ends.
+var (
+	errAttemptFailed   = errors.New("attempt failed")
+	errAttemptExcluded = errors.New("attempt ended by the caller")
+)
+
+// breakers is a bounded, least-recently-used registry of per-host breakers.
+// It is safe for concurrent use.
+type breakers struct {
+	cfg      BreakerConfig
+	onChange func(host string, from, to gobreaker.State)
+
+	mu     sync.Mutex
+	byHost map[string]*list.Element // of *hostBreaker
+	lru    list.List                // most recently used at the front
+}
+
+type hostBreaker struct {
+	host string
+	cb   *breaker
+}
+
+func newBreakers(cfg BreakerConfig, onChange func(host string, from, to gobreaker.State)) *breakers {
+	if cfg.Disabled {
+		return nil
+	}
+	if cfg.ConsecutiveFailures == 0 {
+		cfg.ConsecutiveFailures = DefaultBreakerConsecutiveFailures
+	}
+	if cfg.FailureRatio <= 0 {
+		cfg.FailureRatio = DefaultBreakerFailureRatio
+	}
+	if cfg.MinRequests == 0 {
+		cfg.MinRequests = DefaultBreakerMinRequests
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultBreakerWindow
+	}
+	if cfg.OpenTimeout <= 0 {
+		cfg.OpenTimeout = DefaultBreakerOpenTimeout
+	}
+	if cfg.Probes == 0 {
+		cfg.Probes = DefaultBreakerProbes
+	}
+	if cfg.MaxHosts <= 0 {
+		cfg.MaxHosts = DefaultBreakerMaxHosts
+	}
+	return &breakers{cfg: cfg, onChange: onChange, byHost: map[string]*list.Element{}}
+}
+
+// get returns the breaker of host, creating it when needed.
+func (r *breakers) get(host string) *breaker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.byHost[host]; ok {
+		r.lru.MoveToFront(e)
+		return e.Value.(*hostBreaker).cb
+	}
+	if r.lru.Len() >= r.cfg.MaxHosts {
+		oldest := r.lru.Back()
+		r.lru.Remove(oldest)
+		delete(r.byHost, oldest.Value.(*hostBreaker).host)
+	}
+	hb := &hostBreaker{host: host, cb: gobreaker.NewTwoStepCircuitBreaker[struct{}](r.settings(host))}
+	r.byHost[host] = r.lru.PushFront(hb)
+	return hb.cb
+}
+
+// allow asks the breaker of u's host to let an attempt through. It returns
+// the function that reports the attempt's outcome, or the breaker's error
+// when it refuses. A nil registry (breakers disabled) allows everything.
+func (r *breakers) allow(u *url.URL) (report func(error), err error) {
+	if r == nil {
+		return func(error) {}, nil
+	}
+	return r.get(hostKey(u)).Allow()
+}
+
+// len returns how many breakers the registry holds.
+func (r *breakers) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lru.Len()
+}
+
+func (r *breakers) settings(host string) gobreaker.Settings {
+	cfg := r.cfg
+	return gobreaker.Settings{
+		Name:        host,
+		MaxRequests: cfg.Probes,
+		Interval:    cfg.Window,
+		Timeout:     cfg.OpenTimeout,
+		ReadyToTrip: func(c gobreaker.Counts) bool {
+			counted := c.TotalSuccesses + c.TotalFailures
+			return c.ConsecutiveFailures >= cfg.ConsecutiveFailures ||
+				(counted >= cfg.MinRequests &&
+					float64(c.TotalFailures) >= cfg.FailureRatio*float64(counted))
+		},
+		IsExcluded: func(err error) bool { return err == errAttemptExcluded },
+		OnStateChange: func(name string, from, to gobreaker.State) {
+			if r.onChange != nil {
+				r.onChange(name, from, to)
+			}
+		},
+	}
+}
+
+// outcome is what an attempt reports to its host's breaker: nil for a
+// success, errAttemptFailed, or errAttemptExcluded when the caller's own
+// context ended it.
+func (res *result) outcome(callerDone bool) error {
+	switch {
+	case callerDone:
+		return errAttemptExcluded
+	case res.certainty != Responded:
+		return errAttemptFailed
+	case res.problem == wire.ProblemResultUnavailable:
+		return nil
+	}
+	switch res.status {
+	case 500, 502, 503, 504:
+		return errAttemptFailed
+	}
+	return nil
+}
+
+// hostKey names the breaker of a URL: scheme://host:port, lower case, with
+// the scheme's default port made explicit.
+func hostKey(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		port = "80"
+		if scheme == "https" {
+			port = "443"
+		}
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return scheme + "://" + host + ":" + port
+}

@@ -1,0 +1,268 @@
+package idem
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Acceptance 3 (issue 3), on a real server: once the breaker trips, requests
+// stop reaching the server and the calls fail fast with ErrCircuitOpen.
+func TestBreakerStopsRequestsToFailingHost(t *testing.T) {
+	a := &api{before: func(n int, w http.ResponseWriter) bool { w.WriteHeader(http.StatusServiceUnavailable); return true }}
+	srv := a.start(t)
+	tr, _ := newTestTransport(t, Config{MaxAttempts: 1, NoBudget: true})
+	var changes []string
+	tr.cfg.Observer.OnBreakerChange = func(host string, from, to gobreaker.State) {
+		changes = append(changes, fmt.Sprintf("%s %s->%s", host, from, to))
+	}
+
+	for i := range DefaultBreakerConsecutiveFailures {
+		resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+		require.NoError(t, err, "call %d reaches the server", i)
+		discard(resp)
+	}
+	require.EqualValues(t, DefaultBreakerConsecutiveFailures, a.requests.Load())
+	assert.Equal(t, []string{hostKey(mustURL(t, srv.URL)) + " closed->open"}, changes)
+
+	for range 20 {
+		_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+		require.ErrorIs(t, err, ErrCircuitOpen)
+		assert.ErrorIs(t, err, gobreaker.ErrOpenState)
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, NotSent, e.Certainty)
+		assert.Zero(t, e.Attempts)
+	}
+	assert.EqualValues(t, DefaultBreakerConsecutiveFailures, a.requests.Load(), "no request reaches the server while open")
+}
+
+// fakeHost is a base RoundTripper that plays a server in memory, for tests
+// that run on synctest's fake clock (gobreaker reads time.Now).
+type fakeHost struct {
+	status   atomic.Int32
+	requests atomic.Int32
+}
+
+func (f *fakeHost) RoundTrip(r *http.Request) (*http.Response, error) {
+	f.requests.Add(1)
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	return &http.Response{StatusCode: int(f.status.Load()), Body: http.NoBody, Request: r, ContentLength: 0}, nil
+}
+
+// Acceptance 3 (issue 3), on synctest's clock: the open breaker lets probes
+// through after OpenTimeout; probes that succeed close it, one that fails
+// opens it again.
+func TestBreakerHalfOpenProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		host := &fakeHost{}
+		host.status.Store(503)
+		var mu sync.Mutex
+		var changes []string
+		tr := NewTransport(Config{Base: host, MaxAttempts: 1, NoBudget: true, Observer: Observer{
+			OnBreakerChange: func(_ string, from, to gobreaker.State) {
+				mu.Lock()
+				defer mu.Unlock()
+				changes = append(changes, from.String()+"->"+to.String())
+			},
+		}})
+		call := func() error {
+			resp, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/pay", `{}`))
+			if err == nil {
+				discard(resp)
+			}
+			return err
+		}
+		for range 5 {
+			require.NoError(t, call())
+		}
+		require.ErrorIs(t, call(), ErrCircuitOpen)
+		require.EqualValues(t, 5, host.requests.Load())
+
+		// Still open just before the timeout.
+		time.Sleep(DefaultBreakerOpenTimeout - time.Millisecond)
+		require.ErrorIs(t, call(), ErrCircuitOpen)
+
+		// Half-open (gobreaker: once past the timeout): a failing probe
+		// opens it again.
+		time.Sleep(2 * time.Millisecond)
+		require.NoError(t, call())
+		require.ErrorIs(t, call(), ErrCircuitOpen)
+		require.EqualValues(t, 6, host.requests.Load())
+
+		// The host recovers; after the open period the probes close it.
+		host.status.Store(200)
+		time.Sleep(DefaultBreakerOpenTimeout + time.Millisecond)
+		for range DefaultBreakerProbes {
+			require.NoError(t, call())
+		}
+		for range 10 {
+			require.NoError(t, call(), "closed again")
+		}
+		assert.EqualValues(t, 6+DefaultBreakerProbes+10, host.requests.Load())
+		assert.Equal(t, []string{"closed->open", "open->half-open", "half-open->open", "open->half-open", "half-open->closed"}, changes)
+	})
+}
+
+// The failure ratio over the window trips the breaker too.
+func TestBreakerTripsOnFailureRatio(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		host := &fakeHost{}
+		tr := NewTransport(Config{Base: host, MaxAttempts: 1, NoBudget: true})
+		for i := range DefaultBreakerMinRequests {
+			host.status.Store(int32([]int{200, 502}[i%2])) // every other attempt fails
+			resp, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/pay", `{}`))
+			require.NoError(t, err, "attempt %d", i)
+			discard(resp)
+		}
+		_, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/pay", `{}`))
+		assert.ErrorIs(t, err, ErrCircuitOpen)
+	})
+}
+
+// Acceptance 4 (issue 3): 404s and 422s never open the breaker.
+func TestBreakerIgnoresClientErrors(t *testing.T) {
+	for _, code := range []int{404, 422, 429, 400, 409} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			a := &api{before: func(n int, w http.ResponseWriter) bool {
+				if code == 429 {
+					w.Header().Set("Retry-After", "0")
+				}
+				w.WriteHeader(code)
+				return true
+			}}
+			srv := a.start(t)
+			tr, _ := newTestTransport(t, Config{MaxAttempts: 1, NoBudget: true})
+			for range 30 {
+				resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+				require.NoError(t, err)
+				discard(resp)
+			}
+			assert.EqualValues(t, 30, a.requests.Load())
+			cb := tr.breakers.get(hostKey(mustURL(t, srv.URL)))
+			assert.Equal(t, gobreaker.StateClosed, cb.State())
+			assert.Zero(t, cb.Counts().TotalFailures)
+		})
+	}
+}
+
+// Acceptance 4 (issue 3): the caller's cancelled context never counts as a
+// failure.
+func TestBreakerIgnoresCallerCancel(t *testing.T) {
+	type cancelKey struct{}
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r.Context().Value(cancelKey{}).(context.CancelFunc)() // the caller gives up mid-attempt
+		return nil, r.Context().Err()
+	})
+	tr, _ := newTestTransport(t, Config{Base: base, NoBudget: true})
+	for range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		req := post(t, context.WithValue(ctx, cancelKey{}, cancel), "http://api.test/pay", `{}`)
+		_, err := tr.RoundTrip(req)
+		require.ErrorIs(t, err, context.Canceled)
+	}
+	cb := tr.breakers.get("http://api.test:80")
+	assert.Equal(t, gobreaker.StateClosed, cb.State())
+	assert.Zero(t, cb.Counts().TotalFailures)
+	assert.EqualValues(t, 20, cb.Counts().TotalExclusions)
+}
+
+// Attempt timeouts and transport errors are failures.
+func TestBreakerCountsTransportFailures(t *testing.T) {
+	a := &api{fault: func(n int, w http.ResponseWriter) bool { return dropRST(w) }}
+	srv := a.start(t)
+	tr, _ := newTestTransport(t, Config{MaxAttempts: 1, NoBudget: true})
+	for range DefaultBreakerConsecutiveFailures {
+		_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+		require.ErrorIs(t, err, ErrOutcomeUnknown)
+	}
+	_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+	assert.ErrorIs(t, err, ErrCircuitOpen)
+}
+
+// Acceptance 5 (issue 3): 10,000 distinct hosts never hold more breakers
+// than the bound; the most recently used are kept.
+func TestBreakerRegistryBounded(t *testing.T) {
+	host := &fakeHost{}
+	host.status.Store(200)
+	tr := NewTransport(Config{Base: host, NoBudget: true, Breaker: BreakerConfig{MaxHosts: 100}})
+	for i := range 10000 {
+		resp, err := tr.RoundTrip(mustGet(t, fmt.Sprintf("https://host-%d.test/", i)))
+		require.NoError(t, err)
+		discard(resp)
+		require.LessOrEqual(t, tr.breakers.len(), 100)
+	}
+	assert.Equal(t, 100, tr.breakers.len())
+	assert.Contains(t, tr.breakers.byHost, "https://host-9999.test:443")
+	assert.NotContains(t, tr.breakers.byHost, "https://host-9899.test:443")
+
+	def := NewTransport(Config{Base: host, NoBudget: true})
+	for i := range 10000 {
+		resp, err := def.RoundTrip(mustGet(t, fmt.Sprintf("http://h%d.test:8080/", i)))
+		require.NoError(t, err)
+		discard(resp)
+	}
+	assert.Equal(t, DefaultBreakerMaxHosts, def.breakers.len())
+}
+
+func TestHostKey(t *testing.T) {
+	tests := map[string]string{
+		"http://API.example.com/x":     "http://api.example.com:80",
+		"https://api.example.com/x":    "https://api.example.com:443",
+		"https://api.example.com:8443": "https://api.example.com:8443",
+		"http://[::1]:9000/":           "http://[::1]:9000",
+		"http://user:pw@h.test/?q=1":   "http://h.test:80",
+	}
+	for raw, want := range tests {
+		if got := hostKey(mustURL(t, raw)); got != want {
+			t.Errorf("hostKey(%s) = %s, want %s", raw, got, want)
+		}
+	}
+}
+
+// The stack's order: the key is attached before the retry loop, every
+// attempt passes the breaker, a retry denied by the budget never reaches it.
+func TestStackOrder(t *testing.T) {
+	var keys []string
+	var mu sync.Mutex
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get(KeyHeader))
+		mu.Unlock()
+		io.Copy(io.Discard, r.Body)
+		return &http.Response{StatusCode: 503, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+	})
+	budget := newBudget(BudgetConfig{FloorRate: 1, FloorBurst: 2}, newFakeClock().now)
+	tr, _ := newTestTransport(t, Config{Base: base, Budget: budget, MaxAttempts: 10,
+		Breaker: BreakerConfig{ConsecutiveFailures: 100}})
+	_, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/pay", `{}`))
+	require.ErrorIs(t, err, ErrBudgetExhausted)
+
+	require.Len(t, keys, 3, "the first attempt and two budgeted retries")
+	assert.NotEmpty(t, keys[0])
+	assert.Equal(t, []string{keys[0], keys[0], keys[0]}, keys, "one key, attached above the retry loop")
+	cb := tr.breakers.get("http://api.test:80")
+	assert.EqualValues(t, 3, cb.Counts().Requests, "the breaker saw each attempt, and not the denied retry")
+	assert.EqualValues(t, 3, cb.Counts().TotalFailures)
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	return u
+}
