@@ -1,0 +1,247 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// KeyPolicy says what the middleware does with a request that carries no
+// Idempotency-Key. Safe methods (GET, HEAD, OPTIONS, TRACE) always pass
+// straight through, and PUT and DELETE, idempotent by RFC 9110, use a key
+// only when one is present.
+type KeyPolicy int
+
+const (
+	// KeyRequired answers a POST, PATCH or other non-idempotent request that
+	// has no key with 400 key-missing. It is the zero value.
+	KeyRequired KeyPolicy = iota
+	// KeyOptional passes a request without a key straight to the handler and
+	// protects the requests that carry one.
+	KeyOptional
+)
+
+// Mode says how an operation's effects and its stored response become
+// durable together.
+type Mode int
+
+const (
+	// Transactional is the zero Mode. With a PostgresStore the claim, the
+	// handler's mutations (made through Tx(ctx)) and the stored response
+	// are one database transaction: a crash before commit leaves nothing. A
+	// duplicate waits for the open transaction up to Config.WaitBound. With a
+	// MemoryStore the claim is held in memory and there is no transaction.
+	Transactional Mode = iota
+	// Leased is for handlers whose effects leave the database (a call to a
+	// payment gateway): the claim commits on its own with a lease and a
+	// fencing token, the handler reaches them through LeaseFrom(ctx), and
+	// a duplicate that finds a live lease gets 409 at once.
+	Leased
+)
+
+// The defaults that a zero Config field stands for.
+const (
+	DefaultRetention        = 24 * time.Hour
+	DefaultLease            = 30 * time.Second
+	DefaultWaitBound        = 2 * time.Second
+	DefaultMaxRequestBytes  = 1 << 20
+	DefaultMaxResponseBytes = 1 << 20
+)
+
+// defaultRejectStatuses are the statuses that refuse the request itself:
+// they roll back and store nothing (CONTRACT section 4).
+var defaultRejectStatuses = []int{400, 401, 403, 404, 405, 406, 413, 415, 422, 429}
+
+// baseReplayHeaders are always replayed when the handler set them.
+var baseReplayHeaders = []string{"Content-Type", "Content-Language", "Location", "ETag", "Last-Modified", "Cache-Control"}
+
+// neverReplayed are never stored or replayed, whatever ReplayHeaders says.
+var neverReplayed = []string{
+	"Set-Cookie", "Www-Authenticate", "Authorization", "Proxy-Authenticate", "Proxy-Authorization",
+	"Date", "Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Te", "Trailer",
+	"Upgrade", "Content-Length", wire.HeaderReplayed,
+}
+
+// Config configures Middleware. Its zero value is ready to use: keys
+// required, transactional mode, one scope for every caller, 24 h retention,
+// 30 s leases, a 2 s wait for a concurrent duplicate, 1 MiB caps on request
+// and response bodies and the contract's header allowlist and rejection
+// statuses.
+type Config struct {
+	// Keys says what a request without a key gets. Zero: KeyRequired.
+	Keys KeyPolicy
+
+	// Mode is Transactional (zero) or Leased.
+	Mode Mode
+
+	// Scope gives the tenant and principal a request is made for, from the
+	// application's authentication (never from the body or the key). The
+	// same key under another scope is another record. Nil: every request
+	// shares the scope ("", ""), right only for single-caller services.
+	Scope func(r *http.Request) (tenant, principal string)
+
+	// Route names the operation a request is for. Nil: the method plus the
+	// ServeMux pattern that routed it, "POST /v1/payments/{id}" (mount the
+	// middleware per handler, mux.Handle("POST /v1/payments", mw(h)), so
+	// that r.Pattern is set), or the method plus the request path when no
+	// pattern is set. A Route that returns "" lets the request bypass the
+	// middleware.
+	Route func(r *http.Request) string
+
+	// Retention is how long a record answers retries. A retry after it runs
+	// the handler again. Zero: DefaultRetention.
+	Retention time.Duration
+
+	// Lease is the length of a Leased-mode claim, judged by the database
+	// clock; the handler may extend it. Zero: DefaultLease.
+	Lease time.Duration
+
+	// WaitBound is how long a duplicate of a Transactional request that is
+	// still running waits for it before it gets 409 key-in-flight. Zero:
+	// DefaultWaitBound; negative: no wait.
+	WaitBound time.Duration
+
+	// MaxRequestBytes caps the request body, which the middleware reads to
+	// fingerprint it; a larger body gets 413. Zero: DefaultMaxRequestBytes.
+	MaxRequestBytes int64
+
+	// MaxResponseBytes caps a stored response body. A response that outgrows
+	// it is committed as it stands, marked result-unavailable, and streamed
+	// to the client; a retry then gets 500 result-unavailable and the
+	// handler never runs again. Zero: DefaultMaxResponseBytes.
+	MaxResponseBytes int
+
+	// ReplayHeaders are response headers replayed besides Content-Type,
+	// Content-Language, Location, ETag, Last-Modified and Cache-Control.
+	// Set-Cookie, authentication, Date and connection-level headers are
+	// never stored, whatever this says.
+	ReplayHeaders []string
+
+	// RejectStatuses are the statuses by which a handler refuses the
+	// request itself: they roll back and store nothing, so that a corrected
+	// retry with the same key is processed. Nil: 400, 401, 403, 404, 405,
+	// 406, 413, 415, 422 and 429; an empty, non-nil slice: none.
+	RejectStatuses []int
+
+	// FingerprintHeaders are request headers added to the fingerprint, for
+	// APIs whose operation depends on one (an API version header, say).
+	FingerprintHeaders []string
+
+	// ProblemPrefix is prepended to problem names to form the type URI of
+	// the problem documents the middleware writes. Empty:
+	// wire.DefaultProblemPrefix ("urn:idem:problem:").
+	ProblemPrefix string
+
+	// Logger receives a record for every claim, replay, refusal, takeover,
+	// release and stale completion. Nil: slog.Default().
+	Logger *slog.Logger
+
+	// Hooks observe the steps of every keyed request. The zero Hooks does
+	// nothing.
+	Hooks Hooks
+}
+
+// settings is a Config with its defaults resolved once, by Middleware.
+type settings struct {
+	Config
+	replay    map[string]bool
+	never     map[string]bool
+	reject    map[int]bool
+	fpHeaders []string
+}
+
+func newSettings(cfg Config) *settings {
+	s := &settings{Config: cfg}
+	s.Retention = orDefault(s.Retention, DefaultRetention)
+	s.Lease = orDefault(s.Lease, DefaultLease)
+	s.WaitBound = orDefault(s.WaitBound, DefaultWaitBound)
+	s.MaxRequestBytes = orDefault(s.MaxRequestBytes, DefaultMaxRequestBytes)
+	s.MaxResponseBytes = orDefault(s.MaxResponseBytes, DefaultMaxResponseBytes)
+	if s.ProblemPrefix == "" {
+		s.ProblemPrefix = wire.DefaultProblemPrefix
+	}
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	if s.RejectStatuses == nil {
+		s.RejectStatuses = defaultRejectStatuses
+	}
+	s.reject = make(map[int]bool, len(s.RejectStatuses))
+	for _, code := range s.RejectStatuses {
+		s.reject[code] = true
+	}
+	s.never = headerSet(neverReplayed)
+	s.replay = headerSet(append(append([]string(nil), baseReplayHeaders...), s.ReplayHeaders...))
+	for name := range s.never {
+		delete(s.replay, name)
+	}
+	for _, name := range s.FingerprintHeaders {
+		s.fpHeaders = append(s.fpHeaders, http.CanonicalHeaderKey(name))
+	}
+	return s
+}
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func headerSet(names []string) map[string]bool {
+	set := make(map[string]bool, len(names))
+	for _, name := range names {
+		set[http.CanonicalHeaderKey(name)] = true
+	}
+	return set
+}
+
+// route names the operation r is for; "" means bypass.
+func (s *settings) route(r *http.Request) string {
+	if s.Route != nil {
+		return s.Route(r)
+	}
+	p := r.Pattern
+	if p == "" {
+		return r.Method + " " + r.URL.EscapedPath()
+	}
+	if i := strings.IndexAny(p, " \t"); i >= 0 {
+		p = strings.TrimLeft(p[i:], " \t") // drop the pattern's own method
+	}
+	return r.Method + " " + p
+}
+
+func (s *settings) scope(r *http.Request) (tenant, principal string) {
+	if s.Scope == nil {
+		return "", ""
+	}
+	return s.Scope(r)
+}
+
+// waitBound is the resolved wait for a running duplicate; 0 means none.
+func (s *settings) waitBound() time.Duration {
+	return max(s.WaitBound, 0)
+}
+
+// outcome classifies the status a handler answered with.
+type outcome int
+
+const (
+	outcomeStore  outcome = iota // the operation's own outcome: commit and store
+	outcomeReject                // a refusal of the request: roll back, store nothing
+	outcomeFail                  // a 5xx: roll back (transactional) or end the lease
+)
+
+func (s *settings) outcome(status int) outcome {
+	switch {
+	case status >= 500:
+		return outcomeFail
+	case s.reject[status]:
+		return outcomeReject
+	default:
+		return outcomeStore
+	}
+}

@@ -1,0 +1,64 @@
+// Package server is the server half of idem: net/http middleware that runs
+// each keyed request (Idempotency-Key) exactly once per key and scope and
+// answers every retry with the stored response, byte for byte, following
+// the wire contract that the idem client SDK speaks.
+//
+// # Mounting
+//
+// Wrap each handler, so that the ServeMux has set r.Pattern when the
+// middleware runs (the route is the method plus the pattern):
+//
+//	pool, _ := pgxpool.New(ctx, url)
+//	_ = server.Migrate(ctx, pool)
+//	store := server.NewPostgresStore(pool)
+//	idem := server.Middleware(store, server.Config{Scope: tenantAndUser})
+//	mux.Handle("POST /v1/payments", idem(createPayment))
+//
+// A route that needs another policy (KeyOptional) or mode (Leased) gets a
+// middleware of its own over the same store.
+//
+// # Transactional mode
+//
+// With a PostgresStore the middleware begins a transaction and claims the
+// key in one round trip, and the handler makes its mutations in that
+// transaction, Tx(ctx). The middleware stores the response and commits in
+// one more round trip, so mutation and stored result commit together. The
+// response is held until then: a handler's 201 never reaches the client
+// when the commit failed (it gets 500 commit-failed instead). A 2xx, 3xx
+// or 4xx such as 402 commits and is stored; a 5xx or a panic rolls back
+// (then the 5xx goes out, or the panic goes on); a rejection status (400,
+// 404, 422, ... see Config.RejectStatuses) rolls back and stores nothing,
+// so a corrected retry is processed. A duplicate that arrives while the
+// first transaction is open waits for it on the unique index, up to
+// Config.WaitBound: it replays when the first commits, runs when the first
+// rolls back, and gets 409 key-in-flight when the bound passes.
+//
+// # Leased mode
+//
+// For handlers whose effects leave the database, the claim commits on its
+// own with a lease and a fencing token (LeaseFrom). The handler may extend
+// the lease and should record a recovery point before each external effect.
+// A duplicate that finds a live lease gets 409 with Retry-After set to the
+// time left. A retry after the lease expired takes the operation over with
+// a new token and learns from Lease.Recovery that an earlier attempt may
+// have partly run, and how far it got. The completion of a stale attempt is
+// refused, and its client gets 409 key-in-flight instead of a response that
+// might contradict the new owner's. A 5xx or a panic ends the lease at once
+// but keeps the record, so the next retry takes over immediately with the
+// recovery point; a rejection status on a first attempt that recorded no
+// recovery point releases the key.
+//
+// # Streaming and size
+//
+// A response larger than Config.MaxResponseBytes, or one the handler
+// flushes or hijacks, is committed at that moment as result-unavailable and
+// streamed; a retry gets 500 result-unavailable and the handler never runs
+// again. Flushing therefore ends a Transactional handler's transaction: do
+// every mutation before the first Flush.
+//
+// # Retention
+//
+// A record answers retries for Config.Retention (24 h by default); a retry
+// after that runs the handler again, even before the record is swept.
+// RunSweeper (or Store.Sweep) deletes expired records in bounded batches.
+package server

@@ -1,0 +1,133 @@
+package server
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
+	"net/http"
+	"strings"
+)
+
+// fingerprintAlg names the algorithm of fingerprintV1. It is stored beside
+// every digest; a new algorithm gets a new name and fingerprintWith keeps
+// computing the old ones, so that a change never turns an honest retry of
+// a stored request into 422 key-reused.
+const fingerprintAlg = "sha256-v1"
+
+// fpInput is what an operation depends on (CONTRACT section 3).
+type fpInput struct {
+	method, route string
+	pathValues    [][2]string // in pattern order
+	headers       [][2]string // the configured headers, in config order
+	body          []byte
+}
+
+// newFPInput collects the fingerprint input of r, whose body was read.
+func newFPInput(r *http.Request, route string, body []byte, fpHeaders []string) *fpInput {
+	in := &fpInput{method: r.Method, route: route, body: body}
+	if r.Pattern == "" {
+		in.pathValues = [][2]string{{"", r.URL.EscapedPath()}}
+	}
+	for _, name := range wildcards(r.Pattern) {
+		in.pathValues = append(in.pathValues, [2]string{name, r.PathValue(name)})
+	}
+	for _, name := range fpHeaders {
+		in.headers = append(in.headers, [2]string{name, strings.Join(r.Header.Values(name), "\n")})
+	}
+	return in
+}
+
+// wildcards returns the wildcard names of a ServeMux pattern, in order:
+// "POST /v1/{acct}/files/{path...}" gives acct, path.
+func wildcards(pattern string) []string {
+	var names []string
+	for {
+		open := strings.IndexByte(pattern, '{')
+		if open < 0 {
+			return names
+		}
+		end := strings.IndexByte(pattern[open:], '}')
+		if end < 0 {
+			return names
+		}
+		name := strings.TrimSuffix(pattern[open+1:open+end], "...")
+		if name != "$" && name != "" {
+			names = append(names, name)
+		}
+		pattern = pattern[open+end+1:]
+	}
+}
+
+// fingerprintWith computes the digest of in with the named algorithm, and
+// reports whether the algorithm is known.
+func fingerprintWith(alg string, in *fpInput) ([]byte, bool) {
+	switch alg {
+	case fingerprintAlg:
+		return fingerprintV1(in), true
+	default:
+		return nil, false
+	}
+}
+
+// fingerprintV1 is SHA-256 over length-prefixed fields: method, route, path
+// values, headers, then the body as canonical JSON (tagged "json") or its
+// raw bytes (tagged "raw").
+func fingerprintV1(in *fpInput) []byte {
+	h := sha256.New()
+	writeFields(h, fingerprintAlg, in.method, in.route)
+	writePairs(h, in.pathValues)
+	writePairs(h, in.headers)
+	if canon, ok := canonicalJSON(in.body); ok {
+		writeFields(h, "json")
+		writeBytes(h, canon)
+	} else {
+		writeFields(h, "raw")
+		writeBytes(h, in.body)
+	}
+	return h.Sum(nil)
+}
+
+func writePairs(h hash.Hash, pairs [][2]string) {
+	writeLen(h, len(pairs))
+	for _, p := range pairs {
+		writeFields(h, p[0], p[1])
+	}
+}
+
+func writeFields(h hash.Hash, fields ...string) {
+	for _, f := range fields {
+		writeLen(h, len(f))
+		_, _ = h.Write([]byte(f))
+	}
+}
+
+func writeBytes(h hash.Hash, b []byte) {
+	writeLen(h, len(b))
+	_, _ = h.Write(b)
+}
+
+func writeLen(h hash.Hash, n int) {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(n))
+	_, _ = h.Write(b[:])
+}
+
+// scopeHash is the record's identity: SHA-256 over the length-prefixed
+// (tenant, principal, route, key), so that index keys stay 32 bytes
+// whatever the lengths of the parts.
+func scopeHash(tenant, principal, route, key string) [32]byte {
+	h := sha256.New()
+	writeFields(h, "idem-scope-v1", tenant, principal, route, key)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// matches reports whether a stored digest made with alg is the digest of
+// in. A digest made by an algorithm this version does not know is accepted:
+// refusing it would turn honest retries into 422s.
+func matches(in *fpInput, alg string, stored []byte) bool {
+	digest, known := fingerprintWith(alg, in)
+	return !known || bytes.Equal(digest, stored)
+}

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+)
+
+// Event describes one step of a keyed request, for Hooks.
+type Event struct {
+	// Tenant, Principal, Route and Key name the record (its scope).
+	Tenant, Principal, Route, Key string
+	// Mode is the mode of the route.
+	Mode Mode
+	// Attempt is 1 for a first claim and n > 1 for the n-th attempt of a
+	// Leased operation that took over an expired lease; 0 when the request
+	// claimed nothing.
+	Attempt int
+	// Status is the handler's status (Handled), the status sent to the
+	// client (Committed, Replayed, Refused), or 0.
+	Status int
+	// Problem names the problem document the middleware answered with, if
+	// any: key-in-flight, key-reused, result-unavailable, ...
+	Problem string
+	// Err is the error behind a release, a refusal or a stale completion.
+	Err error
+}
+
+// Hooks observe the steps of a keyed request. Every field is optional. They
+// run synchronously on the request's goroutine, so they must be quick; they
+// see but never change the outcome. The crash tests of this module use
+// Claimed, Handled and Committed to kill a server at exact points.
+type Hooks struct {
+	// Claimed runs after the request claimed its key (in Transactional mode
+	// with Postgres: inside the open transaction) and before the handler
+	// runs. Event.Attempt > 1 marks a takeover of an expired lease.
+	Claimed func(context.Context, Event)
+	// Handled runs after the handler returned (or started streaming) and
+	// before its outcome is committed, rolled back or released.
+	Handled func(context.Context, Event)
+	// Committed runs after the outcome became durable (committed, or
+	// completed under the current lease) and before the response is written.
+	Committed func(context.Context, Event)
+	// Released runs after a 5xx, a panic or a rejection status rolled the
+	// attempt back (Transactional) or released the key or ended the lease
+	// (Leased).
+	Released func(context.Context, Event)
+	// Replayed runs before a stored response is replayed.
+	Replayed func(context.Context, Event)
+	// Refused runs before the middleware answers with a problem instead of
+	// running the handler: key-missing, key-invalid, key-reused,
+	// key-in-flight, result-unavailable, or a store error.
+	Refused func(context.Context, Event)
+	// StaleCompletion runs when a Leased handler finished after another
+	// attempt took its key over: its completion was refused.
+	StaleCompletion func(context.Context, Event)
+}
+
+func call(f func(context.Context, Event), ctx context.Context, e Event) {
+	if f != nil {
+		f(ctx, e)
+	}
+}
+
+// logAttrs renders an event for slog.
+func (e Event) logAttrs() []slog.Attr {
+	attrs := []slog.Attr{
+		slog.String("tenant", e.Tenant), slog.String("principal", e.Principal),
+		slog.String("route", e.Route), slog.String("key", e.Key),
+	}
+	if e.Attempt > 0 {
+		attrs = append(attrs, slog.Int("attempt", e.Attempt))
+	}
+	if e.Status > 0 {
+		attrs = append(attrs, slog.Int("status", e.Status))
+	}
+	if e.Problem != "" {
+		attrs = append(attrs, slog.String("problem", e.Problem))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.Any("err", e.Err))
+	}
+	return attrs
+}
+
+func (s *settings) log(ctx context.Context, level slog.Level, msg string, e Event) {
+	s.Logger.LogAttrs(ctx, level, msg, e.logAttrs()...)
+}

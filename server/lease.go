@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// MaxRecoveryBytes caps the data of one recovery point.
+const MaxRecoveryBytes = 64 << 10
+
+// ErrRecoveryData is returned by Lease.Checkpoint for data that is not one
+// JSON value or is larger than MaxRecoveryBytes.
+var ErrRecoveryData = errors.New("server: recovery data must be one JSON value of at most MaxRecoveryBytes")
+
+// Recovery is what an earlier attempt of a Leased operation left behind: it
+// may have partly run, and Point is the last recovery point it recorded
+// ("" when it recorded none), with its Data.
+type Recovery struct {
+	Point string
+	Data  json.RawMessage
+}
+
+// Lease is the claim of a Leased-mode request, as its handler sees it
+// through LeaseFrom. Its methods are safe for concurrent use; the database
+// (or the MemoryStore) clock judges its expiry.
+type Lease struct {
+	attempt  int
+	recovery *Recovery // nil on a first attempt
+	ttl      time.Duration
+	ops      leaseOps
+}
+
+// leaseOps are the store operations behind a Lease, fenced by its token.
+type leaseOps interface {
+	extend(ctx context.Context, d time.Duration) error
+	checkpoint(ctx context.Context, point string, data []byte) error
+}
+
+// Attempt is 1 for the first attempt of the operation and n for the n-th,
+// after n-1 takeovers of expired or failed attempts.
+func (l *Lease) Attempt() int { return l.attempt }
+
+// Recovery reports whether an earlier attempt of this operation may have
+// partly run and, if so, the last recovery point it recorded, so that the
+// handler can reconcile (resend the same downstream key, look the payment
+// up) instead of acting twice.
+func (l *Lease) Recovery() (Recovery, bool) {
+	if l.recovery == nil {
+		return Recovery{}, false
+	}
+	return *l.recovery, true
+}
+
+// Extend makes the lease run until d from now by the store's clock (the
+// configured lease when d <= 0). ctx governs the call. It returns
+// ErrLeaseLost when another attempt has taken the key over.
+func (l *Lease) Extend(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		d = l.ttl
+	}
+	return l.ops.extend(ctx, d)
+}
+
+// Checkpoint records a recovery point: a name and small JSON data (nil for
+// none) that an attempt taking over after this one fails or expires will
+// see in Recovery. Record one before each effect that leaves the database.
+// ctx governs the call. It returns ErrLeaseLost when another attempt has
+// taken the key over, and ErrRecoveryData for bad data.
+func (l *Lease) Checkpoint(ctx context.Context, point string, data json.RawMessage) error {
+	if data != nil && (len(data) > MaxRecoveryBytes || !json.Valid(data)) {
+		return fmt.Errorf("%w (got %d bytes)", ErrRecoveryData, len(data))
+	}
+	return l.ops.checkpoint(ctx, point, data)
+}
+
+// fence is the token-fenced store side of a Leased attempt.
+type fence interface {
+	leaseOps
+	complete(ctx context.Context, res *response) error
+	abort(ctx context.Context, reject bool) error
+}
+
+// leaseAttempt is a Leased claim, in either store.
+type leaseAttempt struct {
+	fence
+	ls *Lease
+}
+
+func newLeaseAttempt(f fence, g grant, ttl time.Duration) *leaseAttempt {
+	return &leaseAttempt{fence: f, ls: &Lease{attempt: g.attempt, recovery: g.recovery, ttl: ttl, ops: f}}
+}
+
+func (a *leaseAttempt) number() int       { return a.ls.attempt }
+func (a *leaseAttempt) handlerTx() pgx.Tx { return nil }
+func (a *leaseAttempt) lease() *Lease     { return a.ls }
+
+type attemptKey struct{}
+
+func withAttempt(ctx context.Context, att attempt) context.Context {
+	return context.WithValue(ctx, attemptKey{}, att)
+}
+
+func attemptFrom(ctx context.Context) attempt {
+	att, _ := ctx.Value(attemptKey{}).(attempt)
+	return att
+}
+
+// LeaseFrom returns the lease of the Leased-mode request that ctx belongs
+// to. It returns false outside a Leased route.
+func LeaseFrom(ctx context.Context) (*Lease, bool) {
+	if att := attemptFrom(ctx); att != nil && att.lease() != nil {
+		return att.lease(), true
+	}
+	return nil, false
+}
+
+// Tx returns the transaction of the Transactional request that ctx belongs
+// to, when its store is a PostgresStore. The handler makes its mutations in
+// it; the middleware commits them together with the stored response, or
+// rolls them back. The transaction is the middleware's: its Commit and
+// Rollback return ErrTxManaged, and every method returns pgx.ErrTxClosed
+// once the handler has returned. Tx returns nil, false with a MemoryStore,
+// on a Leased route, and outside the middleware.
+func Tx(ctx context.Context) (pgx.Tx, bool) {
+	if att := attemptFrom(ctx); att != nil && att.handlerTx() != nil {
+		return att.handlerTx(), true
+	}
+	return nil, false
+}

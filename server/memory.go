@@ -1,0 +1,221 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// MemoryStore keeps idempotency records in process memory: the default for
+// demos, single-process services and tests. It follows the PostgresStore's
+// rules except that it cannot join a database transaction: in
+// Transactional mode the claim is held in memory, a duplicate waits for it
+// up to the wait bound and then replays or gets 409, and a 5xx or a panic
+// releases the key. Its records die with the process. It deletes a few
+// expired records each time it inserts one, and Sweep deletes more. It is
+// safe for concurrent use.
+type MemoryStore struct {
+	mu   sync.Mutex
+	now  func() time.Time // the store's clock; tests inject one
+	recs map[[32]byte]*memRecord
+}
+
+// NewMemoryStore returns an empty store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{now: time.Now, recs: make(map[[32]byte]*memRecord)}
+}
+
+// lazySweep is how many records an insert looks at for expired ones.
+const lazySweep = 8
+
+type memRecord struct {
+	fpAlg       string
+	fp          []byte
+	state       recordState
+	mode        Mode
+	token       uuid.UUID
+	attempt     int
+	lockedUntil time.Time // Leased mode
+	point       *Recovery // the last recovery point recorded, or nil
+	resp        *response
+	expiresAt   time.Time
+	done        chan struct{} // Transactional mode: closed when the attempt ends
+}
+
+func (r *memRecord) found(now time.Time) *found {
+	return &found{
+		fpAlg: r.fpAlg, fp: r.fp, state: r.state, token: r.token, attempt: r.attempt, resp: r.resp,
+		expired:   !now.Before(r.expiresAt),
+		open:      r.state == stateRunning && r.mode == Transactional,
+		leaseLeft: r.lockedUntil.Sub(now),
+	}
+}
+
+func (m *MemoryStore) claim(ctx context.Context, c *claimArgs) (claimResult, error) {
+	var timeout <-chan time.Time
+	if c.wait > 0 {
+		t := time.NewTimer(c.wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		res, wait := m.tryClaim(c)
+		if wait == nil {
+			return res, nil
+		}
+		if timeout == nil {
+			return inFlight(0), nil
+		}
+		select {
+		case <-wait: // the running attempt ended: look again
+		case <-timeout:
+			return inFlight(0), nil
+		case <-ctx.Done():
+			return claimResult{}, ctx.Err()
+		}
+	}
+}
+
+// tryClaim claims, judges or, for a running Transactional attempt, returns
+// the channel to wait on.
+func (m *MemoryStore) tryClaim(c *claimArgs) (claimResult, <-chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	rec := m.recs[c.scope]
+	if rec == nil {
+		return m.insert(c, now), nil
+	}
+	f := rec.found(now)
+	switch v := decide(f, c); v {
+	case vReclaim:
+		return m.insert(c, now), nil
+	case vWait:
+		return claimResult{}, rec.done
+	case vTakeover:
+		rec.token = uuid.New()
+		rec.attempt++
+		rec.lockedUntil = now.Add(c.lease)
+		g := grant{attempt: rec.attempt, recovery: &Recovery{}}
+		if rec.point != nil {
+			g.recovery = &Recovery{Point: rec.point.Point, Data: rec.point.Data}
+		}
+		return m.claimed(c, rec, g), nil
+	default:
+		return f.result(v), nil
+	}
+}
+
+func (m *MemoryStore) insert(c *claimArgs, now time.Time) claimResult {
+	m.sweepLocked(now, lazySweep, lazySweep)
+	rec := &memRecord{
+		fpAlg: fingerprintAlg, fp: c.fp, state: stateRunning, mode: c.mode,
+		token: uuid.New(), attempt: 1, expiresAt: now.Add(c.retention),
+	}
+	if c.mode == Leased {
+		rec.lockedUntil = now.Add(c.lease)
+	} else {
+		rec.done = make(chan struct{})
+	}
+	m.recs[c.scope] = rec
+	return m.claimed(c, rec, grant{attempt: 1})
+}
+
+func (m *MemoryStore) claimed(c *claimArgs, rec *memRecord, g grant) claimResult {
+	f := memFence{m: m, scope: c.scope, token: rec.token}
+	if c.mode == Leased {
+		return claimResult{verdict: vClaimed, att: newLeaseAttempt(f, g, c.lease)}
+	}
+	return claimResult{verdict: vClaimed, att: memTxAttempt{f}}
+}
+
+// Sweep deletes at most limit records whose retention has passed; it skips
+// records whose Transactional attempt still runs.
+func (m *MemoryStore) Sweep(ctx context.Context, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sweepLocked(m.now(), limit, len(m.recs)), nil
+}
+
+// sweepLocked deletes up to limit expired records among at most scan of
+// them (Go's map order makes a partial scan start at random).
+func (m *MemoryStore) sweepLocked(now time.Time, limit, scan int) int {
+	deleted := 0
+	for scope, rec := range m.recs {
+		if deleted >= limit || scan <= 0 {
+			break
+		}
+		scan--
+		if !now.Before(rec.expiresAt) && !(rec.state == stateRunning && rec.mode == Transactional) {
+			delete(m.recs, scope)
+			deleted++
+		}
+	}
+	return deleted
+}
+
+// memFence runs an attempt's token-fenced operations.
+type memFence struct {
+	m     *MemoryStore
+	scope [32]byte
+	token uuid.UUID
+}
+
+// locked runs f on the attempt's record, or returns ErrLeaseLost when the
+// record is gone or belongs to another attempt.
+func (f memFence) locked(op func(rec *memRecord, now time.Time)) error {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	rec := f.m.recs[f.scope]
+	if rec == nil || rec.token != f.token || rec.state != stateRunning {
+		return ErrLeaseLost
+	}
+	op(rec, f.m.now())
+	return nil
+}
+
+func (f memFence) extend(_ context.Context, d time.Duration) error {
+	return f.locked(func(rec *memRecord, now time.Time) { rec.lockedUntil = now.Add(d) })
+}
+
+func (f memFence) checkpoint(_ context.Context, point string, data []byte) error {
+	return f.locked(func(rec *memRecord, _ time.Time) { rec.point = &Recovery{Point: point, Data: data} })
+}
+
+func (f memFence) complete(_ context.Context, res *response) error {
+	return f.locked(func(rec *memRecord, _ time.Time) {
+		rec.state, rec.resp, rec.lockedUntil = res.state, res, time.Time{}
+		if rec.done != nil {
+			close(rec.done)
+		}
+	})
+}
+
+// abort releases the key (Transactional; or Leased, for a refused first
+// attempt that recorded no recovery point) or ends the lease now.
+func (f memFence) abort(_ context.Context, reject bool) error {
+	return f.locked(func(rec *memRecord, now time.Time) {
+		release := rec.mode == Transactional || (reject && rec.attempt == 1 && rec.point == nil)
+		if !release {
+			rec.lockedUntil = now
+			return
+		}
+		delete(f.m.recs, f.scope)
+		if rec.done != nil {
+			close(rec.done)
+		}
+	})
+}
+
+// memTxAttempt is a Transactional claim held in memory: no transaction.
+type memTxAttempt struct{ memFence }
+
+func (a memTxAttempt) number() int       { return 1 }
+func (a memTxAttempt) handlerTx() pgx.Tx { return nil }
+func (a memTxAttempt) lease() *Lease     { return nil }

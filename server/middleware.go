@@ -1,0 +1,191 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// Middleware returns a middleware that runs each keyed request to a route
+// at most once per key and scope, and answers every retry with the stored
+// response (CONTRACT.md). store nil means a new MemoryStore. Mount it per
+// handler, so that r.Pattern names the route:
+//
+//	payments := server.Middleware(store, server.Config{Scope: scope})
+//	mux.Handle("POST /v1/payments", payments(createPayment))
+//
+// Routes that need another policy or mode get a middleware of their own
+// over the same store. The middleware is safe for concurrent use; the
+// request's context governs the claim, and the commit of a handler that
+// finished runs even if the client has gone.
+func Middleware(store Store, cfg Config) func(http.Handler) http.Handler {
+	if store == nil {
+		store = NewMemoryStore()
+	}
+	s := newSettings(cfg)
+	return func(next http.Handler) http.Handler {
+		return &handler{store: store, s: s, next: next}
+	}
+}
+
+type handler struct {
+	store Store
+	s     *settings
+	next  http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c, answered := h.admit(w, r)
+	if answered {
+		return
+	}
+	if c == nil {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	res, err := h.store.claim(r.Context(), c)
+	ev := c.event()
+	switch {
+	case err != nil:
+		ev.Err = err
+		h.refuse(w, r, ev, storeUnavailable())
+	case res.verdict == vClaimed:
+		h.run(w, r, c, res.att)
+	case res.verdict == vReplay:
+		h.replay(w, r, ev, res.resp)
+	case res.verdict == vInFlight:
+		h.refuse(w, r, ev, keyInFlight(res.retryAfter))
+	case res.verdict == vMismatch:
+		h.refuse(w, r, ev, keyReused())
+	default:
+		h.refuse(w, r, ev, resultUnavailable())
+	}
+}
+
+// admit reads the key and the body of r. It returns nil claim args for a
+// request that passes straight through, and answered when it has written
+// a problem.
+func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *claimArgs, answered bool) {
+	if safeMethod(r.Method) {
+		return nil, false
+	}
+	route := h.s.route(r)
+	if route == "" {
+		return nil, false
+	}
+	fields := r.Header.Values(wire.HeaderKey)
+	ev := Event{Route: route, Mode: h.s.Mode}
+	switch {
+	case len(fields) == 0 && (h.s.Keys == KeyOptional || r.Method == http.MethodPut || r.Method == http.MethodDelete):
+		return nil, false
+	case len(fields) == 0:
+		h.refuse(w, r, ev, keyMissing(route))
+		return nil, true
+	case len(fields) > 1:
+		h.refuse(w, r, ev, keyInvalid("the request has more than one Idempotency-Key field"))
+		return nil, true
+	}
+	key, err := wire.ParseKey(fields[0])
+	if err != nil {
+		h.refuse(w, r, ev, keyInvalid("Idempotency-Key: "+err.Error()))
+		return nil, true
+	}
+	ev.Key = key
+	body, p := readBody(r, h.s.MaxRequestBytes)
+	if p != nil {
+		h.refuse(w, r, ev, *p)
+		return nil, true
+	}
+	return h.claimArgs(r, route, key, body), false
+}
+
+func (h *handler) claimArgs(r *http.Request, route, key string, body []byte) *claimArgs {
+	tenant, principal := h.s.scope(r)
+	in := newFPInput(r, route, body, h.s.fpHeaders)
+	return &claimArgs{
+		scope:  scopeHash(tenant, principal, route, key),
+		tenant: tenant, principal: principal, route: route, key: key,
+		fp: fingerprintV1(in), in: in, mode: h.s.Mode,
+		lease: h.s.Lease, retention: h.s.Retention, wait: h.s.waitBound(),
+	}
+}
+
+func (c *claimArgs) event() Event {
+	return Event{Tenant: c.tenant, Principal: c.principal, Route: c.route, Key: c.key, Mode: c.mode}
+}
+
+// safeMethod reports the methods that never carry an operation to protect.
+func safeMethod(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
+}
+
+// readBody reads the whole body, at most limit bytes, and puts it back for
+// the handler.
+func readBody(r *http.Request, limit int64) ([]byte, *problem) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	var tooBig *http.MaxBytesError
+	switch {
+	case int64(len(body)) > limit || errors.As(err, &tooBig):
+		p := tooLarge(limit)
+		return nil, &p
+	case err != nil:
+		return nil, &problem{status: http.StatusBadRequest, name: "request-unreadable",
+			title: "Request body unreadable", detail: "the request body could not be read: " + err.Error()}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.ContentLength = int64(len(body))
+	return body, nil
+}
+
+// refuse answers with a problem instead of running the handler.
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, ev Event, p problem) {
+	ev.Status, ev.Problem = p.status, p.name
+	call(h.s.Hooks.Refused, r.Context(), ev)
+	level := slog.LevelInfo
+	if p.status >= 500 {
+		level = slog.LevelWarn
+	}
+	h.s.log(r.Context(), level, "idem: refused", ev)
+	h.s.writeProblem(w, p)
+}
+
+// replay answers with a stored response.
+func (h *handler) replay(w http.ResponseWriter, r *http.Request, ev Event, res *response) {
+	ev.Status = res.status
+	call(h.s.Hooks.Replayed, r.Context(), ev)
+	h.s.log(r.Context(), slog.LevelDebug, "idem: replayed", ev)
+	header := w.Header()
+	for name, values := range res.header {
+		if h.s.allow(name) {
+			header[name] = values
+		}
+	}
+	header.Set(wire.HeaderReplayed, "true")
+	if bodyAllowed(res.status) {
+		header.Set("Content-Length", strconv.Itoa(len(res.body)))
+	}
+	w.WriteHeader(res.status)
+	_, _ = w.Write(res.body)
+}
+
+// allow reports whether a response header is stored and replayed.
+func (s *settings) allow(name string) bool {
+	return s.replay[name] && !s.never[name]
+}
+
+// detached is ctx without its cancellation, bounded by finishTimeout: the
+// commit or rollback of a finished handler runs even if the client left.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+}

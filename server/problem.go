@@ -1,0 +1,76 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// Problem names of this package beyond the contract's: they carry statuses
+// that the client already treats by status (413 is final; 500 and 503 are
+// retried with the same key, which is safe).
+const (
+	problemTooLarge         = "request-too-large" // 413: the body is over MaxRequestBytes
+	problemStoreUnavailable = "store-unavailable" // 503: the claim failed; nothing ran
+	problemCommitFailed     = "commit-failed"     // 500: the outcome did not commit (or is unknown)
+)
+
+// problem is a problem the middleware answers with.
+type problem struct {
+	status     int
+	name       string
+	title      string
+	detail     string
+	retryAfter time.Duration // sent as Retry-After and retry_after when > 0
+}
+
+func (s *settings) writeProblem(w http.ResponseWriter, p problem) {
+	doc := wire.Problem{Type: s.ProblemPrefix + p.name, Title: p.title, Status: p.status, Detail: p.detail}
+	if p.retryAfter > 0 {
+		doc.RetryAfter = wire.RetryAfterSeconds(p.retryAfter)
+		w.Header().Set(wire.HeaderRetryAfter, wire.FormatRetryAfter(p.retryAfter))
+	}
+	wire.WriteProblem(w, doc)
+}
+
+func keyMissing(route string) problem {
+	return problem{status: http.StatusBadRequest, name: wire.ProblemKeyMissing, title: "Idempotency-Key required",
+		detail: route + " requires an Idempotency-Key header: one key (a UUID) per operation, the same on every retry"}
+}
+
+func keyInvalid(why string) problem {
+	return problem{status: http.StatusBadRequest, name: wire.ProblemKeyInvalid, title: "Invalid Idempotency-Key", detail: why}
+}
+
+func keyReused() problem {
+	return problem{status: http.StatusUnprocessableEntity, name: wire.ProblemKeyReused, title: "Idempotency-Key reused",
+		detail: "this key was already used for a different request (method, path, body or selected headers); use a new key for a new operation"}
+}
+
+func keyInFlight(retryAfter time.Duration) problem {
+	return problem{status: http.StatusConflict, name: wire.ProblemKeyInFlight, title: "Request in progress",
+		detail: "a request with this key is still being processed; retry after Retry-After seconds with the same key",
+		retryAfter: max(retryAfter, time.Second)}
+}
+
+func resultUnavailable() problem {
+	return problem{status: http.StatusInternalServerError, name: wire.ProblemResultUnavailable, title: "Result unavailable",
+		detail: "the operation with this key completed, but its response was too large or streamed and was not stored; it will not run again"}
+}
+
+func tooLarge(limit int64) problem {
+	return problem{status: http.StatusRequestEntityTooLarge, name: problemTooLarge, title: "Request body too large",
+		detail: "the request body is larger than " + strconv.FormatInt(limit, 10) + " bytes"}
+}
+
+func storeUnavailable() problem {
+	return problem{status: http.StatusServiceUnavailable, name: problemStoreUnavailable, title: "Idempotency store unavailable",
+		detail: "the request was not processed; retry with the same key", retryAfter: time.Second}
+}
+
+func commitFailed() problem {
+	return problem{status: http.StatusInternalServerError, name: problemCommitFailed, title: "Outcome not committed",
+		detail: "the operation's outcome could not be committed; retry with the same key to learn it or run it again"}
+}

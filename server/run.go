@@ -1,0 +1,129 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// runner is one claimed run of the handler: it captures the response,
+// settles the outcome (commit and store, or roll back and release) and only
+// then lets the response out.
+type runner struct {
+	h       *handler
+	w       http.ResponseWriter
+	cw      *capture
+	att     attempt
+	ctx     context.Context
+	ev      Event
+	settled bool // the outcome was committed or released: never touch att again
+}
+
+func (h *handler) run(w http.ResponseWriter, r *http.Request, c *claimArgs, att attempt) {
+	x := &runner{h: h, w: w, att: att, ctx: withAttempt(r.Context(), att), ev: c.event()}
+	x.ev.Attempt = att.number()
+	x.cw = newCapture(w, h.s.MaxResponseBytes)
+	x.cw.onStream = x.settleEarly
+	call(h.s.Hooks.Claimed, x.ctx, x.ev)
+	if att.number() > 1 {
+		h.s.log(x.ctx, slog.LevelWarn, "idem: took over an expired lease", x.ev)
+	} else {
+		h.s.log(x.ctx, slog.LevelDebug, "idem: claimed", x.ev)
+	}
+	defer x.onPanic()
+	h.next.ServeHTTP(x.cw, r.WithContext(x.ctx))
+	x.finish()
+}
+
+// finish settles the outcome of a handler that returned.
+func (x *runner) finish() {
+	if x.settled {
+		return // settled when the response started streaming
+	}
+	x.settled = true
+	x.cw.finish()
+	x.ev.Status = x.cw.status
+	call(x.h.s.Hooks.Handled, x.ctx, x.ev)
+	switch x.h.s.outcome(x.cw.status) {
+	case outcomeStore:
+		if err := x.complete(stateDone); err != nil {
+			x.commitFailed(err)
+			return
+		}
+	case outcomeReject:
+		x.release(true, nil)
+	case outcomeFail:
+		x.release(false, nil)
+	}
+	x.cw.send(true)
+}
+
+// settleEarly commits the outcome as result-unavailable when the handler
+// streams (Flush, Hijack, a body over the cap): its effects are durable
+// before any byte leaves, and a retry never runs it again.
+func (x *runner) settleEarly() error {
+	x.settled = true
+	x.ev.Status = x.cw.status
+	call(x.h.s.Hooks.Handled, x.ctx, x.ev)
+	if err := x.complete(stateUnavailable); err != nil {
+		x.commitFailed(err)
+		return err
+	}
+	return nil
+}
+
+func (x *runner) complete(state recordState) error {
+	ctx, cancel := detached(x.ctx)
+	defer cancel()
+	if err := x.att.complete(ctx, x.cw.response(state, x.h.s.allow)); err != nil {
+		return err
+	}
+	call(x.h.s.Hooks.Committed, x.ctx, x.ev)
+	x.h.s.log(x.ctx, slog.LevelDebug, "idem: committed", x.ev)
+	return nil
+}
+
+// commitFailed answers for an outcome that did not become durable: never
+// the handler's response, which would claim effects that did not commit.
+func (x *runner) commitFailed(err error) {
+	x.ev.Err = err
+	if errors.Is(err, ErrLeaseLost) {
+		x.ev.Problem = wire.ProblemKeyInFlight
+		call(x.h.s.Hooks.StaleCompletion, x.ctx, x.ev)
+		x.h.s.log(x.ctx, slog.LevelWarn, "idem: stale completion refused: another attempt owns the key", x.ev)
+		x.h.s.writeProblem(x.w, keyInFlight(time.Second))
+		return
+	}
+	x.ev.Problem = problemCommitFailed
+	x.h.s.log(x.ctx, slog.LevelError, "idem: commit failed", x.ev)
+	x.h.s.writeProblem(x.w, commitFailed())
+}
+
+// release rolls the attempt back (Transactional), or releases the key or
+// ends the lease (Leased); reject says the request itself was refused.
+func (x *runner) release(reject bool, cause error) {
+	ctx, cancel := detached(x.ctx)
+	defer cancel()
+	x.ev.Err = errors.Join(cause, x.att.abort(ctx, reject))
+	call(x.h.s.Hooks.Released, x.ctx, x.ev)
+	x.h.s.log(x.ctx, slog.LevelInfo, "idem: released", x.ev)
+}
+
+// onPanic releases the attempt of a handler that panicked, unless its
+// outcome was already settled, and panics on.
+func (x *runner) onPanic() {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if !x.settled {
+		x.settled = true
+		x.release(false, fmt.Errorf("server: handler panicked: %v", p))
+	}
+	panic(p)
+}
