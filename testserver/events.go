@@ -34,10 +34,9 @@ type Event struct {
 	// Rule names the rule that decided the fault ("" when none matched,
 	// "header" for Config.FaultHeader).
 	Rule string `json:"rule,omitempty"`
-	// Fault is the fault applied; Fault.Kind is FaultNone for a pass.
-	Fault Fault `json:"-"`
-	// FaultKind repeats Fault.Kind for JSON output.
-	FaultKind FaultKind `json:"fault,omitempty"`
+	// Fault is the fault applied; Fault.Kind is FaultNone for a pass. In
+	// JSON it is a string in the ParseFault syntax ("none" for a pass).
+	Fault Fault `json:"fault"`
 	// HandlerRan is true when the handler was called (in a proxy: the
 	// request was sent upstream).
 	HandlerRan bool `json:"handler_ran"`

@@ -53,6 +53,7 @@ func InfoFrom(ctx context.Context) (info Info, ok bool) {
 // http.Server needs it; call the server through its URL.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.enter() {
+		_, _, _ = s.hijack(w) // closed: hijack closes the connection
 		return
 	}
 	defer s.inflight.Done()
@@ -99,7 +100,7 @@ func (s *Server) admit(r *http.Request) (*exchange, error) {
 		if forced != nil {
 			x.fault, x.ev.Rule = *forced, "header"
 		}
-		x.ev.Fault, x.ev.FaultKind = x.fault, x.fault.Kind
+		x.ev.Fault = x.fault
 		return x, err
 	}
 	rs := s.rules.Load()
@@ -109,7 +110,7 @@ func (s *Server) admit(r *http.Request) (*exchange, error) {
 		since: x.ev.Time.Sub(rs.since),
 	}
 	x.fault, x.ev.Rule = rs.decide(s.cfg.Seed, q)
-	x.ev.Fault, x.ev.FaultKind = x.fault, x.fault.Kind
+	x.ev.Fault = x.fault
 	return x, nil
 }
 

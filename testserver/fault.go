@@ -223,6 +223,21 @@ func (f Fault) String() string {
 	return b.String()
 }
 
+// MarshalText renders f as String does.
+func (f Fault) MarshalText() ([]byte, error) {
+	return []byte(f.String()), nil
+}
+
+// UnmarshalText parses text as ParseFault does.
+func (f *Fault) UnmarshalText(text []byte) error {
+	parsed, err := ParseFault(string(text))
+	if err != nil {
+		return err
+	}
+	*f = parsed
+	return nil
+}
+
 // ParseFault parses the fault header syntax that Fault.String writes: a
 // kind, then optional ";name=value" parameters status, retry-after,
 // delay (Go durations, or whole seconds for retry-after), bytes, and the

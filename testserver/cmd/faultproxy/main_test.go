@@ -133,13 +133,13 @@ func TestFaultproxyDropsAfterTheUpstreamActed(t *testing.T) {
 	if n := acted.Load(); n != 1 {
 		t.Fatalf("upstream acted %d times, want 1: the drop came after it answered", n)
 	}
-	if e := p.event(t); e.FaultKind != testserver.FaultDropClose || !e.HandlerRan || e.HandlerStatus != 201 || e.Attempt != 1 || e.Upstream != upstream.URL {
+	if e := p.event(t); e.Fault.Kind != testserver.FaultDropClose || !e.HandlerRan || e.HandlerStatus != 201 || e.Attempt != 1 || e.Upstream != upstream.URL {
 		t.Fatalf("event of attempt 1 = %+v", e)
 	}
 	if resp, err := post(p.url, "key-1"); err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("retry: %v, %v; want 201", resp, err)
 	}
-	if e := p.event(t); e.FaultKind != testserver.FaultNone || e.Attempt != 2 || e.Status != 201 {
+	if e := p.event(t); e.Fault.Kind != testserver.FaultNone || e.Attempt != 2 || e.Status != 201 {
 		t.Fatalf("event of attempt 2 = %+v", e)
 	}
 
