@@ -33,5 +33,17 @@
 // and returns a Report whose violations are the bugs that idempotency keys
 // exist to prevent.
 //
+// A seeded test calls Seed(t), which logs the seed and reads IDEM_SEED, so
+// that a failing run can be replayed with the same faults. The program
+// testserver/cmd/faultproxy puts the same rules in front of a server
+// written in any language.
+//
+// Note on net/http clients: http.Transport silently resends a request once
+// when a reused keep-alive connection breaks before any response byte and
+// the request is replayable, which includes every request that carries an
+// Idempotency-Key. The event log counts each such resend as an attempt of
+// its own; tests that count attempts client-side either expect it or give
+// each attempt a fresh connection.
+//
 // Everything in the package is safe for concurrent use.
 package testserver
