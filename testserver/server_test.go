@@ -263,3 +263,37 @@ func TestProxyErrors(t *testing.T) {
 		t.Fatalf("event %+v, want 502 with the upstream error", ev)
 	}
 }
+
+// TestNetHTTPResendsKeyedRequests pins down the net/http behaviour that the
+// package doc warns about: a keyed POST whose response is dropped on a
+// reused connection is resent by http.Transport itself, and the event log
+// shows both attempts.
+func TestNetHTTPResendsKeyedRequests(t *testing.T) {
+	a := &app{}
+	rule := Rule{Match: Match{Key: "k"}, Script: []Fault{{Kind: FaultDropClose}}}
+	s := startServer(t, a, Config{Rules: []Rule{rule}}, nil)
+	c := &http.Client{Timeout: 5 * time.Second}
+	if _, _, err := post(c, s.URL, "warm-up", ""); err != nil {
+		t.Fatal(err)
+	}
+	resp, _, err := post(c, s.URL, "k", "{}")
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("one Do call: %v, %v; want the transport's resend to get 201", resp, err)
+	}
+	events := waitEvents(t, s, 3)
+	if a.calls.Load() != 3 || len(events) != 3 {
+		t.Fatalf("handler ran %d times over %d events, want 3: warm-up, the dropped attempt, the resend", a.calls.Load(), len(events))
+	}
+	var dropped, resent Event
+	for _, ev := range events {
+		switch {
+		case ev.Op == "k" && ev.Attempt == 1:
+			dropped = ev
+		case ev.Op == "k" && ev.Attempt == 2:
+			resent = ev
+		}
+	}
+	if !dropped.Reused || dropped.Fault.Kind != FaultDropClose || resent.Reused || resent.Status != 201 {
+		t.Fatalf("dropped %+v\nresent %+v\nwant the drop on the reused connection and the resend on a new one", dropped, resent)
+	}
+}
