@@ -21,6 +21,9 @@ type MemoryStore struct {
 	mu   sync.Mutex
 	now  func() time.Time // the store's clock; tests inject one
 	recs map[[32]byte]*memRecord
+	// waiting, when set, is called as a duplicate starts waiting for a
+	// running attempt; tests use it to know the wait path is taken.
+	waiting func()
 }
 
 // NewMemoryStore returns an empty store.
@@ -68,6 +71,9 @@ func (m *MemoryStore) claim(ctx context.Context, c *claimArgs) (claimResult, err
 		}
 		if timeout == nil {
 			return inFlight(0), nil
+		}
+		if m.waiting != nil {
+			m.waiting()
 		}
 		select {
 		case <-wait: // the running attempt ended: look again

@@ -51,7 +51,7 @@ func keyReused() problem {
 
 func keyInFlight(retryAfter time.Duration) problem {
 	return problem{status: http.StatusConflict, name: wire.ProblemKeyInFlight, title: "Request in progress",
-		detail: "a request with this key is still being processed; retry after Retry-After seconds with the same key",
+		detail:     "a request with this key is still being processed; retry after Retry-After seconds with the same key",
 		retryAfter: max(retryAfter, time.Second)}
 }
 
