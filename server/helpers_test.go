@@ -69,6 +69,17 @@ func appURL(t *testing.T, url string) (string, string) {
 	return url + "&application_name=" + app, app
 }
 
+// drainWaiters forgets the duplicates that waited so far.
+func (k *kit) drainWaiters() {
+	for {
+		select {
+		case <-k.waiters:
+		default:
+			return
+		}
+	}
+}
+
 // waitForWaiters blocks until n duplicates are waiting for a running
 // attempt: on a lock in Postgres, on the attempt's channel in memory.
 func (k *kit) waitForWaiters(t *testing.T, n int) {
@@ -186,7 +197,10 @@ func post(t *testing.T, srv *httptest.Server, path, key, body string, extra ...s
 func send(t *testing.T, srv *httptest.Server, method, path, key, body string, extra ...string) reply {
 	t.Helper()
 	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-	require.NoError(t, err)
+	if err != nil { // callable from any goroutine: no FailNow
+		t.Errorf("NewRequest: %v", err)
+		return reply{err: err}
+	}
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// gate is a handler that makes its effect and then holds until released.
+type gate struct {
+	k       *kit
+	runs    atomic.Int64
+	entered chan struct{}
+	release chan struct{}
+}
+
+func newGate(k *kit) *gate {
+	return &gate{k: k, entered: make(chan struct{}, 16), release: make(chan struct{})}
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := g.runs.Add(1)
+	if err := g.k.effect(r.Context(), "pay"); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	g.entered <- struct{}{}
+	<-g.release
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = fmt.Fprintf(w, "run %d", n)
+}
+
+// gateServer mounts g behind a middleware with the given wait bound, as
+// one "node" over k's store.
+func gateServer(t *testing.T, k *kit, g *gate, wait time.Duration) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{WaitBound: wait}))(g))
+	return serve(t, mux)
+}
+
+func TestDuplicateWaitsForTheRunningRequest(t *testing.T) {
+	eachStore(t, func(t *testing.T, k *kit) {
+		g := newGate(k)
+		patient := gateServer(t, k, g, time.Minute)
+		hasty := gateServer(t, k, g, 50*time.Millisecond)
+
+		first := make(chan reply)
+		go func() { first <- post(t, patient, "/v1/payments", "k-wait", "{}") }()
+		<-g.entered
+
+		conflict := post(t, hasty, "/v1/payments", "k-wait", "{}")
+		require.Equal(t, http.StatusConflict, conflict.status, conflict.body)
+		assert.Equal(t, wire.ProblemKeyInFlight, problemName(t, conflict))
+		assert.Equal(t, "1", conflict.header.Get("Retry-After"))
+		assert.Contains(t, conflict.body, `"retry_after":1`)
+
+		k.drainWaiters()
+		waiter := make(chan reply)
+		go func() { waiter <- post(t, patient, "/v1/payments", "k-wait", "{}") }()
+		k.waitForWaiters(t, 1)
+		close(g.release)
+
+		r1, r2 := <-first, <-waiter
+		assert.Equal(t, http.StatusCreated, r1.status)
+		assert.False(t, r1.replayed())
+		assert.Equal(t, http.StatusCreated, r2.status, "the waiting duplicate replays the first's result")
+		assert.True(t, r2.replayed())
+		assert.Equal(t, r1.body, r2.body)
+		assert.EqualValues(t, 1, g.runs.Load(), "handler runs")
+		assert.Equal(t, 1, k.count(t, "pay"))
+	})
+}
+
+func TestWaitingDuplicateRunsWhenTheFirstFails(t *testing.T) {
+	eachStore(t, func(t *testing.T, k *kit) {
+		var runs atomic.Int64
+		entered, release := make(chan struct{}, 2), make(chan struct{})
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := runs.Add(1)
+			assert.NoError(t, k.effect(r.Context(), "pay"))
+			if n == 1 {
+				entered <- struct{}{}
+				<-release
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+		})
+		mux := http.NewServeMux()
+		mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{WaitBound: time.Minute}))(h))
+		srv := serve(t, mux)
+
+		first := make(chan reply)
+		go func() { first <- post(t, srv, "/v1/payments", "k-fail-wait", "{}") }()
+		<-entered
+		waiter := make(chan reply)
+		go func() { waiter <- post(t, srv, "/v1/payments", "k-fail-wait", "{}") }()
+		k.waitForWaiters(t, 1)
+		close(release)
+		assert.Equal(t, http.StatusServiceUnavailable, (<-first).status)
+		r := <-waiter
+		assert.Equal(t, http.StatusCreated, r.status, "the duplicate claims the released key and runs")
+		assert.False(t, r.replayed())
+		assert.EqualValues(t, 2, runs.Load())
+		if k.pool != nil {
+			assert.Equal(t, 1, k.count(t, "pay"), "only the second run's effect persists")
+		}
+	})
+}
+
+func TestUnstorableResultIsNeverRunAgain(t *testing.T) {
+	big := strings.Repeat("x", 1000)
+	handlers := map[string]func(w http.ResponseWriter){
+		"over the cap": func(w http.ResponseWriter) {
+			_, _ = w.Write([]byte(big[:40]))
+			_, _ = w.Write([]byte(big[40:]))
+		},
+		"flushed": func(w http.ResponseWriter) {
+			_, _ = w.Write([]byte(big[:40]))
+			assert.NoError(t, http.NewResponseController(w).Flush())
+			_, _ = w.Write([]byte(big[40:]))
+		},
+	}
+	for name, write := range handlers {
+		t.Run(name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, k *kit) {
+				var runs atomic.Int64
+				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					runs.Add(1)
+					assert.NoError(t, k.effect(r.Context(), "pay"))
+					w.Header().Set("Content-Type", "text/plain")
+					write(w)
+				})
+				mux := http.NewServeMux()
+				mux.Handle("POST /v1/export", Middleware(k.store, quiet(Config{MaxResponseBytes: 64}))(h))
+				srv := serve(t, mux)
+				first := post(t, srv, "/v1/export", "k-big", "{}")
+				assert.Equal(t, http.StatusOK, first.status)
+				assert.Equal(t, big, first.body, "the client gets the whole streamed body")
+				retry := post(t, srv, "/v1/export", "k-big", "{}")
+				assert.Equal(t, http.StatusInternalServerError, retry.status)
+				assert.Equal(t, wire.ProblemResultUnavailable, problemName(t, retry))
+				assert.EqualValues(t, 1, runs.Load(), "the handler never runs again")
+				assert.Equal(t, 1, k.count(t, "pay"), "the effects committed")
+			})
+		})
+	}
+}
+
+func retryAfter(t *testing.T, r reply) int {
+	t.Helper()
+	n, err := strconv.Atoi(r.header.Get("Retry-After"))
+	require.NoError(t, err, "Retry-After %q", r.header.Get("Retry-After"))
+	return n
+}
