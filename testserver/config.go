@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"time"
 )
 
 // Config configures a Server. The zero Config listens on 127.0.0.1 on a
@@ -32,6 +33,9 @@ type Config struct {
 	// malformed value is answered 400 without running the handler. Empty
 	// (the default) disables the header.
 	FaultHeader string
+	// HoldTimeout bounds how long FaultHold waits for a retry; when none
+	// arrives, the held request goes on alone. Zero means 10s.
+	HoldTimeout time.Duration
 	// MaxEvents bounds the events kept in memory (the latest are kept).
 	// Zero keeps them all, right for tests; set it for long-running
 	// proxies.
@@ -40,6 +44,17 @@ type Config struct {
 	// the request's goroutine; it must be safe for concurrent use and
 	// quick.
 	OnEvent func(Event)
+}
+
+// defaultHoldTimeout is HoldTimeout's default.
+const defaultHoldTimeout = 10 * time.Second
+
+// holdTimeout returns HoldTimeout or its default.
+func (c Config) holdTimeout() time.Duration {
+	if c.HoldTimeout == 0 {
+		return defaultHoldTimeout
+	}
+	return c.HoldTimeout
 }
 
 // ErrNotLoopback is returned for a Config.Addr whose host is not a loopback
@@ -64,8 +79,8 @@ func (c Config) listen() (net.Listener, error) {
 
 // validate checks the parts of c that New cannot repair.
 func (c Config) validate() error {
-	if c.MaxEvents < 0 {
-		return errors.New("testserver: MaxEvents is negative")
+	if c.MaxEvents < 0 || c.HoldTimeout < 0 {
+		return errors.New("testserver: MaxEvents or HoldTimeout is negative")
 	}
 	for _, h := range []string{c.OperationHeader, c.FaultHeader} {
 		if h != "" && !validHeaderName(h) {

@@ -65,13 +65,18 @@ const (
 	FaultStatusAfter FaultKind = "status-after"
 
 	// FaultHold keeps the request back, before the handler, until a later
-	// attempt of the same operation arrives (at most Fault.Delay, default
-	// 10s), then lets both run concurrently: by default the held attempt
-	// enters the handler first and the retry follows as soon as it has;
-	// with Fault.RetryFirst the other way round. The held attempt's
-	// handler runs with a context that the client's disconnect does not
-	// cancel (its client gave up long ago: that is why it retried), so
-	// the concurrent-duplicate path of the server really runs.
+	// attempt of the same operation arrives (at most Config.HoldTimeout),
+	// then lets both run concurrently, in a set order: by default the held
+	// attempt enters the handler first (the realistic case: the first
+	// attempt was slow, its client gave up and retried while it still
+	// ran), and the retry enters Fault.Delay after it (zero: as soon as
+	// the held handler has been called); with Fault.RetryFirst the other
+	// way round. Give Delay a few milliseconds when the first must have
+	// reached a shared resource (a row lock) before the second starts. The
+	// held attempt's handler runs with a context that the client's
+	// disconnect does not cancel (its client gave up: that is why it
+	// retried) but Close does, so the server's concurrent-duplicate path
+	// really runs.
 	FaultHold FaultKind = "hold"
 )
 
@@ -126,9 +131,8 @@ type Fault struct {
 	// instead of delta-seconds.
 	RetryAfterDate bool
 	// Delay is the wait of FaultDelay and FaultDelayResponse, the pause
-	// between chunks of FaultSlowRead and FaultSlowBody, and the longest
-	// wait of FaultHold for a retry. Zero means 0 (no wait), except for
-	// FaultHold, where it means 10s.
+	// before each chunk of FaultSlowRead and FaultSlowBody, and the head
+	// start of the first of FaultHold's two requests. Zero means no wait.
 	Delay time.Duration
 	// Bytes is the chunk size of FaultSlowRead and FaultSlowBody (zero
 	// means 1) and the number of body bytes FaultPartialBody sends before
@@ -139,9 +143,6 @@ type Fault struct {
 	// the held attempt right after it.
 	RetryFirst bool
 }
-
-// defaultHold bounds FaultHold's wait for a retry when Fault.Delay is zero.
-const defaultHold = 10 * time.Second
 
 // ErrBadFault is wrapped by the errors that report an invalid Fault or
 // fault header value.
@@ -184,14 +185,6 @@ func (f Fault) chunk() int {
 		return 1
 	}
 	return f.Bytes
-}
-
-// holdFor returns how long FaultHold waits for a retry.
-func (f Fault) holdFor() time.Duration {
-	if f.Delay <= 0 {
-		return defaultHold
-	}
-	return f.Delay
 }
 
 // String renders f in the fault header syntax, for example

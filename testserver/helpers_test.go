@@ -24,6 +24,7 @@ type fakeClock struct {
 }
 
 type fakeTimer struct {
+	d       time.Duration
 	at      time.Time
 	c       chan time.Time
 	stopped bool
@@ -42,7 +43,7 @@ func (c *fakeClock) Now() time.Time {
 func (c *fakeClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now.Add(d), c: make(chan time.Time, 1)}
+	t := &fakeTimer{d: d, at: c.now.Add(d), c: make(chan time.Time, 1)}
 	if d <= 0 {
 		t.c <- c.now
 		return t.c, func() bool { return false }
@@ -77,15 +78,27 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.timers = kept
 }
 
-// waitTimers blocks until n timers are pending (a goroutine is sleeping).
+// waitTimers blocks until n timers are pending (goroutines are sleeping).
 func (c *fakeClock) waitTimers(t *testing.T, n int) {
+	t.Helper()
+	c.waitFor(t, fmt.Sprintf("%d timers", n), func(d time.Duration) bool { return true }, n)
+}
+
+// waitTimer blocks until a timer of duration d is pending.
+func (c *fakeClock) waitTimer(t *testing.T, d time.Duration) {
+	t.Helper()
+	c.waitFor(t, "a timer of "+d.String(), func(td time.Duration) bool { return td == d }, 1)
+}
+
+// waitFor blocks (at most 10s) until n pending timers satisfy ok.
+func (c *fakeClock) waitFor(t *testing.T, what string, ok func(time.Duration) bool, n int) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		c.mu.Lock()
 		pending := 0
 		for _, tm := range c.timers {
-			if !tm.stopped {
+			if !tm.stopped && ok(tm.d) {
 				pending++
 			}
 		}
@@ -97,7 +110,7 @@ func (c *fakeClock) waitTimers(t *testing.T, n int) {
 		select {
 		case <-changed:
 		case <-deadline:
-			t.Fatalf("waitTimers(%d): only %d timers pending after 10s", n, pending)
+			t.Fatalf("waiting for %s: none pending after 10s", what)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package testserver
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // holdBoard pairs requests held by FaultHold with the retries that release
@@ -17,15 +18,16 @@ type holdBoard struct {
 type hold struct {
 	attempt      int
 	retryFirst   bool
+	lag          time.Duration // head start of the first mover
 	arrived      chan struct{} // closed by the retry
 	heldStarted  chan struct{} // closed when the held request's handler starts
 	retryStarted chan struct{} // closed when the retry's handler starts
 }
 
 // put registers a held request of op.
-func (b *holdBoard) put(op string, attempt int, retryFirst bool) *hold {
+func (b *holdBoard) put(op string, attempt int, f Fault) *hold {
 	h := &hold{
-		attempt: attempt, retryFirst: retryFirst,
+		attempt: attempt, retryFirst: f.RetryFirst, lag: f.Delay,
 		arrived: make(chan struct{}), heldStarted: make(chan struct{}),
 		retryStarted: make(chan struct{}),
 	}
@@ -76,45 +78,50 @@ func (b *holdBoard) arrive(s *Server, x *exchange) {
 		return
 	}
 	close(h.arrived)
-	select { // the held request goes first: wait until its handler started
-	case <-h.heldStarted:
-	case <-x.r.Context().Done():
+	s.follow(x.r.Context(), h.heldStarted, h.lag)
+}
+
+// follow waits until the first mover's handler was called (first is
+// closed), then lag more. ctx ends the wait early.
+func (s *Server) follow(ctx context.Context, first <-chan struct{}, lag time.Duration) error {
+	select {
+	case <-first:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
+	return s.sleep(ctx, lag)
 }
 
 // holdRequest holds x until a later attempt of its operation arrives (at
-// most f.holdFor()), then lets it continue with a context that the
+// most Config.HoldTimeout), then lets it continue with a context that the
 // client's disconnect does not cancel but Close still does. It returns
 // false when the server closed during the hold.
 func (s *Server) holdRequest(x *exchange, f Fault) bool {
 	x.ctx = detach(s.ctx, x.ctx)
+	wait := s.cfg.holdTimeout()
 	if x.ev.Op == "" {
 		x.ev.Err = "hold: request has no operation id, so no retry can release it"
-		err := s.sleep(x.ctx, f.holdFor())
-		return err == nil
+		return s.sleep(x.ctx, wait) == nil
 	}
-	h := s.holds.put(x.ev.Op, x.ev.Attempt, f.RetryFirst)
+	h := s.holds.put(x.ev.Op, x.ev.Attempt, f)
 	x.started = append(x.started, h.heldStarted)
-	timer, stop := s.clock.NewTimer(f.holdFor())
-	defer stop()
+	timer, stop := s.clock.NewTimer(wait)
 	select {
 	case <-h.arrived:
+		stop()
 	case <-timer:
 		s.holds.drop(x.ev.Op, h)
-		x.ev.Err = "hold: no retry arrived within " + f.holdFor().String()
+		x.ev.Err = "hold: no retry arrived within " + wait.String()
 		return true
 	case <-x.ctx.Done():
+		stop()
 		s.holds.drop(x.ev.Op, h)
 		x.ev.Err = "hold: server closed"
 		return false
 	}
-	if h.retryFirst {
-		select {
-		case <-h.retryStarted:
-		case <-x.ctx.Done():
-			x.ev.Err = "hold: server closed"
-			return false
-		}
+	if h.retryFirst && s.follow(x.ctx, h.retryStarted, h.lag) != nil {
+		x.ev.Err = "hold: server closed"
+		return false
 	}
 	return true
 }
