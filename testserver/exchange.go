@@ -11,10 +11,11 @@ import (
 
 // exchange is one request on its way through the server.
 type exchange struct {
-	r     *http.Request
-	ev    Event
-	fault Fault
-	ctx   context.Context // the context the handler gets
+	r       *http.Request
+	ev      Event
+	fault   Fault
+	ctx     context.Context // the context the handler gets
+	release func()          // releases a detached ctx; nil otherwise
 
 	startOnce sync.Once
 	started   []chan struct{} // closed when the handler starts, or at the end
@@ -48,10 +49,9 @@ func InfoFrom(ctx context.Context) (info Info, ok bool) {
 	return Info{Index: x.ev.Index, Op: x.ev.Op, Attempt: x.ev.Attempt, Conn: x.ev.Conn, Fault: x.fault}, true
 }
 
-// ServeHTTP is the Server's handler: it numbers the request, decides its
-// fault, applies it and logs the event. It is exported only because
-// http.Server needs it; call the server through its URL.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serveHTTP is the Server's handler: it numbers the request, decides its
+// fault, applies it and logs the event.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.enter() {
 		_, _, _ = s.hijack(w) // closed: hijack closes the connection
 		return
@@ -174,6 +174,9 @@ func (x *exchange) handlerStarted() {
 // finish logs the event.
 func (s *Server) finish(x *exchange) {
 	x.handlerStarted()
+	if x.release != nil {
+		x.release()
+	}
 	x.ev.End = s.clock.Now()
 	s.log.add(x.ev)
 	if s.cfg.OnEvent != nil {

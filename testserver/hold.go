@@ -97,7 +97,7 @@ func (s *Server) follow(ctx context.Context, first <-chan struct{}, lag time.Dur
 // client's disconnect does not cancel but Close still does. It returns
 // false when the server closed during the hold.
 func (s *Server) holdRequest(x *exchange, f Fault) bool {
-	x.ctx = detach(s.ctx, x.ctx)
+	x.ctx, x.release = detach(s.ctx, x.ctx)
 	wait := s.cfg.holdTimeout()
 	if x.ev.Op == "" {
 		x.ev.Err = "hold: request has no operation id, so no retry can release it"
@@ -127,9 +127,9 @@ func (s *Server) holdRequest(x *exchange, f Fault) bool {
 }
 
 // detach returns a context with ctx's values that ends only when the
-// server's context does.
-func detach(server, ctx context.Context) context.Context {
+// server's context does, and a function that releases it.
+func detach(server, ctx context.Context) (context.Context, func()) {
 	d, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	context.AfterFunc(server, cancel)
-	return d
+	stop := context.AfterFunc(server, cancel)
+	return d, func() { stop(); cancel() }
 }

@@ -3,7 +3,6 @@ package testserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -96,7 +95,7 @@ func start(handler http.Handler, p *proxy, cfg Config, clk clock) (*Server, erro
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.rules.Store(newRuleSet(cfg.Rules, clk.Now()))
 	s.srv = &http.Server{
-		Handler:           s,
+		Handler:           http.HandlerFunc(s.serveHTTP),
 		ReadHeaderTimeout: time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 		ConnContext:       s.connContext,
@@ -171,9 +170,4 @@ func (s *Server) enter() bool {
 	}
 	s.inflight.Add(1)
 	return true
-}
-
-// String describes the server for logs.
-func (s *Server) String() string {
-	return fmt.Sprintf("testserver %s", s.URL)
 }

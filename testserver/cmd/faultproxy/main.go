@@ -51,7 +51,7 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) error {
 	var outMu sync.Mutex // event lines and the start line share stdout
 	cfg := testserver.Config{
 		Addr: o.listen, Seed: o.seed, Rules: rules,
-		OperationHeader: o.opHeader, FaultHeader: o.faultHeader,
+		OperationHeader: o.opHeader, FaultHeader: o.faultHeader, HoldTimeout: o.holdTimeout,
 		MaxEvents: 100000,
 	}
 	if o.logEvents {

@@ -25,6 +25,7 @@ type options struct {
 	seed        uint64
 	opHeader    string
 	faultHeader string
+	holdTimeout time.Duration
 	logEvents   bool
 }
 
@@ -50,6 +51,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&seed, "seed", "", "seed of the probabilistic faults (default: from the clock, printed at start)")
 	fs.StringVar(&o.opHeader, "op-header", "", "`header` naming the operation of requests without an Idempotency-Key")
 	fs.StringVar(&o.faultHeader, "fault-header", "", "request `header` that may name a fault for that request (off when empty)")
+	fs.DurationVar(&o.holdTimeout, "hold-timeout", 0, "how long a hold fault waits for the retry (default 10s)")
 	fs.BoolVar(&o.logEvents, "log", false, "print every request's event as a JSON line on stdout")
 	if err := fs.Parse(args); err != nil {
 		return o, err
