@@ -45,7 +45,10 @@ func FormatRetryAfter(d time.Duration) string {
 
 // RetryAfterSeconds is d in whole seconds, rounded up, at least 1.
 func RetryAfterSeconds(d time.Duration) int64 {
-	s := int64((d + time.Second - 1) / time.Second)
+	s := int64(d / time.Second)
+	if d%time.Second > 0 {
+		s++
+	}
 	if s < 1 {
 		return 1
 	}
