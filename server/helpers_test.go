@@ -37,6 +37,7 @@ type kit struct {
 	pool  *pgxpool.Pool // nil for the memory store
 
 	app     string        // the pool's application_name (Postgres)
+	monitor *pgxpool.Pool // a pool of its own for watching pg_stat_activity
 	waiters chan struct{} // a duplicate started waiting (memory)
 
 	mu      sync.Mutex
@@ -57,8 +58,16 @@ func postgresKit(t *testing.T) *kit {
 	t.Helper()
 	url, app := appURL(t, pgtest.SchemaURL(t))
 	k := postgresKitOn(t, pgtest.NewPool(t, url))
-	k.app = app
+	k.watch(t, app)
 	return k
+}
+
+// watch makes waitForWaiters count the sessions named app, through a pool
+// that the store under test cannot exhaust.
+func (k *kit) watch(t *testing.T, app string) {
+	t.Helper()
+	k.app = app
+	k.monitor = pgtest.NewPool(t, pgtest.DatabaseURL(t))
 }
 
 // appURL gives url a unique application_name, so that a test can find its
@@ -95,7 +104,7 @@ func (k *kit) waitForWaiters(t *testing.T, n int) {
 			}
 			continue
 		}
-		require.NoError(t, k.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		require.NoError(t, k.monitor.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
 			WHERE application_name = $1 AND wait_event_type = 'Lock'`, k.app).Scan(&got))
 		select {
 		case <-deadline:

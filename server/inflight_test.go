@@ -3,10 +3,10 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"net/http/httptest"
 	"testing"
 	"time"
 

@@ -1,0 +1,246 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/pgtest"
+	"github.com/idemkit/idem/internal/wire"
+)
+
+func TestConcurrentDuplicatesOverTwoNodes(t *testing.T) {
+	url, app := appURL(t, pgtest.SchemaURL(t))
+	url += "&pool_max_conns=12"
+	nodeA := postgresKitOn(t, pgtest.NewPool(t, url))
+	nodeB := postgresKitOn(t, pgtest.NewPool(t, url)) // a second pool: a second server node
+	nodeA.watch(t, app)
+	g := newGate(nodeA)
+	srvA := gateServer(t, nodeA, g, 10*time.Second)
+	srvB := gateServer(t, nodeB, g, time.Millisecond) // an impatient node: 409s
+
+	const n = 200
+	replies := make([]reply, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		srv := srvA
+		if i%2 == 1 {
+			srv = srvB
+		}
+		wg.Go(func() { replies[i] = post(t, srv, "/v1/payments", "k-storm", `{"amount": 10}`) })
+	}
+	<-g.entered
+	nodeA.waitForWaiters(t, 8) // duplicates queue on the unique index behind the open transaction
+	close(g.release)
+	wg.Wait()
+
+	var fresh, replayed, conflicts int
+	var body string
+	for i, r := range replies {
+		switch {
+		case r.err != nil:
+			t.Errorf("request %d: %v", i, r.err)
+		case r.status == http.StatusCreated && !r.replayed():
+			fresh++
+			body = r.body
+		case r.status == http.StatusCreated:
+			replayed++
+			assert.Equal(t, "run 1", r.body, "request %d replayed another body", i)
+		case r.status == http.StatusConflict:
+			conflicts++
+			assert.GreaterOrEqual(t, retryAfter(t, r), 1, "request %d Retry-After", i)
+			assert.Equal(t, wire.ProblemKeyInFlight, problemName(t, r))
+		default:
+			t.Errorf("request %d: status %d %q, want 201 or 409", i, r.status, r.body)
+		}
+	}
+	t.Logf("%d fresh, %d replayed, %d conflicts", fresh, replayed, conflicts)
+	assert.Equal(t, 1, fresh, "exactly one execution answers")
+	assert.Equal(t, "run 1", body)
+	assert.Equal(t, n, fresh+replayed+conflicts)
+	assert.EqualValues(t, 1, g.runs.Load(), "handler runs")
+	assert.Equal(t, 1, nodeA.count(t, "pay"), "mutations")
+}
+
+// ledger is a table whose unique constraint is checked at commit.
+func ledger(t *testing.T, k *kit) {
+	t.Helper()
+	_, err := k.pool.Exec(context.Background(), `CREATE TABLE ledger (n int UNIQUE DEFERRABLE INITIALLY DEFERRED)`)
+	require.NoError(t, err)
+}
+
+func TestCommitFailureNeverSendsTheHandlersResponse(t *testing.T) {
+	cases := map[string]func(ctx context.Context, tx pgx.Tx) error{
+		"deferred constraint": func(ctx context.Context, tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO ledger VALUES (1), (1)`)
+			return err
+		},
+		"swallowed error": func(ctx context.Context, tx pgx.Tx) error {
+			_, _ = tx.Exec(ctx, `SELECT 1/0`) // aborts the transaction; the handler ignores it
+			return nil
+		},
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			k := postgresKit(t)
+			ledger(t, k)
+			var runs atomic.Int64
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				runs.Add(1)
+				tx, _ := Tx(r.Context())
+				_ = k.effect(r.Context(), "pay")
+				if err := mutate(r.Context(), tx); err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
+				w.WriteHeader(http.StatusCreated)
+			})
+			mux := http.NewServeMux()
+			mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{}))(h))
+			srv := serve(t, mux)
+			for i := range 2 {
+				r := post(t, srv, "/v1/payments", "k-commit", "{}")
+				assert.Equal(t, http.StatusInternalServerError, r.status, "try %d: %s", i, r.body)
+				assert.Equal(t, problemCommitFailed, problemName(t, r))
+			}
+			assert.EqualValues(t, 2, runs.Load(), "nothing was stored: the retry runs again")
+			assert.Equal(t, 0, k.count(t, "pay"), "nothing committed")
+		})
+	}
+}
+
+func TestBackendKilledBeforeCommit(t *testing.T) {
+	k := postgresKit(t)
+	var runs atomic.Int64
+	var pid atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		tx, _ := Tx(r.Context())
+		var p int32
+		if err := tx.QueryRow(r.Context(), `SELECT pg_backend_pid()`).Scan(&p); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		pid.Store(p)
+		_ = k.effect(r.Context(), "pay")
+		w.WriteHeader(http.StatusCreated)
+	})
+	kill := func(ctx context.Context, e Event) {
+		if runs.Load() == 1 { // the first run's connection dies between handler and commit
+			_, err := k.pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid.Load())
+			assert.NoError(t, err)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{Hooks: Hooks{Handled: kill}}))(h))
+	srv := serve(t, mux)
+	first := post(t, srv, "/v1/payments", "k-kill", "{}")
+	assert.Equal(t, http.StatusInternalServerError, first.status, "never the uncommitted 201: %s", first.body)
+	assert.Equal(t, problemCommitFailed, problemName(t, first))
+	assert.Equal(t, 0, k.count(t, "pay"))
+	retry := post(t, srv, "/v1/payments", "k-kill", "{}")
+	assert.Equal(t, http.StatusCreated, retry.status)
+	assert.False(t, retry.replayed())
+	assert.Equal(t, 1, k.count(t, "pay"))
+}
+
+func TestHandlerTxBelongsToTheMiddleware(t *testing.T) {
+	k := postgresKit(t)
+	kept := make(chan pgx.Tx, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		tx, ok := Tx(ctx)
+		if !assert.True(t, ok) {
+			return
+		}
+		assert.ErrorIs(t, tx.Commit(ctx), ErrTxManaged)
+		assert.ErrorIs(t, tx.Rollback(ctx), ErrTxManaged)
+		var timeout string
+		assert.NoError(t, tx.QueryRow(ctx, `SHOW lock_timeout`).Scan(&timeout))
+		assert.Equal(t, "0", timeout, "the claim's lock_timeout does not leak into the handler")
+		nested, err := tx.Begin(ctx) // a savepoint
+		if assert.NoError(t, err) {
+			_, err = nested.Exec(ctx, `INSERT INTO effects (label) VALUES ('undone')`)
+			assert.NoError(t, err)
+			assert.NoError(t, nested.Rollback(ctx))
+		}
+		assert.NoError(t, k.effect(ctx, "pay"))
+		kept <- tx
+		w.WriteHeader(http.StatusCreated)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{}))(h))
+	srv := serve(t, mux)
+	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-tx", "{}").status)
+	assert.Equal(t, 1, k.count(t, "pay"))
+	assert.Equal(t, 0, k.count(t, "undone"), "the savepoint rolled back")
+
+	tx, ctx := <-kept, context.Background()
+	_, err := tx.Exec(ctx, `SELECT 1`)
+	assert.ErrorIs(t, err, pgx.ErrTxClosed, "a kept Tx cannot reach a pooled connection")
+	assert.ErrorIs(t, tx.QueryRow(ctx, `SELECT 1`).Scan(new(int)), pgx.ErrTxClosed)
+	assert.ErrorIs(t, tx.SendBatch(ctx, &pgx.Batch{}).Close(), pgx.ErrTxClosed)
+	assert.ErrorIs(t, tx.Commit(ctx), pgx.ErrTxClosed)
+}
+
+func TestTxIsAbsentWithoutPostgres(t *testing.T) {
+	_, ok := Tx(context.Background())
+	assert.False(t, ok, "outside the middleware")
+	k := memoryKit(t)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, ok := Tx(r.Context())
+		_, leased := LeaseFrom(r.Context())
+		assert.False(t, ok, "the memory store has no transaction")
+		assert.False(t, leased, "a Transactional route has no lease")
+		w.WriteHeader(http.StatusCreated)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{}))(h))
+	assert.Equal(t, http.StatusCreated, post(t, serve(t, mux), "/v1/payments", "k", "{}").status)
+}
+
+func TestRecordOfAnotherFingerprintAlgorithmIsAccepted(t *testing.T) {
+	k := postgresKit(t)
+	mux, p := payServer(t, k, Config{})
+	srv := serve(t, mux)
+	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-alg", `{"amount": 1}`).status)
+	_, err := k.pool.Exec(context.Background(), `UPDATE idem_records SET fp_alg = 'sha3-v9', fingerprint = '\x00'`)
+	require.NoError(t, err)
+	r := post(t, srv, "/v1/payments", "k-alg", ` {"amount":1}`)
+	assert.True(t, r.replayed(), "a digest of an unknown algorithm never turns a retry into 422: %d %s", r.status, r.body)
+	assert.EqualValues(t, 1, p.runs.Load())
+}
+
+func TestStoreUnavailable(t *testing.T) {
+	k := postgresKit(t)
+	mux, p := payServer(t, k, Config{})
+	srv := serve(t, mux)
+	k.pool.Close()
+	r := post(t, srv, "/v1/payments", "k-down", `{"amount": 1}`)
+	assert.Equal(t, http.StatusServiceUnavailable, r.status)
+	assert.Equal(t, problemStoreUnavailable, problemName(t, r))
+	assert.Equal(t, "1", r.header.Get("Retry-After"))
+	assert.EqualValues(t, 0, p.runs.Load(), "nothing runs without a claim")
+}
+
+func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
+	pool := pgtest.Pool(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() { errs[i] = Migrate(context.Background(), pool) })
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	require.NoError(t, Migrate(context.Background(), pool))
+	assert.Contains(t, Schema(), "CREATE TABLE IF NOT EXISTS idem_records")
+}

@@ -1,0 +1,86 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// storeRecords completes n requests with keys prefix0.. through a
+// middleware with the given retention.
+func storeRecords(t *testing.T, k *kit, retention time.Duration, prefix string, n int) {
+	t.Helper()
+	mux, _ := payServer(t, k, Config{Retention: retention})
+	srv := serve(t, mux)
+	for i := range n {
+		r := post(t, srv, "/v1/payments", fmt.Sprintf("%s%d", prefix, i), `{"amount": 1}`)
+		require.Equal(t, http.StatusCreated, r.status, r.body)
+	}
+}
+
+func TestSweepDeletesExpiredInBatches(t *testing.T) {
+	eachStore(t, func(t *testing.T, k *kit) {
+		storeRecords(t, k, 48*time.Hour, "live", 5)
+		storeRecords(t, k, time.Hour, "old", 25)
+		k.clock.Advance(2 * time.Hour)
+		ctx := context.Background()
+		for i, want := range []int{10, 10, 5, 0} {
+			n, err := k.store.Sweep(ctx, 10)
+			require.NoError(t, err)
+			assert.Equal(t, want, n, "batch %d", i)
+		}
+		mux, p := payServer(t, k, Config{Retention: 48 * time.Hour})
+		srv := serve(t, mux)
+		assert.True(t, post(t, srv, "/v1/payments", "live0", `{"amount": 1}`).replayed(), "a live record stays")
+		assert.False(t, post(t, srv, "/v1/payments", "old0", `{"amount": 1}`).replayed(), "a swept record is gone")
+		assert.EqualValues(t, 1, p.runs.Load())
+		if k.pool != nil {
+			var rows int
+			require.NoError(t, k.pool.QueryRow(ctx, `SELECT count(*) FROM idem_records`).Scan(&rows))
+			assert.Equal(t, 6, rows, "5 live records and the new old0")
+		}
+	})
+}
+
+func TestSweepSkipsRecordsInUse(t *testing.T) {
+	eachStore(t, func(t *testing.T, k *kit) {
+		g := newGate(k)
+		mux := http.NewServeMux()
+		mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{Retention: time.Hour}))(g))
+		srv := serve(t, mux)
+		first := make(chan reply)
+		go func() { first <- post(t, srv, "/v1/payments", "k-busy", "{}") }()
+		<-g.entered
+		k.clock.Advance(2 * time.Hour) // past its retention while it runs
+		n, err := k.store.Sweep(context.Background(), 100)
+		require.NoError(t, err)
+		assert.Equal(t, 0, n, "a running transactional claim is never swept")
+		close(g.release)
+		assert.Equal(t, http.StatusCreated, (<-first).status, "and it still commits")
+	})
+}
+
+func TestRunSweeper(t *testing.T) {
+	eachStore(t, func(t *testing.T, k *kit) {
+		storeRecords(t, k, time.Hour, "old", 5)
+		k.clock.Advance(2 * time.Hour)
+		ctx, cancel := context.WithCancel(context.Background())
+		swept := make(chan int, 10)
+		done := make(chan error)
+		go func() {
+			done <- RunSweeper(ctx, k.store, SweepConfig{Interval: time.Hour, Batch: 2, Logger: quiet(Config{}).Logger,
+				OnSweep: func(n int, err error) {
+					assert.NoError(t, err)
+					swept <- n
+				}})
+		}()
+		assert.Equal(t, 5, <-swept, "the first sweep runs at once, batch after batch")
+		cancel()
+		assert.ErrorIs(t, <-done, context.Canceled)
+	})
+}
