@@ -1,0 +1,83 @@
+package server
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	s := newSettings(Config{})
+	assert.Equal(t, DefaultRetention, s.Retention)
+	assert.Equal(t, DefaultLease, s.Lease)
+	assert.Equal(t, DefaultWaitBound, s.waitBound())
+	assert.EqualValues(t, DefaultMaxRequestBytes, s.MaxRequestBytes)
+	assert.Equal(t, DefaultMaxResponseBytes, s.MaxResponseBytes)
+	assert.Equal(t, "urn:idem:problem:", s.ProblemPrefix)
+	assert.NotNil(t, s.Logger)
+	assert.Equal(t, 0*time.Second, newSettings(Config{WaitBound: -1}).waitBound(), "negative: no wait")
+	for _, code := range []int{400, 401, 403, 404, 405, 406, 413, 415, 422, 429} {
+		assert.Equal(t, outcomeReject, s.outcome(code), "status %d", code)
+	}
+	for _, code := range []int{200, 201, 204, 302, 402, 409, 410} {
+		assert.Equal(t, outcomeStore, s.outcome(code), "status %d", code)
+	}
+	for _, code := range []int{500, 502, 503} {
+		assert.Equal(t, outcomeFail, s.outcome(code), "status %d", code)
+	}
+	none := newSettings(Config{RejectStatuses: []int{}})
+	assert.Equal(t, outcomeStore, none.outcome(400), "an empty set rejects nothing")
+	assert.True(t, s.allow("Location"))
+	assert.False(t, newSettings(Config{ReplayHeaders: []string{"set-cookie"}}).allow("Set-Cookie"))
+}
+
+func TestRoute(t *testing.T) {
+	s := newSettings(Config{})
+	tests := []struct{ pattern, method, target, want string }{
+		{"POST /v1/payments", "POST", "/v1/payments", "POST /v1/payments"},
+		{"/v1/things/{id}", "PATCH", "/v1/things/7", "PATCH /v1/things/{id}"},
+		{"POST  example.com/v1/x", "POST", "http://example.com/v1/x", "POST example.com/v1/x"},
+	}
+	for _, tt := range tests {
+		var got string
+		mux := http.NewServeMux()
+		mux.HandleFunc(tt.pattern, func(_ http.ResponseWriter, r *http.Request) { got = s.route(r) })
+		mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(tt.method, tt.target, nil))
+		assert.Equal(t, tt.want, got, "pattern %q", tt.pattern)
+	}
+	bare := httptest.NewRequest("POST", "/no/pattern", nil)
+	assert.Equal(t, "POST /no/pattern", s.route(bare), "without a pattern the path is the route")
+	custom := newSettings(Config{Route: func(*http.Request) string { return "charge" }})
+	assert.Equal(t, "charge", custom.route(bare))
+}
+
+func TestRouteFuncCanBypass(t *testing.T) {
+	k := memoryKit(t)
+	var runs int
+	h := Middleware(k.store, quiet(Config{Route: func(*http.Request) string { return "" }}))(
+		http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { runs++; w.WriteHeader(http.StatusCreated) }))
+	for range 2 {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/x", nil)) // no key, yet no 400
+		assert.Equal(t, http.StatusCreated, rec.Code)
+	}
+	assert.Equal(t, 2, runs)
+}
+
+func TestRequestBodyCap(t *testing.T) {
+	k := memoryKit(t)
+	var runs int
+	h := Middleware(k.store, quiet(Config{MaxRequestBytes: 8}))(
+		http.HandlerFunc(func(http.ResponseWriter, *http.Request) { runs++ }))
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/x", strings.NewReader("0123456789"))
+	req.Header.Set("Idempotency-Key", "k")
+	h.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
+	assert.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
+	assert.Equal(t, 0, runs)
+}
