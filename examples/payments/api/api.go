@@ -1,0 +1,136 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/server"
+)
+
+// Config configures the API. Its zero value serves accounts and payments
+// from memory, requires an Idempotency-Key on POST /v1/payments, and does
+// not mount POST /v1/charges (no gateway).
+type Config struct {
+	// Backend keeps accounts, payments and charges. Nil: a new
+	// MemoryBackend.
+	Backend Backend
+
+	// Store keeps the idempotency records: a server.PostgresStore on the
+	// Backend's database (so that a payment and its stored response commit
+	// together), or a server.MemoryStore. Nil: a new server.MemoryStore.
+	Store server.Store
+
+	// Keys says what POST /v1/payments does without an Idempotency-Key.
+	// Zero: server.KeyRequired, a 400 key-missing. server.KeyOptional runs
+	// such a request unprotected (the demo's naive client needs it); keyed
+	// requests are protected either way. POST /v1/charges always requires
+	// a key: its downstream key derives from it.
+	Keys server.KeyPolicy
+
+	// Retention is how long a stored response answers retries. Zero:
+	// server.DefaultRetention (24 h).
+	Retention time.Duration
+
+	// Lease is the lease of a POST /v1/charges attempt, which the handler
+	// renews before it calls the gateway. Zero: server.DefaultLease (30 s).
+	Lease time.Duration
+
+	// GatewayURL is the base URL of the card gateway (see Gateway) that
+	// POST /v1/charges calls. Empty: the route is not mounted.
+	GatewayURL string
+
+	// GatewayClient calls the gateway. Nil: an idem client (retries with
+	// the downstream key, a 2 s bound per attempt). A client of another
+	// kind works too: the handler sets the Idempotency-Key header itself.
+	GatewayClient *http.Client
+
+	// Hooks observe the idempotency middleware's steps (see server.Hooks);
+	// the crash tests kill a server process from them.
+	Hooks server.Hooks
+
+	// OnStep, when set, is called as POST /v1/charges reaches each of its
+	// steps: StepGatewayCalled, StepGatewayAnswered, StepRecorded. Like
+	// Hooks, it is for tests that crash the process at an exact point.
+	OnStep func(ctx context.Context, step string)
+
+	// Logger receives the middleware's records. Nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// The steps of POST /v1/charges reported to Config.OnStep. StepGatewayCalled
+// and StepRecorded are also the recovery points it records on its lease.
+const (
+	// StepGatewayCalled: the recovery point "gateway-called" is recorded;
+	// the gateway is about to be called.
+	StepGatewayCalled = "gateway-called"
+	// StepGatewayAnswered: the gateway charged the card; the charge is not
+	// recorded yet.
+	StepGatewayAnswered = "gateway-answered"
+	// StepRecorded: the charge is recorded and the recovery point
+	// "recorded" too; the response is about to be stored.
+	StepRecorded = "recorded"
+)
+
+// api holds the resolved Config of the handlers.
+type api struct {
+	backend Backend
+	gateway *gatewayClient
+	lease   time.Duration
+	onStep  func(ctx context.Context, step string)
+}
+
+// New returns the payments API as an http.Handler:
+//
+//	GET  /healthz                 200 "ok"
+//	PUT  /v1/accounts/{id}        {"balance_cents": N, "currency": "EUR"} -> 200 account
+//	GET  /v1/accounts/{id}        -> 200 {"id", "currency", "balance_cents", "payment_count"}
+//	POST /v1/payments             {"account_id", "amount_cents", "currency", "reference"?} -> 201 payment
+//	POST /v1/charges              {"account_id", "amount_cents", "currency"} -> 201 charge
+//
+// Every /v1 route needs "Authorization: Bearer <tenant>:<principal>" (a
+// demo scheme). The handler is safe for concurrent use.
+func New(cfg Config) http.Handler {
+	if cfg.Backend == nil {
+		cfg.Backend = NewMemoryBackend()
+	}
+	if cfg.Store == nil {
+		cfg.Store = server.NewMemoryStore()
+	}
+	a := &api{backend: cfg.Backend, lease: cfg.Lease, onStep: cfg.OnStep}
+	if a.lease <= 0 {
+		a.lease = server.DefaultLease
+	}
+	mw := server.Config{
+		Keys: cfg.Keys, Scope: scope, Retention: cfg.Retention, Lease: cfg.Lease,
+		Hooks: cfg.Hooks, Logger: cfg.Logger,
+	}
+	transactional := server.Middleware(cfg.Store, mw)
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.Handle("PUT /v1/accounts/{id}", authenticate(transactional(http.HandlerFunc(a.putAccount))))
+	mux.Handle("GET /v1/accounts/{id}", authenticate(http.HandlerFunc(a.getAccount)))
+	mux.Handle("POST /v1/payments", authenticate(transactional(http.HandlerFunc(a.createPayment))))
+	if cfg.GatewayURL != "" {
+		a.gateway = newGatewayClient(cfg.GatewayURL, cfg.GatewayClient)
+		mw.Keys, mw.Mode = server.KeyRequired, server.Leased
+		mux.Handle("POST /v1/charges", authenticate(server.Middleware(cfg.Store, mw)(http.HandlerFunc(a.createCharge))))
+	}
+	return mux
+}
+
+// step reports a step of POST /v1/charges to Config.OnStep.
+func (a *api) step(ctx context.Context, step string) {
+	if a.onStep != nil {
+		a.onStep(ctx, step)
+	}
+}
+
+// defaultGatewayClient is the idem client that calls the gateway when
+// Config.GatewayClient is nil.
+func defaultGatewayClient() *http.Client {
+	return idem.NewClient(idem.Config{AttemptTimeout: 2 * time.Second})
+}

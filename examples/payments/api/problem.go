@@ -1,0 +1,83 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// ProblemPrefix starts the type URI of this API's own problem documents:
+// "urn:payments:problem:insufficient-funds". The idempotency middleware's
+// problems (key-missing, key-in-flight, ...) keep their own prefix.
+const ProblemPrefix = "urn:payments:problem:"
+
+// maxBodyBytes caps the request bodies the handlers decode.
+const maxBodyBytes = 64 << 10
+
+// writeProblem answers with an RFC 9457 problem document.
+func writeProblem(w http.ResponseWriter, status int, name, title, detail string) {
+	wire.WriteProblem(w, wire.Problem{Type: ProblemPrefix + name, Title: title, Status: status, Detail: detail})
+}
+
+// badRequest answers 400 invalid-request: the request itself is refused,
+// and the middleware stores nothing, so a corrected retry is processed.
+func badRequest(w http.ResponseWriter, detail string) {
+	writeProblem(w, http.StatusBadRequest, "invalid-request", "Invalid request", detail)
+}
+
+// internalError answers 500: the middleware rolls back (or ends the lease),
+// so a retry runs the handler afresh.
+func internalError(w http.ResponseWriter, err error) {
+	writeProblem(w, http.StatusInternalServerError, "internal", "Internal error", err.Error())
+}
+
+// writeBusinessError answers for an error of a Backend: a refusal (400)
+// for a request that cannot apply, 402 for missing funds (a committed
+// outcome, stored and replayed), 500 for anything else.
+func writeBusinessError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, ErrUnknownAccount):
+		badRequest(w, "account_id names no account of this tenant")
+	case errors.Is(err, ErrCurrencyMismatch):
+		badRequest(w, "currency differs from the account's currency")
+	case errors.Is(err, ErrInsufficientFunds):
+		writeProblem(w, http.StatusPaymentRequired, "insufficient-funds", "Insufficient funds",
+			"the account's balance does not cover the amount")
+	default:
+		internalError(w, err)
+	}
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	body = append(body, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// decodeJSON decodes the request body, one JSON object with no unknown
+// fields, into v. It answers 400 and returns false when it cannot.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.Decode(new(json.RawMessage)) != io.EOF {
+		err = errors.New("trailing data after the JSON object")
+	}
+	if err != nil {
+		badRequest(w, "the body must be one JSON object of the documented fields: "+err.Error())
+		return false
+	}
+	return true
+}
