@@ -115,7 +115,7 @@ func TestChargeRetriesTheGatewayWithTheSameKey(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		keys = append(keys, r.Header.Get("Idempotency-Key")) // one request at a time
 		if down.Load() {
-			gw.ServeHTTP(httptest.NewRecorder(), r)        // it charges...
+			gw.ServeHTTP(httptest.NewRecorder(), r)      // it charges...
 			http.Error(w, "lost", http.StatusBadGateway) // ...but the answer is lost
 			return
 		}

@@ -3,8 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
