@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/server"
+)
+
+// The environment variables of the crash switch (see the package doc).
+const (
+	envCrashAt    = "IDEM_CRASH_AT"
+	envCrashRoute = "IDEM_CRASH_ROUTE"
+	envCrashAfter = "IDEM_CRASH_AFTER"
+)
+
+// chargesRoute is the route whose handler reports the api steps.
+const chargesRoute = "POST /v1/charges"
+
+// crashSwitch kills the process with SIGKILL when a request reaches a
+// point, for crash tests. A nil *crashSwitch never fires.
+type crashSwitch struct {
+	at    string // a server hook or an api step
+	route string // "" matches every route
+	after int64  // fire the after-th time the point is reached
+	seen  atomic.Int64
+	log   *slog.Logger
+}
+
+// crashSwitchFromEnv reads the switch from the environment; nil when
+// IDEM_CRASH_AT is unset.
+func crashSwitchFromEnv(getenv func(string) string, log *slog.Logger) (*crashSwitch, error) {
+	at := getenv(envCrashAt)
+	if at == "" {
+		return nil, nil
+	}
+	switch at {
+	case "claimed", "handled", "committed", api.StepGatewayCalled, api.StepGatewayAnswered, api.StepRecorded:
+	default:
+		return nil, fmt.Errorf("%s=%q: want claimed, handled, committed, %s, %s or %s", envCrashAt, at,
+			api.StepGatewayCalled, api.StepGatewayAnswered, api.StepRecorded)
+	}
+	c := &crashSwitch{at: at, route: getenv(envCrashRoute), after: 1, log: log}
+	if s := getenv(envCrashAfter); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s=%q: want a count from 1", envCrashAfter, s)
+		}
+		c.after = n
+	}
+	log.Warn("crash switch armed: this process will SIGKILL itself", "at", at, "route", c.route, "after", c.after)
+	return c, nil
+}
+
+// hooks returns the middleware hook that fires at a "claimed", "handled"
+// or "committed" switch.
+func (c *crashSwitch) hooks() server.Hooks {
+	var h server.Hooks
+	if c == nil {
+		return h
+	}
+	hook := func(_ context.Context, e server.Event) { c.reached(e.Route) }
+	switch c.at {
+	case "claimed":
+		h.Claimed = hook
+	case "handled":
+		h.Handled = hook
+	case "committed":
+		h.Committed = hook
+	}
+	return h
+}
+
+// onStep is the api.Config.OnStep that fires at a step of POST /v1/charges.
+func (c *crashSwitch) onStep(_ context.Context, step string) {
+	if c != nil && step == c.at {
+		c.reached(chargesRoute)
+	}
+}
+
+// reached counts a request of route at the switch's point, and kills the
+// process when it is the one.
+func (c *crashSwitch) reached(route string) {
+	if c.route != "" && route != c.route {
+		return
+	}
+	if c.seen.Add(1) != c.after {
+		return
+	}
+	c.log.Warn("crash switch: SIGKILL", "at", c.at, "route", route)
+	self, err := os.FindProcess(os.Getpid())
+	if err == nil {
+		err = self.Kill() // SIGKILL on Unix: no deferred function, no flush, no goodbye
+	}
+	if err != nil {
+		c.log.Error("crash switch: cannot kill the process", "err", err)
+		os.Exit(137)
+	}
+	select {} // the signal is on its way: this request goes no further
+}

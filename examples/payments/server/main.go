@@ -1,0 +1,201 @@
+// Command server runs the payments API of the idem example (package
+// examples/payments/api) on its own:
+//
+//	go run ./examples/payments/server                                  # in memory
+//	go run ./examples/payments/server -db 'postgres://localhost/test'  # survives crashes
+//
+// Flags:
+//
+//	-addr       listen address (default 127.0.0.1:8080)
+//	-db         Postgres URL; empty (the default) keeps everything in memory
+//	-retention  how long stored responses answer retries (default 24h)
+//	-lease      the lease of a POST /v1/charges attempt (default 30s)
+//	-gateway    base URL of the card gateway; empty starts one in this
+//	            process (its charges die with it: run
+//	            go run ./examples/payments/gateway and pass its URL to keep
+//	            them across crashes)
+//	-grace      how long a shutdown waits for the requests in flight (default 10s)
+//
+// It applies the schema on start (api.Migrate), sweeps expired idempotency
+// records, logs with slog to stderr, and prints
+//
+//	payments server: listening on http://127.0.0.1:8080
+//
+// to stdout once it accepts connections. SIGINT or SIGTERM shuts it down
+// gracefully: it stops accepting, and the requests in flight finish. On
+// Postgres it loses nothing to SIGKILL either: a restarted server answers
+// the retries of finished operations with their stored responses.
+//
+// Try it:
+//
+//	curl -X PUT localhost:8080/v1/accounts/acc-1 -H 'Authorization: Bearer acme:alice' -d '{"balance_cents":10000}'
+//	curl -X POST localhost:8080/v1/payments -H 'Authorization: Bearer acme:alice' \
+//	     -H 'Idempotency-Key: 6b0f...' -d '{"account_id":"acc-1","amount_cents":2500,"currency":"EUR"}'
+//
+// # Crash switch (a test switch)
+//
+// For crash tests, the environment can make the process kill itself with
+// SIGKILL at an exact point of a request, the way a power cut would:
+//
+//	IDEM_CRASH_AT     claimed | handled | committed (the steps of the
+//	                  idempotency middleware, see server.Hooks), or
+//	                  gateway-called | gateway-answered | recorded (the
+//	                  steps of POST /v1/charges, see api.Config.OnStep)
+//	IDEM_CRASH_ROUTE  only requests to this route, e.g. "POST /v1/payments"
+//	                  (default: any route)
+//	IDEM_CRASH_AFTER  crash the n-th time the point is reached (default 1)
+//
+// "committed" is the interesting one: the outcome is durable, the client
+// has not heard of it. Never set these in production.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/examples/payments/internal/httpserve"
+	"github.com/idemkit/idem/server"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "payments server:", err)
+		os.Exit(1)
+	}
+}
+
+// errUsage: the flags or the environment are wrong (already reported).
+var errUsage = errors.New("usage")
+
+// options are the program's flags.
+type options struct {
+	addr, db, gateway string
+	retention, lease  time.Duration
+	grace             time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen `address`")
+	fs.StringVar(&o.db, "db", "", "Postgres `URL`; empty keeps everything in memory")
+	fs.DurationVar(&o.retention, "retention", server.DefaultRetention, "how long stored responses answer retries")
+	fs.DurationVar(&o.lease, "lease", server.DefaultLease, "the lease of a POST /v1/charges attempt")
+	fs.StringVar(&o.gateway, "gateway", "", "card gateway base `URL`; empty starts one in this process")
+	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long a shutdown waits for the requests in flight")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, errUsage
+	}
+	if fs.NArg() > 0 || o.retention <= 0 || o.lease <= 0 || o.grace <= 0 {
+		fmt.Fprintln(stderr, "server: no arguments are taken, and -retention, -lease and -grace must be positive")
+		return o, errUsage
+	}
+	return o, nil
+}
+
+// run is the program: it returns when ctx is done (after a graceful
+// shutdown) or when serving fails.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	crash, err := crashSwitchFromEnv(getenv, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "server:", err)
+		return errUsage
+	}
+	cfg := api.Config{Retention: o.retention, Lease: o.lease, GatewayURL: o.gateway,
+		Hooks: crash.hooks(), OnStep: crash.onStep, Logger: log}
+	closeDB, err := openBackend(ctx, o.db, &cfg)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	go func() { _ = server.RunSweeper(ctx, cfg.Store, server.SweepConfig{Logger: log}) }()
+
+	if cfg.GatewayURL == "" {
+		url, stopGateway, err := startGateway(ctx, o.grace, log)
+		if err != nil {
+			return err
+		}
+		defer stopGateway() // after the API's requests in flight finished
+		cfg.GatewayURL = url
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "payments server: listening on http://%s\n", ln.Addr())
+	log.Info("payments server started", "addr", ln.Addr().String(), "store", storeName(o.db),
+		"gateway", cfg.GatewayURL, "retention", o.retention, "lease", o.lease)
+	return httpserve.Run(ctx, ln, api.New(cfg), o.grace, log)
+}
+
+// openBackend sets cfg's Backend and Store: Postgres at url (after
+// applying the schema), or memory when url is empty. closeDB closes the
+// pool.
+func openBackend(ctx context.Context, url string, cfg *api.Config) (closeDB func(), err error) {
+	if url == "" {
+		cfg.Backend, cfg.Store = api.NewMemoryBackend(), server.NewMemoryStore()
+		return func() {}, nil
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("-db: %w", err)
+	}
+	if err := api.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	cfg.Backend, cfg.Store = api.NewPostgresBackend(pool), server.NewPostgresStore(pool)
+	return pool.Close, nil
+}
+
+func storeName(url string) string {
+	if url == "" {
+		return "memory"
+	}
+	return "postgres"
+}
+
+// startGateway serves an in-process card gateway on a free loopback port.
+// stop shuts it down and waits for it.
+func startGateway(ctx context.Context, grace time.Duration, log *slog.Logger) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("in-process gateway: %w", err)
+	}
+	gwCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	gwLog := log.With("component", "gateway")
+	go func() {
+		defer close(done)
+		_ = httpserve.Run(gwCtx, ln, api.NewGateway(api.GatewayConfig{Logger: gwLog}), grace, gwLog)
+	}()
+	return "http://" + ln.Addr().String(), func() { cancel(); <-done }, nil
+}
