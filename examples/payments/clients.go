@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/testserver"
+)
+
+// paymentDeadline bounds each payment of the idem client, retries and
+// waits included.
+const paymentDeadline = 8 * time.Second
+
+// verdict is what a client concluded about one payment.
+type verdict struct {
+	kind      testserver.OutcomeKind
+	paymentID string // OutcomeOK only
+	err       error  // why, for the other kinds
+}
+
+// payer makes one payment against the API at url, as tenant.
+type payer interface {
+	pay(ctx context.Context, url, token string, op operation) verdict
+}
+
+// idemPayer pays through an idem client. It counts the breaker trips it
+// sees; its Budget counts the retries it denied.
+type idemPayer struct {
+	client *http.Client
+	budget *idem.Budget
+	trips  atomic.Int64
+}
+
+// newIdemPayer configures the idem client as a payments service would:
+// 5 attempts at most, a short per-attempt timeout, quick backoff, a retry
+// budget of 25% (the demo's fault rate is far above a healthy service's;
+// the default 10% would deny retries the faults make necessary), and a
+// circuit breaker that trips when half the attempts fail (the default
+// ratio) or 25 in a row. The default of 5 in a row suits a client with a
+// few calls in flight; with 32 in flight and one attempt in eight failing,
+// 5 failures in a row happen by chance now and then, and each trip would
+// fail every payment for 5 s although the host is up.
+func newIdemPayer(base http.RoundTripper, attemptTimeout time.Duration) *idemPayer {
+	p := &idemPayer{budget: idem.NewBudget(idem.BudgetConfig{Ratio: 0.25})}
+	p.client = idem.NewClient(idem.Config{
+		Base:           base,
+		MaxAttempts:    5,
+		AttemptTimeout: attemptTimeout,
+		Backoff:        idem.Backoff{Base: 25 * time.Millisecond, Cap: time.Second},
+		Budget:         p.budget,
+		Breaker:        idem.BreakerConfig{ConsecutiveFailures: 25},
+		Observer: idem.Observer{OnBreakerChange: func(_ string, _, to gobreaker.State) {
+			if to == gobreaker.StateOpen {
+				p.trips.Add(1)
+			}
+		}},
+	})
+	return p
+}
+
+func (p *idemPayer) pay(ctx context.Context, url, token string, op operation) verdict {
+	ctx, cancel := context.WithTimeout(idem.WithKey(ctx, op.id), paymentDeadline)
+	defer cancel()
+	resp, err := p.client.Do(paymentRequest(ctx, url, token, op))
+	var e *idem.Error
+	if errors.As(err, &e) && !e.MayHaveTakenEffect {
+		return verdict{kind: testserver.OutcomeFailed, err: err}
+	}
+	if err != nil {
+		return verdict{kind: testserver.OutcomeUnknown, err: err}
+	}
+	return readVerdict(resp)
+}
+
+// naivePayer pays the way a lot of code does: a plain http.Client with a
+// timeout, and a loop that retries any error or 5xx a few times, without an
+// Idempotency-Key. The request says which payment it is only in the body's
+// reference and in X-Operation-Id, which the API ignores and the
+// testserver reads to number the attempts.
+type naivePayer struct {
+	client *http.Client
+	tries  int
+	pause  time.Duration
+}
+
+func newNaivePayer(base http.RoundTripper, attemptTimeout time.Duration) *naivePayer {
+	return &naivePayer{client: &http.Client{Transport: base, Timeout: attemptTimeout}, tries: 4, pause: 50 * time.Millisecond}
+}
+
+func (p *naivePayer) pay(ctx context.Context, url, token string, op operation) verdict {
+	var v verdict
+	for try := 1; ; try++ {
+		req := paymentRequest(ctx, url, token, op)
+		req.Header.Set(operationHeader, op.id)
+		resp, err := p.client.Do(req)
+		if err != nil {
+			v = verdict{kind: testserver.OutcomeUnknown, err: err} // it was sent: it may have been paid
+		} else {
+			v = readVerdict(resp)
+		}
+		if v.kind != testserver.OutcomeUnknown || try == p.tries {
+			return v
+		}
+		select { // "just retry": any error, any 5xx, Retry-After ignored
+		case <-time.After(p.pause):
+		case <-ctx.Done():
+			return v
+		}
+	}
+}
+
+// operationHeader carries the naive client's operation id, for the
+// testserver only (Config.OperationHeader).
+const operationHeader = "X-Operation-Id"
+
+// paymentRequest builds the POST /v1/payments of op.
+func paymentRequest(ctx context.Context, url, token string, op operation) *http.Request {
+	body, _ := json.Marshal(map[string]any{
+		"account_id": op.account, "amount_cents": op.amount, "currency": "EUR", "reference": op.id,
+	})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/payments", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+// readVerdict concludes from a response: 201 is ok with the payment id, a
+// 5xx leaves the outcome unknown (a proxy may answer 502 for a payment
+// that was made), any other status is a definite failure (402, 400: the
+// API made no payment).
+func readVerdict(resp *http.Response) verdict {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	var p struct {
+		PaymentID string `json:"payment_id"`
+	}
+	switch {
+	case err != nil:
+		return verdict{kind: testserver.OutcomeUnknown, err: fmt.Errorf("reading the response: %w", err)}
+	case resp.StatusCode >= 500:
+		return verdict{kind: testserver.OutcomeUnknown, err: fmt.Errorf("HTTP %s", resp.Status)}
+	case resp.StatusCode != http.StatusCreated:
+		return verdict{kind: testserver.OutcomeFailed, err: fmt.Errorf("HTTP %s", resp.Status)}
+	case json.Unmarshal(body, &p) != nil || p.PaymentID == "":
+		return verdict{kind: testserver.OutcomeUnknown, err: fmt.Errorf("malformed 201 body %q", body)}
+	}
+	return verdict{kind: testserver.OutcomeOK, paymentID: p.PaymentID}
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/server"
+)
+
+// result is the outcome of a demo run.
+type result struct {
+	idem, naive column
+}
+
+// exitCode is 1 when the idem column broke a promise, else 0. The naive
+// column's violations are the point of the demo, not a failure.
+func (r result) exitCode() int {
+	if r.idem.report.Err() != nil {
+		return 1
+	}
+	return 0
+}
+
+// run is the demo: it makes the payments with both clients and prints the
+// report on out, and a progress line on progress.
+func run(ctx context.Context, o options, out, progress io.Writer) (result, error) {
+	rate, err := parseFaults(o.faults)
+	if err != nil {
+		return result{}, err
+	}
+	st, err := openStorage(ctx, o.db, o.concurrency)
+	if err != nil {
+		return result{}, err
+	}
+	defer st.close()
+
+	ops := workload(o.seed, o.n)
+	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
+	fmt.Fprintf(out, "idem demo: %d payments, made twice through a fault-injecting proxy\n", o.n)
+	fmt.Fprintf(out, "seed %d (rerun: go run ./examples/payments -seed %d), faults %s (%.0f%% of attempts), store %s, concurrency %d\n\n",
+		o.seed, o.seed, o.faults, 100*rate, st.name, o.concurrency)
+
+	t := trial{
+		ops: ops, seed: o.seed, rules: faultRules(o.seed, rate, o.attemptTimeout, ops),
+		concurrency: o.concurrency, backend: st.backend, store: st.idem, stripKeys: o.stripKeys, progress: progress,
+	}
+	var res result
+	base := transport(o.concurrency)
+	ip := newIdemPayer(base, o.attemptTimeout)
+	t.name, t.tenant, t.payer = "idem client", "demo-"+runID+"-idem", ip
+	if res.idem, err = runTrial(ctx, t); err != nil {
+		return result{}, err
+	}
+	res.idem.budgetDenied, res.idem.breakerTrips = ip.budget.Stats().Denied, ip.trips.Load()
+
+	t.name, t.tenant, t.payer = "naive client", "demo-"+runID+"-naive", newNaivePayer(transport(o.concurrency), o.attemptTimeout)
+	if res.naive, err = runTrial(ctx, t); err != nil {
+		return result{}, err
+	}
+	printReport(out, res)
+	return res, nil
+}
+
+// transport is the clients' base transport: keep-alive connections for
+// every payment in flight.
+func transport(concurrency int) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = concurrency
+	return t
+}
+
+// storage is where the API keeps its data and its idempotency records.
+type storage struct {
+	backend api.Backend
+	idem    server.Store
+	name    string
+	close   func()
+}
+
+// openStorage returns memory storage when url is empty, else Postgres
+// storage (the schema applied, expired idempotency records swept).
+func openStorage(ctx context.Context, url string, concurrency int) (*storage, error) {
+	if url == "" {
+		return &storage{backend: api.NewMemoryBackend(), idem: server.NewMemoryStore(), name: "memory", close: func() {}}, nil
+	}
+	pool, err := openPool(ctx, url, concurrency)
+	if err != nil {
+		return nil, fmt.Errorf("-db: %w", err)
+	}
+	return &storage{backend: api.NewPostgresBackend(pool), idem: server.NewPostgresStore(pool), name: "postgres", close: pool.Close}, nil
+}
+
+// openPool opens a pool with a connection per payment in flight (unless
+// the URL sets pool_max_conns), applies the schema and sweeps the expired
+// idempotency records of earlier runs.
+func openPool(ctx context.Context, url string, concurrency int) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = int32(min(concurrency+4, 64))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err = api.Migrate(ctx, pool); err == nil {
+		_, err = server.NewPostgresStore(pool).Sweep(ctx, 100_000)
+	}
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/idemkit/idem/testserver"
+)
+
+// printReport prints the two columns side by side, then what the checker
+// found in each.
+func printReport(w io.Writer, r result) {
+	a, b := r.idem, r.naive
+	row := func(label, x, y string) { fmt.Fprintf(w, "%-40s %14s %14s\n", label, x, y) }
+	num := func(label string, f func(c column) int) { row(label, strconv.Itoa(f(a)), strconv.Itoa(f(b))) }
+
+	row("", a.name, b.name)
+	num("payments (logical operations)", func(c column) int { return c.report.Operations })
+	num("  ok: 201 with a payment id", func(c column) int { return c.report.OK })
+	num("  failed for sure: 402, 4xx, not sent", func(c column) int { return c.report.Failed })
+	num("  unknown outcome", func(c column) int { return c.report.Unknown })
+	num("    of which were paid", func(c column) int { return c.report.UnknownApplied })
+	num("attempts on the wire (event log)", func(c column) int { return c.summary.Requests })
+	num("faults injected", func(c column) int { return c.summary.Requests - c.summary.Faults[testserver.FaultNone] })
+	for _, k := range testserver.Kinds() {
+		if a.summary.Faults[k]+b.summary.Faults[k] == 0 {
+			continue
+		}
+		num("  "+faultLabel(k), func(c column) int { return c.summary.Faults[k] })
+	}
+	num("payments made (rows in the database)", func(c column) int { return c.report.Effects })
+	num("DOUBLE PAYMENTS (operations paid 2+ times)", func(c column) int { return c.report.DoubleEffects })
+	num("  extra payments", func(c column) int { return c.report.ExtraEffects })
+	num("lost ok (told ok, never paid)", func(c column) int { return c.report.LostOKs })
+	num("other violations", func(c column) int {
+		return c.report.WrongResults + c.report.FailedApplied + c.report.OrphanEffects
+	})
+	row("retry budget denials", optional(a.budgetDenied), optional(b.budgetDenied))
+	row("circuit breaker trips", optional(a.breakerTrips), optional(b.breakerTrips))
+	row("latency p50", round(a.p50), round(b.p50))
+	row("latency p99", round(a.p99), round(b.p99))
+	row("time", round(a.elapsed), round(b.elapsed))
+	fmt.Fprintln(w)
+	printVerdict(w, a)
+	printVerdict(w, b)
+}
+
+// printVerdict says what the checker found in a column, with examples.
+func printVerdict(w io.Writer, c column) {
+	if len(c.report.Violations) == 0 {
+		fmt.Fprintf(w, "%s: no violation (testserver.Check): no payment made twice, every ok has its payment.\n", c.name)
+		if c.report.Unknown > 0 {
+			fmt.Fprintf(w, "  %d unknown outcomes: the client gave up (deadline, budget, breaker) and says so; resending them with the same key is safe.\n", c.report.Unknown)
+		}
+		return
+	}
+	fmt.Fprintf(w, "%s: %d violations (testserver.Check), for example:\n", c.name, len(c.report.Violations))
+	for _, v := range c.report.Violations[:min(5, len(c.report.Violations))] {
+		fmt.Fprintf(w, "  %v\n", v)
+	}
+}
+
+// faultLabels describe the faults of the demo's mix.
+var faultLabels = map[testserver.FaultKind]string{
+	testserver.FaultStatus:        "503 + Retry-After, before",
+	testserver.FaultReset:         "reset before the request was read",
+	testserver.FaultDropReset:     "paid, response dropped (RST)",
+	testserver.FaultDropClose:     "paid, response dropped (FIN)",
+	testserver.FaultStatusAfter:   "paid, 502 instead of the 201",
+	testserver.FaultPartialBody:   "paid, body cut short",
+	testserver.FaultDelayResponse: "paid, response past the timeout",
+}
+
+// faultLabel describes a fault kind, by its name for kinds outside the
+// demo's mix.
+func faultLabel(k testserver.FaultKind) string {
+	if label, ok := faultLabels[k]; ok {
+		return label
+	}
+	return string(k)
+}
+
+// optional renders a count that is -1 for a client without the feature.
+func optional(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// round renders a duration to a readable precision.
+func round(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(100 * time.Microsecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}
