@@ -83,5 +83,7 @@ func (e Event) logAttrs() []slog.Attr {
 }
 
 func (s *settings) log(ctx context.Context, level slog.Level, msg string, e Event) {
-	s.Logger.LogAttrs(ctx, level, msg, e.logAttrs()...)
+	if s.Logger.Enabled(ctx, level) {
+		s.Logger.LogAttrs(ctx, level, msg, e.logAttrs()...)
+	}
 }

@@ -18,7 +18,7 @@ import (
 // and commit it in the stored response's.
 type DB interface {
 	Acquire(ctx context.Context) (*pgxpool.Conn, error)
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
@@ -67,23 +67,23 @@ func (s *PostgresStore) claim(ctx context.Context, c *claimArgs) (claimResult, e
 	return res, err
 }
 
-// claimTx begins the transaction and claims the key in one round trip; the
-// transaction stays open for the handler when the claim is won.
+// claimTx begins the transaction and tries the claim in one round trip;
+// the transaction stays open for the handler when the claim is won.
 func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult, error) {
 	conn, err := s.db.Acquire(ctx)
 	if err != nil {
 		return claimResult{}, err
 	}
+	token := uuid.New()
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
-	token := uuid.New()
-	s.queueRound(b, c, token)
+	b.Queue(sqlInsert, s.claimValues(c, token)...)
 	br := conn.SendBatch(ctx, b)
 	tx := br.Tx()
 	_, err = br.Exec() // BEGIN
-	var r round
+	var inserted bool
 	if err == nil {
-		r, err = readRound(br)
+		inserted, err = scanClaim(br.QueryRow())
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -91,7 +91,7 @@ func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult,
 	var res claimResult
 	var g grant
 	if err == nil {
-		res, g, err = s.settle(ctx, tx, c, token, r)
+		res, g, err = s.settle(ctx, tx, c, token, inserted)
 	}
 	if err != nil || res.verdict != vClaimed {
 		endTx(ctx, conn, tx)
@@ -101,15 +101,15 @@ func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult,
 	return res, nil
 }
 
-// claimLeased claims the key in a transaction of its own, which commits the
-// lease before the handler runs.
+// claimLeased claims the key in statements that commit on their own, so
+// the lease is durable before the handler runs.
 func (s *PostgresStore) claimLeased(ctx context.Context, c *claimArgs) (claimResult, error) {
 	token := uuid.New()
-	r, err := s.round(ctx, s.db, c, token)
+	inserted, err := s.insert(ctx, s.db, c, token)
 	if err != nil {
 		return claimResult{}, err
 	}
-	res, g, err := s.settle(ctx, s.db, c, token, r)
+	res, g, err := s.settle(ctx, s.db, c, token, inserted)
 	if err != nil || res.verdict != vClaimed {
 		return res, err
 	}
@@ -121,16 +121,16 @@ func (s *PostgresStore) claimLeased(ctx context.Context, c *claimArgs) (claimRes
 // connection.
 func endTx(ctx context.Context, conn *pgxpool.Conn, tx pgx.Tx) {
 	if tx != nil && !conn.Conn().IsClosed() && conn.Conn().PgConn().TxStatus() != 'I' {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+		ctx, cancel := detached(ctx)
 		_ = tx.Rollback(ctx) // on failure pgx closes the connection, which rolls back
 		cancel()
 	}
 	conn.Release()
 }
 
-// sender is a pool, a connection or a transaction.
-type sender interface {
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // grant is what a won claim learned.
@@ -139,65 +139,67 @@ type grant struct {
 	recovery *Recovery
 }
 
-// settle turns the result of a claim round into a verdict, reclaiming an
-// expired record or taking over an expired lease, and looking again when
-// the record changed under it.
-func (s *PostgresStore) settle(ctx context.Context, q sender, c *claimArgs, token uuid.UUID, r round) (claimResult, grant, error) {
+// settle turns a claim that did not insert into a verdict: it reads the
+// record, and reclaims an expired one or takes over an expired lease, or
+// claims again when the record vanished; each read also puts back the
+// session's lock_timeout that the lost statement left at the bound.
+func (s *PostgresStore) settle(ctx context.Context, q querier, c *claimArgs, token uuid.UUID, inserted bool) (claimResult, grant, error) {
 	for range maxClaimRounds {
-		if r.inserted {
+		if inserted {
 			return claimResult{verdict: vClaimed}, grant{attempt: 1}, nil
 		}
-		if r.found != nil {
-			g, won, err := s.steal(ctx, q, c, token, r.found)
-			if err != nil {
+		f, err := s.read(ctx, q, c)
+		if err != nil {
+			return claimResult{}, grant{}, err
+		}
+		if f == nil { // swept since the INSERT saw it
+			if inserted, err = s.insert(ctx, q, c, token); err != nil {
 				return claimResult{}, grant{}, err
 			}
-			if won {
-				return claimResult{verdict: vClaimed}, g, nil
-			}
-			if v := decide(r.found, c); v != vReclaim && v != vTakeover {
-				return r.found.result(v), grant{}, nil
-			}
+			continue
 		}
-		var err error
-		if r, err = s.round(ctx, q, c, token); err != nil {
+		v := decide(f, c)
+		if v != vReclaim && v != vTakeover {
+			return f.result(v), grant{}, nil
+		}
+		g, won, err := s.steal(ctx, q, c, token, f, v)
+		if err != nil {
 			return claimResult{}, grant{}, err
+		}
+		if won {
+			return claimResult{verdict: vClaimed}, g, nil
 		}
 	}
 	return claimResult{}, grant{}, errClaimContention
 }
 
-// steal reclaims an expired record or takes over an expired lease, when
-// decide says so; won is false when another request got there first.
-func (s *PostgresStore) steal(ctx context.Context, q sender, c *claimArgs, token uuid.UUID, f *found) (g grant, won bool, err error) {
-	switch decide(f, c) {
-	case vReclaim:
-		err = s.bounded(ctx, q, c.wait, func(row pgx.Row) error { return row.Scan(&won) },
-			sqlReclaim, s.claimValues(c, token)...)
-		return grant{attempt: 1}, won, noRows(err)
-	case vTakeover:
-		var point *string
-		var data []byte
-		scan := func(row pgx.Row) error {
-			err := row.Scan(&g.attempt, &point, &data)
-			won = err == nil
-			return err
-		}
-		err = s.bounded(ctx, q, c.wait, scan, sqlTakeover, c.scope[:], token, leaseArg(c), s.offset(), f.token)
+// steal reclaims an expired record or takes over an expired lease; won is
+// false when another request got there first.
+func (s *PostgresStore) steal(ctx context.Context, q querier, c *claimArgs, token uuid.UUID, f *found, v verdict) (grant, bool, error) {
+	var row pgx.Row
+	if v == vReclaim {
+		row = q.QueryRow(ctx, sqlReclaim, s.claimValues(c, token)...)
+	} else {
+		row = q.QueryRow(ctx, sqlTakeover, c.scope[:], [16]byte(token), leaseArg(c), s.offset(), [16]byte(f.token), lockTimeout(c.wait))
+	}
+	var g grant
+	var point *string
+	var data []byte
+	var restored string
+	err := row.Scan(&g.attempt, &point, &data, &restored)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return grant{}, false, nil
+	}
+	if err != nil {
+		return grant{}, false, err
+	}
+	if v == vTakeover {
 		g.recovery = &Recovery{Data: data}
 		if point != nil {
 			g.recovery.Point = *point
 		}
-		return g, won, noRows(err)
 	}
-	return grant{}, false, nil
-}
-
-func noRows(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
-	return err
+	return g, true, nil
 }
 
 // leaseArg is the lease length of a claim: NULL in Transactional mode,
@@ -209,9 +211,12 @@ func leaseArg(c *claimArgs) any {
 	return c.lease
 }
 
+// claimValues are the arguments of sqlInsert and sqlReclaim. Tokens go as
+// [16]byte, which pgx encodes in binary, rather than through uuid.UUID's
+// driver.Valuer text form.
 func (s *PostgresStore) claimValues(c *claimArgs, token uuid.UUID) []any {
 	return []any{c.scope[:], c.tenant, c.principal, c.route, c.key, fingerprintAlg, c.fp,
-		token, leaseArg(c), c.retention, s.offset()}
+		[16]byte(token), leaseArg(c), c.retention, s.offset(), lockTimeout(c.wait)}
 }
 
 // lockTimeout renders a wait bound for lock_timeout, where 0 would mean

@@ -12,68 +12,40 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// round is the answer of one claim round.
-type round struct {
-	inserted bool   // the INSERT won: this request owns the key
-	found    *found // the record as it stands, when the INSERT did not win
+// insert tries to claim the key: true when this request now owns it.
+func (s *PostgresStore) insert(ctx context.Context, q querier, c *claimArgs, token uuid.UUID) (bool, error) {
+	return scanClaim(q.QueryRow(ctx, sqlInsert, s.claimValues(c, token)...))
 }
 
-// queueRound queues a claim round: bound the lock wait, try to insert the
-// claim, read the record as it then stands (a statement of its own, so that
-// it sees a claim that committed while the INSERT waited), restore the
-// lock_timeout.
-func (s *PostgresStore) queueRound(b *pgx.Batch, c *claimArgs, token uuid.UUID) {
-	b.Queue(sqlSaveLockTimeout, lockTimeout(c.wait))
-	b.Queue(sqlInsert, s.claimValues(c, token)...)
-	b.Queue(sqlSelect, c.scope[:], s.offset())
-	b.Queue(sqlRestoreLockTimeout)
+// scanClaim reads the RETURNING row of sqlInsert: none when the key is taken.
+func scanClaim(row pgx.Row) (bool, error) {
+	var restored string
+	err := row.Scan(&restored)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
-// round sends one claim round on q.
-func (s *PostgresStore) round(ctx context.Context, q sender, c *claimArgs, token uuid.UUID) (round, error) {
-	b := &pgx.Batch{}
-	s.queueRound(b, c, token)
-	br := q.SendBatch(ctx, b)
-	r, err := readRound(br)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return r, err
-}
-
-// readRound reads the results that queueRound queued.
-func readRound(br pgx.BatchResults) (round, error) {
-	var r round
-	if _, err := br.Exec(); err != nil {
-		return r, err
-	}
-	if err := br.QueryRow().Scan(&r.inserted); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return r, err
-	}
-	f, err := scanFound(br.QueryRow())
-	if err != nil {
-		return r, err
-	}
-	if !r.inserted {
-		r.found = f // nil when the record vanished (swept) between the two
-	}
-	_, err = br.Exec()
-	return r, err
-}
-
-func scanFound(row pgx.Row) (*found, error) {
+// read reads the record as it stands, in a statement of its own so that it
+// sees a claim that committed while the INSERT waited; nil when there is
+// none.
+func (s *PostgresStore) read(ctx context.Context, q querier, c *claimArgs) (*found, error) {
 	var f found
+	var present bool
+	var fpAlg, state *string
+	var token *[16]byte
+	var attempt *int
+	var expired *bool
 	var leftMicros *int64
 	var status *int
-	var header []byte
-	var body []byte
-	err := row.Scan(&f.fpAlg, &f.fp, &f.state, &f.token, &f.attempt, &f.expired, &leftMicros, &status, &header, &body)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
+	var header, body []byte
+	err := q.QueryRow(ctx, sqlSelect, c.scope[:], s.offset()).Scan(&present, &fpAlg, &f.fp, &state, &token,
+		&attempt, &expired, &leftMicros, &status, &header, &body)
+	if err != nil || !present {
 		return nil, err
 	}
+	f.fpAlg, f.state, f.token, f.attempt, f.expired = *fpAlg, recordState(*state), uuid.UUID(*token), *attempt, *expired
 	if leftMicros != nil {
 		f.leaseLeft = time.Duration(*leftMicros) * time.Microsecond
 	}
@@ -85,28 +57,6 @@ func scanFound(row pgx.Row) (*found, error) {
 		f.resp = &response{state: f.state, status: *status, header: h, body: body}
 	}
 	return &f, nil
-}
-
-// bounded runs one statement under the claim's lock wait bound and scans
-// its row.
-func (s *PostgresStore) bounded(ctx context.Context, q sender, wait time.Duration, scan func(pgx.Row) error, sql string, args ...any) error {
-	b := &pgx.Batch{}
-	b.Queue(sqlSaveLockTimeout, lockTimeout(wait))
-	b.Queue(sql, args...)
-	b.Queue(sqlRestoreLockTimeout)
-	br := q.SendBatch(ctx, b)
-	_, err := br.Exec()
-	if err == nil {
-		err = scan(br.QueryRow())
-		if err == nil || errors.Is(err, pgx.ErrNoRows) {
-			_, rerr := br.Exec()
-			err = errors.Join(err, rerr)
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // pgTxAttempt is a Transactional claim: an open transaction on a
@@ -136,7 +86,7 @@ func (a *pgTxAttempt) lease() *Lease     { return nil }
 func (a *pgTxAttempt) complete(ctx context.Context, res *response) error {
 	a.guard.close()
 	b := &pgx.Batch{}
-	b.Queue(sqlComplete, a.scope[:], a.token, res.state, res.status, encodeHeader(res.header), res.body)
+	b.Queue(sqlComplete, a.scope[:], [16]byte(a.token), string(res.state), res.status, encodeHeader(res.header), res.body)
 	b.Queue("commit")
 	br := a.conn.SendBatch(ctx, b)
 	updated, err := br.Exec()
@@ -180,7 +130,7 @@ type pgFence struct {
 
 // exec runs a fenced statement; ErrLeaseLost when it changed no row.
 func (f pgFence) exec(ctx context.Context, sql string, args ...any) error {
-	tag, err := f.s.db.Exec(ctx, sql, append([]any{f.scope[:], f.token}, args...)...)
+	tag, err := f.s.db.Exec(ctx, sql, append([]any{f.scope[:], [16]byte(f.token)}, args...)...)
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
@@ -199,7 +149,7 @@ func (f pgFence) checkpoint(ctx context.Context, point string, data []byte) erro
 }
 
 func (f pgFence) complete(ctx context.Context, res *response) error {
-	return f.exec(ctx, sqlComplete, res.state, res.status, encodeHeader(res.header), res.body)
+	return f.exec(ctx, sqlComplete, string(res.state), res.status, encodeHeader(res.header), res.body)
 }
 
 // abort releases the key when the request was refused on a first attempt
