@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/pgtest"
+	"github.com/idemkit/idem/testserver"
+)
+
+// shortRun is the demo in short form, for CI.
+func shortRun(t *testing.T) options {
+	t.Helper()
+	return options{n: 300, seed: testserver.Seed(t), concurrency: 8, faults: "default", attemptTimeout: 500 * time.Millisecond}
+}
+
+// runDemo runs the demo bounded by a minute and returns its result and
+// printed report.
+func runDemo(t *testing.T, o options) (result, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	res, err := run(ctx, o, &out, io.Discard)
+	require.NoError(t, err)
+	t.Logf("report:\n%s", out.String())
+	return res, out.String()
+}
+
+// The acceptance of issue 6: the idem column keeps every promise, by the
+// checker's count; the naive column, facing the same faults, pays twice.
+func TestDemo(t *testing.T) {
+	for _, store := range []string{"memory", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			o := shortRun(t)
+			if store == "postgres" {
+				o.db = pgtest.SchemaURL(t)
+			}
+			res, report := runDemo(t, o)
+
+			assert.Equal(t, 0, res.exitCode())
+			idem := res.idem.report
+			assert.NoError(t, idem.Err())
+			assert.Zero(t, idem.DoubleEffects, "double payments in the idem column")
+			assert.Zero(t, idem.LostOKs, "lost ok outcomes in the idem column")
+			assert.Equal(t, o.n, idem.Operations)
+			assert.Greater(t, idem.OK, o.n*9/10, "most payments succeed")
+			assert.Positive(t, res.naive.report.DoubleEffects, "the naive client pays twice")
+			assert.Equal(t, res.naive.report.DoubleEffects, len(res.naive.report.Violations),
+				"the naive client's only violations are double payments")
+
+			assert.Contains(t, report, fmt.Sprintf("seed %d (rerun: go run ./examples/payments -seed %d)", o.seed, o.seed))
+			assert.Contains(t, report, "store "+store)
+			assert.Regexp(t, fmt.Sprintf(`DOUBLE PAYMENTS \(operations paid 2\+ times\) +0 +%d\n`, res.naive.report.DoubleEffects), report)
+			assert.Greater(t, res.idem.summary.Requests, o.n, "the faults made the idem client retry")
+		})
+	}
+}
+
+// The exit status says when the idem column broke a promise: against a
+// server that ignores keys, its retries pay twice too.
+func TestDemoFailsWhenTheServerIgnoresKeys(t *testing.T) {
+	o := shortRun(t)
+	o.stripKeys = true
+	res, report := runDemo(t, o)
+	assert.Equal(t, 1, res.exitCode())
+	assert.True(t, errors.Is(res.idem.report.Err(), testserver.ErrDoubleEffect), "idem column: %v", res.idem.report.Err())
+	assert.Contains(t, report, "idem client: ")
+	assert.Regexp(t, `idem client: \d+ violations`, report)
+}
+
+// The program itself, built and run in its short form: exit status 0 with
+// a report, 2 for bad flags.
+func TestDemoProgram(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	require.NoError(t, err)
+	bin := filepath.Join(t.TempDir(), "payments")
+	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-n", "100", "-concurrency", "8", "-db", "", "-seed", "42")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "exit status; stderr:\n%s", stderr.String())
+	assert.Contains(t, stdout.String(), "seed 42 ")
+	assert.Contains(t, stdout.String(), "idem client: no violation")
+	assert.Contains(t, stderr.String(), "\ridem client: ", "a progress line")
+
+	err = exec.CommandContext(ctx, bin, "-faults", "lots").Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 2, exit.ExitCode())
+}
+
+func TestParseFlags(t *testing.T) {
+	env := func(string) string { return "postgres://db/test" }
+	o, err := parseFlags([]string{"-n", "10", "-seed", "5", "-faults", "0.3"}, io.Discard, env)
+	require.NoError(t, err)
+	assert.Equal(t, options{n: 10, seed: 5, concurrency: 32, faults: "0.3", db: "postgres://db/test",
+		attemptTimeout: 500 * time.Millisecond}, o)
+
+	for _, args := range [][]string{{"-n", "0"}, {"-concurrency", "0"}, {"-faults", "1.5"}, {"-faults", "lots"}, {"extra"}, {"-attempt-timeout", "0s"}} {
+		var stderr strings.Builder
+		_, err := parseFlags(args, &stderr, env)
+		assert.Error(t, err, "%v", args)
+	}
+}
+
+func TestParseFaults(t *testing.T) {
+	cases := map[string]float64{"none": 0, "light": 0.05, "default": 0.12, "heavy": 0.3, "0": 0, "0.25": 0.25, "1": 1}
+	for in, want := range cases {
+		got, err := parseFaults(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, "parseFaults(%q)", in)
+	}
+	for _, in := range []string{"", "-0.1", "1.01", "half"} {
+		_, err := parseFaults(in)
+		assert.Error(t, err, "parseFaults(%q)", in)
+	}
+}
+
+func TestWorkloadIsTheSeeds(t *testing.T) {
+	a, b, c := workload(1, 1000), workload(1, 1000), workload(2, 1000)
+	assert.Equal(t, a, b, "one seed, one workload")
+	assert.NotEqual(t, a[0].id, c[0].id)
+	ids, empty := map[string]bool{}, 0
+	for _, op := range a {
+		ids[op.id] = true
+		assert.Len(t, op.id, 36, "a UUID")
+		assert.True(t, op.amount >= 100 && op.amount < maxAmountCents, "amount %d", op.amount)
+		if op.account == emptyAccount {
+			empty++
+		}
+	}
+	assert.Len(t, ids, 1000, "ids are unique")
+	assert.InDelta(t, 20, empty, 15, "about one payment in 50 goes to the empty account")
+}
+
+func TestFaultRules(t *testing.T) {
+	ops := workload(3, 2000)
+	assert.Nil(t, faultRules(3, 0, time.Second, ops))
+	rules := faultRules(3, 0.5, time.Second, ops)
+	require.NoError(t, testserver.ValidateRules(rules))
+	chaos := rules[len(rules)-1]
+	var total float64
+	for _, c := range chaos.Mix {
+		total += c.P
+	}
+	assert.InDelta(t, 0.5, total, 1e-9, "the mix covers the rate")
+	bursts := len(rules) - 1
+	assert.InDelta(t, 2000*0.5*burstShare, bursts, 60, "bursts for about rate*burstShare of the payments")
+	assert.Equal(t, rules[:bursts], faultRules(3, 0.5, time.Second, ops)[:bursts], "bursts depend on the seed only")
+}
+
+func TestPercentile(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
+	assert.Equal(t, time.Duration(6), percentile(ds, 50))
+	assert.Equal(t, time.Duration(10), percentile(ds, 99))
+	assert.Equal(t, time.Duration(0), percentile(nil, 50))
+}
