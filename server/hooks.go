@@ -42,7 +42,7 @@ type Hooks struct {
 	Committed func(context.Context, Event)
 	// Released runs after a 5xx, a panic or a rejection status rolled the
 	// attempt back (Transactional) or released the key or ended the lease
-	// (Leased).
+	// (Leased), and after a commit that failed (Event.Err says why).
 	Released func(context.Context, Event)
 	// Replayed runs before a stored response is replayed.
 	Replayed func(context.Context, Event)

@@ -58,26 +58,25 @@ func (r *memRecord) found(now time.Time) *found {
 }
 
 func (m *MemoryStore) claim(ctx context.Context, c *claimArgs) (claimResult, error) {
-	var timeout <-chan time.Time
-	if c.wait > 0 {
-		t := time.NewTimer(c.wait)
-		defer t.Stop()
-		timeout = t.C
-	}
+	var timeout *time.Timer // started by the first wait: the bound covers all of them
 	for {
 		res, wait := m.tryClaim(c)
 		if wait == nil {
 			return res, nil
 		}
-		if timeout == nil {
+		if c.wait <= 0 {
 			return inFlight(0), nil
+		}
+		if timeout == nil {
+			timeout = time.NewTimer(c.wait)
+			defer timeout.Stop()
 		}
 		if m.waiting != nil {
 			m.waiting()
 		}
 		select {
 		case <-wait: // the running attempt ended: look again
-		case <-timeout:
+		case <-timeout.C:
 			return inFlight(0), nil
 		case <-ctx.Done():
 			return claimResult{}, ctx.Err()

@@ -42,15 +42,25 @@ func TestConcurrentDuplicatesOverTwoNodes(t *testing.T) {
 	close(g.release)
 	wg.Wait()
 
-	var fresh, replayed, conflicts int
-	var body string
+	fresh, replayed, conflicts := tally(t, replies)
+	t.Logf("%d fresh, %d replayed, %d conflicts", fresh, replayed, conflicts)
+	assert.Equal(t, 1, fresh, "exactly one execution answers")
+	assert.Equal(t, n, fresh+replayed+conflicts)
+	assert.EqualValues(t, 1, g.runs.Load(), "handler runs")
+	assert.Equal(t, 1, nodeA.count(t, "pay"), "mutations")
+}
+
+// tally counts the replies of a storm on one key: the first execution's
+// 201, its replays, and 409s; anything else fails the test.
+func tally(t *testing.T, replies []reply) (fresh, replayed, conflicts int) {
+	t.Helper()
 	for i, r := range replies {
 		switch {
 		case r.err != nil:
 			t.Errorf("request %d: %v", i, r.err)
 		case r.status == http.StatusCreated && !r.replayed():
 			fresh++
-			body = r.body
+			assert.Equal(t, "run 1", r.body)
 		case r.status == http.StatusCreated:
 			replayed++
 			assert.Equal(t, "run 1", r.body, "request %d replayed another body", i)
@@ -62,12 +72,7 @@ func TestConcurrentDuplicatesOverTwoNodes(t *testing.T) {
 			t.Errorf("request %d: status %d %q, want 201 or 409", i, r.status, r.body)
 		}
 	}
-	t.Logf("%d fresh, %d replayed, %d conflicts", fresh, replayed, conflicts)
-	assert.Equal(t, 1, fresh, "exactly one execution answers")
-	assert.Equal(t, "run 1", body)
-	assert.Equal(t, n, fresh+replayed+conflicts)
-	assert.EqualValues(t, 1, g.runs.Load(), "handler runs")
-	assert.Equal(t, 1, nodeA.count(t, "pay"), "mutations")
+	return fresh, replayed, conflicts
 }
 
 // ledger is a table whose unique constraint is checked at commit.
@@ -243,4 +248,29 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 	require.NoError(t, errors.Join(errs...))
 	require.NoError(t, Migrate(context.Background(), pool))
 	assert.Contains(t, Schema(), "CREATE TABLE IF NOT EXISTS idem_records")
+}
+
+func TestHandlerKeepsTheSessionLockTimeout(t *testing.T) {
+	url, app := appURL(t, pgtest.SchemaURL(t))
+	k := postgresKitOn(t, pgtest.NewPool(t, url+"&lock_timeout=7s"))
+	k.watch(t, app)
+	seen := make(chan string, 4)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tx, _ := Tx(r.Context())
+		var timeout string
+		if err := tx.QueryRow(r.Context(), `SHOW lock_timeout`).Scan(&timeout); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		seen <- timeout
+		w.WriteHeader(http.StatusCreated)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{Retention: time.Hour, WaitBound: 250 * time.Millisecond}))(h))
+	srv := serve(t, mux)
+	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-lt", "{}").status)
+	assert.Equal(t, "7s", <-seen, "after a first claim")
+	k.clock.Advance(2 * time.Hour)
+	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-lt", "{}").status)
+	assert.Equal(t, "7s", <-seen, "after a lost INSERT, a read and a reclaim")
 }

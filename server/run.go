@@ -100,6 +100,7 @@ func (x *runner) commitFailed(err error) {
 		return
 	}
 	x.ev.Problem = problemCommitFailed
+	call(x.h.s.Hooks.Released, x.ctx, x.ev)
 	x.h.s.log(x.ctx, slog.LevelError, "idem: commit failed", x.ev)
 	x.h.s.writeProblem(x.w, commitFailed())
 }
