@@ -1,0 +1,79 @@
+package httpserve
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A shutdown lets the request in flight finish, then Run returns nil.
+func TestRunFinishesTheRequestsInFlight(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(arrived)
+		<-release
+		_, _ = io.WriteString(w, "done")
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- Run(ctx, ln, h, 10*time.Second, slog.New(slog.DiscardHandler)) }()
+
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := http.Get("http://" + ln.Addr().String())
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		answer <- string(body)
+	}()
+	<-arrived
+	cancel()
+	close(release)
+	assert.Equal(t, "done", <-answer)
+	select {
+	case err := <-ran:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of the shutdown")
+	}
+}
+
+// A request that outlasts the grace period is cut off, and Run says so.
+func TestRunGivesUpAfterGrace(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	h := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		close(arrived)
+		<-release
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- Run(ctx, ln, h, time.Millisecond, slog.New(slog.DiscardHandler)) }()
+	go func() {
+		if resp, err := http.Get("http://" + ln.Addr().String()); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-arrived
+	cancel()
+	select {
+	case err := <-ran:
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s of the shutdown")
+	}
+}
