@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,7 +98,6 @@ func TestDemoProgram(t *testing.T) {
 	require.NoError(t, cmd.Run(), "exit status; stderr:\n%s", stderr.String())
 	assert.Contains(t, stdout.String(), "seed 42 ")
 	assert.Contains(t, stdout.String(), "idem client: no violation")
-	assert.Contains(t, stderr.String(), "\ridem client: ", "a progress line")
 
 	err = exec.CommandContext(ctx, bin, "-faults", "lots").Run()
 	var exit *exec.ExitError
@@ -163,6 +163,33 @@ func TestFaultRules(t *testing.T) {
 	bursts := len(rules) - 1
 	assert.InDelta(t, 2000*0.5*burstShare, bursts, 60, "bursts for about rate*burstShare of the payments")
 	assert.Equal(t, rules[:bursts], faultRules(3, 0.5, time.Second, ops)[:bursts], "bursts depend on the seed only")
+}
+
+// lineWriter hands each write to the test.
+type lineWriter chan string
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	w <- string(p)
+	return len(p), nil
+}
+
+func TestProgressLine(t *testing.T) {
+	w := make(lineWriter, 1000)
+	var done atomic.Int64
+	done.Store(7)
+	stop := showProgress(w, "idem client", &done, 10)
+	select { // the first tick, 100 ms in
+	case line := <-w:
+		assert.Regexp(t, `^\ridem client: 7/10 payments, \d+\.\ds $`, line)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress line within 10s")
+	}
+	stop()
+	var last string
+	for len(w) > 0 {
+		last = <-w
+	}
+	assert.Regexp(t, `^\r +\r$`, last, "stop clears the line")
 }
 
 func TestPercentile(t *testing.T) {

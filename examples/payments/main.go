@@ -38,7 +38,8 @@
 //	-attempt-timeout   the clients' bound on each attempt (default 500ms)
 //
 // The exit status is 1 when the idem column has any violation (a double
-// payment, a lost ok, ...), 2 for bad flags. The naive column's double
+// payment, a lost ok, ...), 2 for bad flags. While it runs, a progress
+// line on stderr (when it is a terminal) counts the payments made. The naive column's double
 // payments are expected: they are printed, not failed on.
 package main
 
@@ -63,12 +64,21 @@ func main() {
 	case err != nil:
 		os.Exit(2)
 	}
-	res, err := run(ctx, o, os.Stdout, os.Stderr)
+	res, err := run(ctx, o, os.Stdout, progressWriter())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "payments:", err)
 		os.Exit(1)
 	}
 	os.Exit(res.exitCode())
+}
+
+// progressWriter is stderr when it is a terminal, where the progress line
+// redraws itself, and io.Discard otherwise (a log file wants no redraws).
+func progressWriter() io.Writer {
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		return os.Stderr
+	}
+	return io.Discard
 }
 
 // options are the demo's flags.

@@ -38,16 +38,11 @@ func TestRunFinishesTheRequestsInFlight(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		answer <- string(body)
 	}()
-	<-arrived
+	recv(t, arrived, "the request")
 	cancel()
 	close(release)
-	assert.Equal(t, "done", <-answer)
-	select {
-	case err := <-ran:
-		assert.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return within 10s of the shutdown")
-	}
+	assert.Equal(t, "done", recv(t, answer, "the answer"))
+	assert.NoError(t, recv(t, ran, "Run's return after the shutdown"))
 }
 
 // A request that outlasts the grace period is cut off, and Run says so.
@@ -68,12 +63,19 @@ func TestRunGivesUpAfterGrace(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	<-arrived
+	recv(t, arrived, "the request")
 	cancel()
+	assert.ErrorIs(t, recv(t, ran, "Run's return after the shutdown"), context.DeadlineExceeded)
+}
+
+// recv receives from c, failing the test after 10 s.
+func recv[T any](t *testing.T, c <-chan T, what string) T {
+	t.Helper()
 	select {
-	case err := <-ran:
-		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	case v := <-c:
+		return v
 	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return within 10s of the shutdown")
+		t.Fatalf("%s: nothing within 10s", what)
+		panic("unreachable")
 	}
 }
