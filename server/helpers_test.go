@@ -78,6 +78,18 @@ func appURL(t *testing.T, url string) (string, string) {
 	return url + "&application_name=" + app, app
 }
 
+// recv receives from ch, failing the test after 30 s instead of hanging.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing received after 30s")
+		panic("unreachable")
+	}
+}
+
 // drainWaiters forgets the duplicates that waited so far.
 func (k *kit) drainWaiters() {
 	for {

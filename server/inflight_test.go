@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,16 +17,29 @@ import (
 	"github.com/idemkit/idem/internal/wire"
 )
 
-// gate is a handler that makes its effect and then holds until released.
+// gate is a handler that makes its effect and then holds until opened.
 type gate struct {
+	t       *testing.T
 	k       *kit
 	runs    atomic.Int64
 	entered chan struct{}
 	release chan struct{}
+	once    sync.Once
 }
 
-func newGate(k *kit) *gate {
-	return &gate{k: k, entered: make(chan struct{}, 16), release: make(chan struct{})}
+func newGate(t *testing.T, k *kit) *gate {
+	return &gate{t: t, k: k, entered: make(chan struct{}, 16), release: make(chan struct{})}
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
+
+// hold blocks until ch is closed or the test ends, so that a failing test
+// does not hang in the server's Close, which waits for its handlers.
+func hold(t *testing.T, ch <-chan struct{}) {
+	select {
+	case <-ch:
+	case <-t.Context().Done():
+	}
 }
 
 func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -35,7 +49,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.entered <- struct{}{}
-	<-g.release
+	hold(g.t, g.release)
 	w.Header().Set("Content-Type", "text/plain")
 	w.WriteHeader(http.StatusCreated)
 	_, _ = fmt.Fprintf(w, "run %d", n)
@@ -52,13 +66,13 @@ func gateServer(t *testing.T, k *kit, g *gate, wait time.Duration) *httptest.Ser
 
 func TestDuplicateWaitsForTheRunningRequest(t *testing.T) {
 	eachStore(t, func(t *testing.T, k *kit) {
-		g := newGate(k)
+		g := newGate(t, k)
 		patient := gateServer(t, k, g, time.Minute)
 		hasty := gateServer(t, k, g, 50*time.Millisecond)
 
 		first := make(chan reply)
 		go func() { first <- post(t, patient, "/v1/payments", "k-wait", "{}") }()
-		<-g.entered
+		recv(t, g.entered)
 
 		conflict := post(t, hasty, "/v1/payments", "k-wait", "{}")
 		require.Equal(t, http.StatusConflict, conflict.status, conflict.body)
@@ -70,9 +84,9 @@ func TestDuplicateWaitsForTheRunningRequest(t *testing.T) {
 		waiter := make(chan reply)
 		go func() { waiter <- post(t, patient, "/v1/payments", "k-wait", "{}") }()
 		k.waitForWaiters(t, 1)
-		close(g.release)
+		g.open()
 
-		r1, r2 := <-first, <-waiter
+		r1, r2 := recv(t, first), recv(t, waiter)
 		assert.Equal(t, http.StatusCreated, r1.status)
 		assert.False(t, r1.replayed())
 		assert.Equal(t, http.StatusCreated, r2.status, "the waiting duplicate replays the first's result")
@@ -92,7 +106,7 @@ func TestWaitingDuplicateRunsWhenTheFirstFails(t *testing.T) {
 			assert.NoError(t, k.effect(r.Context(), "pay"))
 			if n == 1 {
 				entered <- struct{}{}
-				<-release
+				hold(t, release)
 				w.WriteHeader(http.StatusServiceUnavailable)
 				return
 			}
@@ -104,13 +118,13 @@ func TestWaitingDuplicateRunsWhenTheFirstFails(t *testing.T) {
 
 		first := make(chan reply)
 		go func() { first <- post(t, srv, "/v1/payments", "k-fail-wait", "{}") }()
-		<-entered
+		recv(t, entered)
 		waiter := make(chan reply)
 		go func() { waiter <- post(t, srv, "/v1/payments", "k-fail-wait", "{}") }()
 		k.waitForWaiters(t, 1)
 		close(release)
-		assert.Equal(t, http.StatusServiceUnavailable, (<-first).status)
-		r := <-waiter
+		assert.Equal(t, http.StatusServiceUnavailable, recv(t, first).status)
+		r := recv(t, waiter)
 		assert.Equal(t, http.StatusCreated, r.status, "the duplicate claims the released key and runs")
 		assert.False(t, r.replayed())
 		assert.EqualValues(t, 2, runs.Load())
@@ -126,6 +140,15 @@ func TestUnstorableResultIsNeverRunAgain(t *testing.T) {
 		"over the cap": func(w http.ResponseWriter) {
 			_, _ = w.Write([]byte(big[:40]))
 			_, _ = w.Write([]byte(big[40:]))
+		},
+		"hijacked": func(w http.ResponseWriter) {
+			conn, buf, err := http.NewResponseController(w).Hijack()
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer conn.Close()
+			_, _ = fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(big), big)
+			_ = buf.Flush()
 		},
 		"flushed": func(w http.ResponseWriter) {
 			_, _ = w.Write([]byte(big[:40]))

@@ -81,7 +81,7 @@ func TestLeaseOwnerThatNeverCompletes(t *testing.T) {
 		entered, stale := make(chan struct{}, 1), make(chan struct{})
 		c := &charge{k: k, act: func(_ context.Context, _ *Lease, w http.ResponseWriter) {
 			entered <- struct{}{}
-			<-stale // the owner hangs past its lease
+			hold(t, stale) // the owner hangs past its lease
 			w.WriteHeader(http.StatusCreated)
 			_, _ = w.Write([]byte(`{"attempt":1}`))
 		}}
@@ -90,7 +90,7 @@ func TestLeaseOwnerThatNeverCompletes(t *testing.T) {
 
 		owner := make(chan reply)
 		go func() { owner <- post(t, srv, "/v1/charges", "k-lease", "{}") }()
-		<-entered
+		recv(t, entered)
 
 		k.clock.Advance(10 * time.Second)
 		busy := post(t, srv, "/v1/charges", "k-lease", "{}")
@@ -107,10 +107,10 @@ func TestLeaseOwnerThatNeverCompletes(t *testing.T) {
 		assert.JSONEq(t, `{"charge":"ch_1"}`, string(got.Data))
 
 		close(stale)
-		late := <-owner
+		late := recv(t, owner)
 		assert.Equal(t, http.StatusConflict, late.status, "the stale owner's client must not get its 201: %s", late.body)
 		assert.Equal(t, wire.ProblemKeyInFlight, problemName(t, late))
-		e := <-staleSeen
+		e := recv(t, staleSeen)
 		assert.Equal(t, 1, e.Attempt)
 		assert.ErrorIs(t, e.Err, ErrLeaseLost)
 
@@ -181,14 +181,14 @@ func TestLeaseExtend(t *testing.T) {
 				return
 			}
 			entered <- struct{}{}
-			<-release
+			hold(t, release)
 			lateErr <- errors.Join(ls.Extend(ctx, 0), ls.Checkpoint(ctx, "late", nil))
 			w.WriteHeader(http.StatusCreated)
 		}}
 		srv := leaseServer(t, k, c, Hooks{})
 		owner := make(chan reply)
 		go func() { owner <- post(t, srv, "/v1/charges", "k-ext", "{}") }()
-		<-entered
+		recv(t, entered)
 
 		k.clock.Advance(time.Minute)
 		busy := post(t, srv, "/v1/charges", "k-ext", "{}")
@@ -198,9 +198,9 @@ func TestLeaseExtend(t *testing.T) {
 		k.clock.Advance(61 * time.Second)
 		assert.Equal(t, http.StatusCreated, post(t, srv, "/v1/charges", "k-ext", "{}").status, "takeover")
 		close(release)
-		err := <-lateErr
+		err := recv(t, lateErr)
 		assert.ErrorIs(t, err, ErrLeaseLost, "a stale owner can neither extend nor checkpoint")
-		assert.Equal(t, http.StatusConflict, (<-owner).status)
+		assert.Equal(t, http.StatusConflict, recv(t, owner).status)
 	})
 }
 

@@ -23,7 +23,7 @@ func TestConcurrentDuplicatesOverTwoNodes(t *testing.T) {
 	nodeA := postgresKitOn(t, pgtest.NewPool(t, url))
 	nodeB := postgresKitOn(t, pgtest.NewPool(t, url)) // a second pool: a second server node
 	nodeA.watch(t, app)
-	g := newGate(nodeA)
+	g := newGate(t, nodeA)
 	srvA := gateServer(t, nodeA, g, 10*time.Second)
 	srvB := gateServer(t, nodeB, g, time.Millisecond) // an impatient node: 409s
 
@@ -37,9 +37,9 @@ func TestConcurrentDuplicatesOverTwoNodes(t *testing.T) {
 		}
 		wg.Go(func() { replies[i] = post(t, srv, "/v1/payments", "k-storm", `{"amount": 10}`) })
 	}
-	<-g.entered
+	recv(t, g.entered)
 	nodeA.waitForWaiters(t, 8) // duplicates queue on the unique index behind the open transaction
-	close(g.release)
+	g.open()
 	wg.Wait()
 
 	fresh, replayed, conflicts := tally(t, replies)
@@ -189,7 +189,7 @@ func TestHandlerTxBelongsToTheMiddleware(t *testing.T) {
 	assert.Equal(t, 1, k.count(t, "pay"))
 	assert.Equal(t, 0, k.count(t, "undone"), "the savepoint rolled back")
 
-	tx, ctx := <-kept, context.Background()
+	tx, ctx := recv(t, kept), context.Background()
 	_, err := tx.Exec(ctx, `SELECT 1`)
 	assert.ErrorIs(t, err, pgx.ErrTxClosed, "a kept Tx cannot reach a pooled connection")
 	assert.ErrorIs(t, tx.QueryRow(ctx, `SELECT 1`).Scan(new(int)), pgx.ErrTxClosed)
@@ -269,8 +269,8 @@ func TestHandlerKeepsTheSessionLockTimeout(t *testing.T) {
 	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{Retention: time.Hour, WaitBound: 250 * time.Millisecond}))(h))
 	srv := serve(t, mux)
 	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-lt", "{}").status)
-	assert.Equal(t, "7s", <-seen, "after a first claim")
+	assert.Equal(t, "7s", recv(t, seen), "after a first claim")
 	k.clock.Advance(2 * time.Hour)
 	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-lt", "{}").status)
-	assert.Equal(t, "7s", <-seen, "after a lost INSERT, a read and a reclaim")
+	assert.Equal(t, "7s", recv(t, seen), "after a lost INSERT, a read and a reclaim")
 }

@@ -48,21 +48,33 @@ func TestSweepDeletesExpiredInBatches(t *testing.T) {
 }
 
 func TestSweepSkipsRecordsInUse(t *testing.T) {
-	eachStore(t, func(t *testing.T, k *kit) {
-		g := newGate(k)
-		mux := http.NewServeMux()
-		mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{Retention: time.Hour}))(g))
-		srv := serve(t, mux)
-		first := make(chan reply)
-		go func() { first <- post(t, srv, "/v1/payments", "k-busy", "{}") }()
-		<-g.entered
-		k.clock.Advance(2 * time.Hour) // past its retention while it runs
-		n, err := k.store.Sweep(context.Background(), 100)
-		require.NoError(t, err)
-		assert.Equal(t, 0, n, "a running transactional claim is never swept")
-		close(g.release)
-		assert.Equal(t, http.StatusCreated, (<-first).status, "and it still commits")
-	})
+	for _, expiredBefore := range []bool{false, true} {
+		t.Run(map[bool]string{false: "new claim", true: "reclaim of an expired record"}[expiredBefore], func(t *testing.T) {
+			eachStore(t, func(t *testing.T, k *kit) {
+				if expiredBefore {
+					storeRecords(t, k, time.Hour, "k-busy", 1) // key "k-busy0"
+					k.clock.Advance(2 * time.Hour)
+				}
+				g := newGate(t, k)
+				mux := http.NewServeMux()
+				mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{Retention: time.Hour}))(g))
+				srv := serve(t, mux)
+				first := make(chan reply)
+				go func() { first <- post(t, srv, "/v1/payments", "k-busy0", `{"amount": 1}`) }()
+				recv(t, g.entered)
+				k.clock.Advance(2 * time.Hour) // past the retention of the running claim too
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				n, err := k.store.Sweep(ctx, 100) // must not wait for the request's transaction
+				require.NoError(t, err)
+				assert.Equal(t, 0, n, "a record a request holds is never swept")
+				g.open()
+				r := recv(t, first)
+				assert.Equal(t, http.StatusCreated, r.status, "and the request still commits")
+				assert.False(t, r.replayed())
+			})
+		})
+	}
 }
 
 func TestRunSweeper(t *testing.T) {
@@ -79,8 +91,8 @@ func TestRunSweeper(t *testing.T) {
 					swept <- n
 				}})
 		}()
-		assert.Equal(t, 5, <-swept, "the first sweep runs at once, batch after batch")
+		assert.Equal(t, 5, recv(t, swept), "the first sweep runs at once, batch after batch")
 		cancel()
-		assert.ErrorIs(t, <-done, context.Canceled)
+		assert.ErrorIs(t, recv(t, done), context.Canceled)
 	})
 }

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// recorder collects hook calls in order.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) hook(name string, check func(Event)) func(context.Context, Event) {
+	return func(_ context.Context, e Event) {
+		if check != nil {
+			check(e)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.events = append(r.events, name)
+	}
+}
+
+func (r *recorder) take() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := strings.Join(r.events, " ")
+	r.events = nil
+	return s
+}
+
+func TestHooksRunInOrder(t *testing.T) {
+	eachStore(t, func(t *testing.T, k *kit) {
+		var rec recorder
+		durable := func(want bool) func(Event) {
+			return func(e Event) {
+				if k.pool == nil {
+					return
+				}
+				var n int
+				err := k.monitor.QueryRow(context.Background(), `SELECT count(*) FROM idem_records WHERE idem_key = $1 AND state = 'done'`, e.Key).Scan(&n)
+				assert.NoError(t, err)
+				assert.Equal(t, want, n == 1, "hook sees the record committed = %v", want)
+			}
+		}
+		if k.pool != nil {
+			k.monitor = k.pool // the pool is not exhausted here
+		}
+		hooks := Hooks{
+			Claimed: rec.hook("claimed", nil), Handled: rec.hook("handled", durable(false)),
+			Committed: rec.hook("committed", durable(true)), Released: rec.hook("released", nil),
+			Replayed: rec.hook("replayed", nil), Refused: rec.hook("refused", nil),
+		}
+		mux, _ := payServer(t, k, Config{Hooks: hooks})
+		srv := serve(t, mux)
+		require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-h", `{"amount": 1}`).status)
+		assert.Equal(t, "claimed handled committed", rec.take())
+		post(t, srv, "/v1/payments", "k-h", `{"amount": 1}`)
+		assert.Equal(t, "replayed", rec.take())
+		post(t, srv, "/v1/payments", "k-h", `{"amount": 2}`)
+		assert.Equal(t, "refused", rec.take())
+		post(t, srv, "/v1/payments", "k-h2", `{"amount": -1}`)
+		assert.Equal(t, "claimed handled released", rec.take())
+		post(t, srv, "/v1/payments", "", `{"amount": 1}`)
+		assert.Equal(t, "refused", rec.take(), "key-missing")
+	})
+}
