@@ -19,7 +19,9 @@ var ErrRecoveryData = errors.New("server: recovery data must be one JSON value o
 
 // Recovery is what an earlier attempt of a Leased operation left behind: it
 // may have partly run, and Point is the last recovery point it recorded
-// ("" when it recorded none), with its Data.
+// ("" when it recorded none), with its Data (nil for none). PostgresStore
+// keeps Data as jsonb, so it comes back as the same JSON value, not
+// necessarily the same bytes.
 type Recovery struct {
 	Point string
 	Data  json.RawMessage

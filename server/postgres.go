@@ -22,6 +22,8 @@ type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
+var _ DB = (*pgxpool.Pool)(nil)
+
 // PostgresStore keeps idempotency records in the idem_records table that
 // Migrate creates, in the schema the pool's search_path selects. Two
 // middleware instances on two pools (two server nodes) over one database
