@@ -45,8 +45,9 @@ func run(ctx context.Context, o options, out, progress io.Writer) (result, error
 	ops := workload(o.seed, o.n)
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
 	fmt.Fprintf(out, "idem demo: %d payments, made twice through a fault-injecting proxy\n", o.n)
-	fmt.Fprintf(out, "seed %d (rerun: go run ./examples/payments -seed %d), faults %s (%.0f%% of attempts), store %s, concurrency %d\n\n",
-		o.seed, o.seed, o.faults, 100*rate, st.name, o.concurrency)
+	fmt.Fprintf(out, "seed %d (rerun: go run ./examples/payments -seed %d)\n", o.seed, o.seed)
+	fmt.Fprintf(out, "faults %s: %.0f%% of attempts, and 503 bursts for %.1f%% of payments; store %s, concurrency %d\n\n",
+		o.faults, 100*rate, 100*rate*burstShare, st.name, o.concurrency)
 
 	t := trial{
 		ops: ops, seed: o.seed, rules: faultRules(o.seed, rate, o.attemptTimeout, ops),
