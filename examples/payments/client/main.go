@@ -128,8 +128,12 @@ func printer(w io.Writer) idem.Observer {
 			}
 			fmt.Fprintf(w, "attempt %d: %s in %v%s\n", a.Number, outcome, a.Elapsed.Round(time.Millisecond), resent)
 		},
-		OnRetry: func(_ idem.Attempt, wait time.Duration) {
-			fmt.Fprintf(w, "  retrying with the same key in %v\n", wait.Round(time.Millisecond))
+		OnRetry: func(a idem.Attempt, wait time.Duration) {
+			same := ""
+			if a.Key != "" {
+				same = " with the same key"
+			}
+			fmt.Fprintf(w, "  retrying%s in %v\n", same, wait.Round(time.Millisecond))
 		},
 	}
 }
