@@ -56,7 +56,7 @@ func TestDemo(t *testing.T) {
 			assert.Zero(t, idem.DoubleEffects, "double payments in the idem column")
 			assert.Zero(t, idem.LostOKs, "lost ok outcomes in the idem column")
 			assert.Equal(t, o.n, idem.Operations)
-			assert.Greater(t, idem.OK, o.n*9/10, "most payments succeed")
+			assert.Greater(t, idem.OK, o.n*4/5, "most payments succeed")
 			assert.Positive(t, res.naive.report.DoubleEffects, "the naive client pays twice")
 			assert.Equal(t, res.naive.report.DoubleEffects, len(res.naive.report.Violations),
 				"the naive client's only violations are double payments")
