@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/examples/payments/internal/testwait"
 	"github.com/idemkit/idem/internal/pgtest"
 )
 
@@ -156,11 +157,11 @@ func TestGracefulShutdown(t *testing.T) {
 		}
 		status <- resp.StatusCode
 	}()
-	recv(t, arrived, "the charge reaching the gateway")
+	testwait.Recv(t, arrived, "the charge reaching the gateway")
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	p.waitLog(t, "shutting down")
 	close(release)
-	assert.Equal(t, http.StatusCreated, recv(t, status, "the charge's answer"), "the request in flight finished")
+	assert.Equal(t, http.StatusCreated, testwait.Recv(t, status, "the charge's answer"), "the request in flight finished")
 	state := p.wait(t)
 	assert.True(t, state.Success(), "exit %v; log:\n%s", state, p.stderr)
 	assert.Contains(t, p.stderr.String(), "shut down")

@@ -169,15 +169,3 @@ func account(t *testing.T, p *process, id string) api.Account {
 	require.NoError(t, json.Unmarshal(data, &a))
 	return a
 }
-
-// recv receives from c, failing the test after 10 s.
-func recv[T any](t *testing.T, c <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: nothing within 10s", what)
-		panic("unreachable")
-	}
-}

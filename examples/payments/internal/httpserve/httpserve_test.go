@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/examples/payments/internal/testwait"
 )
 
 // A shutdown lets the request in flight finish, then Run returns nil.
@@ -38,11 +40,11 @@ func TestRunFinishesTheRequestsInFlight(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		answer <- string(body)
 	}()
-	recv(t, arrived, "the request")
+	testwait.Recv(t, arrived, "the request")
 	cancel()
 	close(release)
-	assert.Equal(t, "done", recv(t, answer, "the answer"))
-	assert.NoError(t, recv(t, ran, "Run's return after the shutdown"))
+	assert.Equal(t, "done", testwait.Recv(t, answer, "the answer"))
+	assert.NoError(t, testwait.Recv(t, ran, "Run's return after the shutdown"))
 }
 
 // A request that outlasts the grace period is cut off, and Run says so.
@@ -63,19 +65,7 @@ func TestRunGivesUpAfterGrace(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	recv(t, arrived, "the request")
+	testwait.Recv(t, arrived, "the request")
 	cancel()
-	assert.ErrorIs(t, recv(t, ran, "Run's return after the shutdown"), context.DeadlineExceeded)
-}
-
-// recv receives from c, failing the test after 10 s.
-func recv[T any](t *testing.T, c <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-c:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: nothing within 10s", what)
-		panic("unreachable")
-	}
+	assert.ErrorIs(t, testwait.Recv(t, ran, "Run's return after the shutdown"), context.DeadlineExceeded)
 }
