@@ -21,7 +21,7 @@ var ErrCircuitOpen = errors.New("idem: circuit open for this host (a local decis
 
 // Defaults of BreakerConfig.
 const (
-	DefaultBreakerConsecutiveFailures = 5
+	DefaultBreakerConsecutiveFailures = 10
 	DefaultBreakerFailureRatio        = 0.5
 	DefaultBreakerMinRequests         = 20
 	DefaultBreakerWindow              = 10 * time.Second
@@ -43,8 +43,10 @@ type BreakerConfig struct {
 	// Disabled turns the breakers off.
 	Disabled bool
 	// ConsecutiveFailures trips the breaker: that many failures in a row.
-	// Zero means 5, which ignores a short blip but stops a dead host within
-	// one or two calls' worth of retries.
+	// Zero means 10: a dead host is stopped within a few calls' worth of
+	// retries, while a busy client of a host that fails one attempt in
+	// eight (10 in a row: about 1 in 10^9) does not trip by chance, as it
+	// would with 5 (about 1 in 30,000 attempts).
 	ConsecutiveFailures uint32
 	// FailureRatio also trips it: this share of failures among at least
 	// MinRequests attempts in the current Window. Zero means 0.5: a host

@@ -87,11 +87,11 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 			}
 			return err
 		}
-		for range 5 {
+		for range DefaultBreakerConsecutiveFailures {
 			require.NoError(t, call())
 		}
 		require.ErrorIs(t, call(), ErrCircuitOpen)
-		require.EqualValues(t, 5, host.requests.Load())
+		require.EqualValues(t, DefaultBreakerConsecutiveFailures, host.requests.Load())
 
 		// Still open just before the timeout.
 		time.Sleep(DefaultBreakerOpenTimeout - time.Millisecond)
@@ -102,7 +102,7 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 		require.NoError(t, call())
 		require.ErrorIs(t, call(), ErrCircuitOpen)
-		require.EqualValues(t, 6, host.requests.Load())
+		require.EqualValues(t, DefaultBreakerConsecutiveFailures+1, host.requests.Load())
 
 		// The host recovers; after the open period the probes close it.
 		host.status.Store(200)
@@ -113,7 +113,7 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 		for range 10 {
 			require.NoError(t, call(), "closed again")
 		}
-		assert.EqualValues(t, 6+DefaultBreakerProbes+10, host.requests.Load())
+		assert.EqualValues(t, DefaultBreakerConsecutiveFailures+1+DefaultBreakerProbes+10, host.requests.Load())
 		assert.Equal(t, []string{"closed->open", "open->half-open", "half-open->open", "open->half-open", "half-open->closed"}, changes)
 	})
 }

@@ -44,12 +44,8 @@ type idemPayer struct {
 // newIdemPayer configures the idem client as a payments service would:
 // 5 attempts at most, a short per-attempt timeout, quick backoff, a retry
 // budget of 25% (the demo's fault rate is far above a healthy service's;
-// the default 10% would deny retries the faults make necessary), and a
-// circuit breaker that trips when half the attempts fail (the default
-// ratio) or 25 in a row. The default of 5 in a row suits a client with a
-// few calls in flight; with 32 in flight and one attempt in eight failing,
-// 5 failures in a row happen by chance now and then, and each trip would
-// fail every payment for 5 s although the host is up.
+// the default 10% would deny retries the faults make necessary), and the
+// default circuit breaker.
 func newIdemPayer(base http.RoundTripper, attemptTimeout time.Duration) *idemPayer {
 	p := &idemPayer{budget: idem.NewBudget(idem.BudgetConfig{Ratio: 0.25})}
 	p.client = idem.NewClient(idem.Config{
@@ -58,7 +54,6 @@ func newIdemPayer(base http.RoundTripper, attemptTimeout time.Duration) *idemPay
 		AttemptTimeout: attemptTimeout,
 		Backoff:        idem.Backoff{Base: 25 * time.Millisecond, Cap: time.Second},
 		Budget:         p.budget,
-		Breaker:        idem.BreakerConfig{ConsecutiveFailures: 25},
 		Observer: idem.Observer{OnBreakerChange: func(_ string, _, to gobreaker.State) {
 			if to == gobreaker.StateOpen {
 				p.trips.Add(1)
