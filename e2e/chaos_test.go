@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/internal/pgtest"
+	"github.com/idemkit/idem/testserver"
+)
+
+// The chaos client: attempts time out after chaosAttemptTimeout (well
+// above a payment's latency under -race on a busy two-core machine, so
+// that the timeouts are the faults'), each call gets chaosDeadline, a
+// payment whose outcome is still unknown is resent with its key for
+// chaosResendFor (as an application that stores its keys does: a call
+// may end early on the retry budget or the breaker), and chaosWorkers
+// payments are in flight at once.
+const (
+	chaosAttemptTimeout = time.Second
+	chaosDeadline       = 15 * time.Second
+	chaosResendFor      = 30 * time.Second
+	chaosWorkers        = 16
+)
+
+// chaosMix is a seeded mix of every fault kind of testserver: about 15%
+// of the attempts meet one. Each kind has 1%: enough for a 2,000-payment
+// run to meet each about 20 times, few enough that the faults that cost
+// the client a whole attempt timeout (blackhole, drop-hang,
+// delay-response, hold) keep the run short.
+func chaosMix(attemptTimeout time.Duration) []testserver.Chance {
+	const p = 0.01
+	f := func(share float64, fault testserver.Fault) testserver.Chance {
+		return testserver.Chance{P: share * p, Fault: fault}
+	}
+	return []testserver.Chance{
+		// Before the handler: the payment certainly did not happen.
+		f(1, testserver.Fault{Kind: testserver.FaultStatus, Status: 503}),
+		f(0.5, testserver.Fault{Kind: testserver.FaultStatus, Status: 429, RetryAfter: time.Second}),
+		f(1, testserver.Fault{Kind: testserver.FaultReset}),
+		f(1, testserver.Fault{Kind: testserver.FaultClose}),
+		f(1, testserver.Fault{Kind: testserver.FaultBlackhole}),
+		f(0.5, testserver.Fault{Kind: testserver.FaultDelay, Delay: attemptTimeout / 10}),
+		f(0.5, testserver.Fault{Kind: testserver.FaultDelay, Delay: 2 * attemptTimeout}), // the client leaves first
+		f(1, testserver.Fault{Kind: testserver.FaultSlowRead, Bytes: 16, Delay: time.Millisecond}),
+		// After the handler: the payment happened, the client cannot know.
+		f(1, testserver.Fault{Kind: testserver.FaultDropReset}),
+		f(1, testserver.Fault{Kind: testserver.FaultDropClose}),
+		f(1, testserver.Fault{Kind: testserver.FaultDropHang}),
+		f(1, testserver.Fault{Kind: testserver.FaultDelayResponse, Delay: 2 * attemptTimeout}),
+		f(1, testserver.Fault{Kind: testserver.FaultPartialBody}),
+		f(1, testserver.Fault{Kind: testserver.FaultSlowBody, Bytes: 32, Delay: time.Millisecond}),
+		f(1, testserver.Fault{Kind: testserver.FaultStatusAfter, Status: 502}),
+		// Races: the attempt is held until its retry arrives, then both
+		// run on the two nodes (round-robin), the first with a head start
+		// to the account's row lock, or the retry first.
+		f(1, testserver.Fault{Kind: testserver.FaultHold, Delay: 5 * time.Millisecond}),
+		f(0.5, testserver.Fault{Kind: testserver.FaultHold, RetryFirst: true}),
+	}
+}
+
+// chaosRules apply the mix to the payments.
+func chaosRules(attemptTimeout time.Duration) []testserver.Rule {
+	return []testserver.Rule{{
+		Name:  "chaos",
+		Match: testserver.Match{Method: "POST", Path: "/v1/payments"},
+		Mix:   chaosMix(attemptTimeout),
+	}}
+}
+
+// chaosRun is one run of the chaos suite and what it left.
+type chaosRun struct {
+	ops      []operation
+	verdicts []verdict
+	events   []testserver.Event
+	db       *database
+}
+
+// runChaos makes n payments of the seed's workload with the idem client,
+// through the fault proxy, over two nodes on a fresh schema. It returns
+// when every request has settled: the proxy's held, delayed and dropped
+// requests, and the nodes' handlers.
+func runChaos(t *testing.T, seed uint64, n int) chaosRun {
+	t.Helper()
+	run := chaosRun{ops: workload(seed, n), db: openDatabase(t, pgtest.SchemaURL(t))}
+	ns := startNodes(t, run.db.url, 2, api.Config{})
+	proxy := balancer(t, ns, testserver.Config{Seed: seed, Rules: chaosRules(chaosAttemptTimeout), HoldTimeout: 2 * time.Second})
+	p := newPayer(proxy.URL, clientConfig(chaosAttemptTimeout), chaosDeadline, chaosResendFor)
+
+	bound := 30*time.Second + time.Duration(n)*20*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	run.verdicts = runLoad(ctx, p, run.ops, chaosWorkers, nil)
+	require.NoError(t, ctx.Err(), "%d payments did not finish within %s (IDEM_SEED=%d)", n, bound, seed)
+	proxy.Close()
+	ns.close()
+	run.events = proxy.Events()
+	return run
+}
+
+// TestChaos: through a seeded mix of every fault, each payment takes
+// effect at most once, each ok is a payment made, each definite failure
+// made none, the balances add up, and nearly every payment ends as
+// designed.
+func TestChaos(t *testing.T) {
+	seed := testserver.Seed(t)
+	run := runChaos(t, seed, chaosOps(t))
+	summary := testserver.Summarize(run.events)
+	requireExactlyOnce(t, run.db, seed, run.ops, run.verdicts, summary.String())
+	requireDesigned(t, run.ops, run.verdicts, len(run.ops)/100)
+	for _, kind := range testserver.Kinds() {
+		if summary.Faults[kind] == 0 {
+			t.Errorf("no %s fault in %d requests (IDEM_SEED=%d): the run does not cover it", kind, summary.Requests, seed)
+		}
+	}
+	t.Logf("event log:\n%s", summary)
+}
+
+// TestChaosMixCoversEveryKind keeps the mix in step with testserver: a new
+// fault kind must join the suite.
+func TestChaosMixCoversEveryKind(t *testing.T) {
+	var kinds []testserver.FaultKind
+	var total float64
+	for _, c := range chaosMix(chaosAttemptTimeout) {
+		require.NoError(t, c.Fault.Validate())
+		kinds, total = append(kinds, c.Fault.Kind), total+c.P
+	}
+	for _, kind := range testserver.Kinds() {
+		require.True(t, slices.Contains(kinds, kind), "chaosMix has no %s fault", kind)
+	}
+	require.InDelta(t, 0.15, total, 0.01, "chaosMix: the share of attempts that meet a fault")
+	require.NoError(t, testserver.ValidateRules(chaosRules(chaosAttemptTimeout)))
+}

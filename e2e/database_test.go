@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"context"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/internal/pgtest"
+	"github.com/idemkit/idem/testserver"
+)
+
+// database is where a run's effects land, seen through a pool of the
+// test's own (not a node's): the schema, the accounts, and afterwards the
+// ground truth.
+type database struct {
+	url  string
+	pool *pgxpool.Pool
+}
+
+// openDatabase applies the payments schema at dbURL and creates the
+// accounts of initialBalances.
+func openDatabase(t *testing.T, dbURL string) *database {
+	t.Helper()
+	d := &database{url: dbURL, pool: pgtest.NewPool(t, withParams(t, dbURL, map[string]string{"application_name": "e2e-test"}))}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, api.Migrate(ctx, d.pool))
+	backend := api.NewPostgresBackend(d.pool)
+	for id, balance := range initialBalances() {
+		_, err := backend.PutAccount(ctx, tenant, id, "EUR", balance)
+		require.NoError(t, err)
+	}
+	return d
+}
+
+// withParams returns dbURL with the query parameters set (pgx reads
+// application_name, pool_max_conns and the like from the URL).
+func withParams(t *testing.T, dbURL string, params map[string]string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	q := u.Query()
+	for k, v := range params {
+		q.Set(k, v)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// payment is a row of the payments table: one effect.
+type payment struct {
+	id, key, account string
+	amount           int64
+}
+
+// payments reads every payment of the tenant.
+func (d *database) payments(t *testing.T) []payment {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := d.pool.Query(ctx, `SELECT id, coalesce(idempotency_key, ''), account_id, amount_cents
+		FROM payments WHERE tenant = $1`, tenant)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (payment, error) {
+		var p payment
+		return p, row.Scan(&p.id, &p.key, &p.account, &p.amount)
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// ledger records every payment as an effect of the operation whose key it
+// was made under: the ground truth for testserver.Check.
+func ledger(payments []payment) *testserver.Ledger {
+	var l testserver.Ledger
+	for _, p := range payments {
+		l.Record(p.key, p.id)
+	}
+	return &l
+}
+
+// requireConsistent checks that the database holds no partial state: each
+// account's balance is its initial balance less the payments made from it,
+// and each payment moved what its operation asked for, from its account.
+func (d *database) requireConsistent(t *testing.T, ops []operation, payments []payment) {
+	t.Helper()
+	byKey := make(map[string]operation, len(ops))
+	for _, op := range ops {
+		byKey[op.key] = op
+	}
+	want := initialBalances()
+	for _, p := range payments {
+		want[p.account] -= p.amount
+		if op, ok := byKey[p.key]; ok && (op.account != p.account || op.amount != p.amount) {
+			t.Errorf("payment %s of %s: %d from %s, want %d from %s", p.id, p.key, p.amount, p.account, op.amount, op.account)
+		}
+	}
+	require.Equal(t, want, d.balances(t), "account balances, want the initial balances less the payments")
+}
+
+// balances reads every account's balance.
+func (d *database) balances(t *testing.T) map[string]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := d.pool.Query(ctx, `SELECT id, balance_cents FROM accounts WHERE tenant = $1`, tenant)
+	require.NoError(t, err)
+	out := map[string]int64{}
+	var id string
+	var balance int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &balance}, func() error { out[id] = balance; return nil })
+	require.NoError(t, err)
+	return out
+}

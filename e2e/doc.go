@@ -1,0 +1,36 @@
+// Package e2e is the end-to-end evidence for idem's central claim: through
+// network faults, process crashes, database faults and races, every
+// operation made with the idem client against a server built with package
+// server takes effect exactly once, and the client never reports a success
+// that did not happen or a failure that did.
+//
+// The package holds tests only. Every test runs on loopback against real
+// PostgreSQL (DATABASE_URL, each test in a schema of its own, see
+// internal/pgtest), uses the payments API of examples/payments/api as the
+// application, and takes its ground truth from the database (the payments
+// rows and the account balances), never from the client:
+//
+//   - TestChaos: the idem client, a fault-injecting proxy (testserver) in
+//     front of two server nodes with separate connection pools, one
+//     database, and a seeded mix of every fault kind of testserver,
+//     including the hold-until-retry race. 2,000 operations by default.
+//   - TestChaosReplaysWithSeed: two runs with one seed meet the same fault
+//     at every (operation, attempt).
+//   - TestProcessCrash: the server program (examples/payments/server) is
+//     killed with SIGKILL after the claim, after the mutation and after the
+//     commit, under load, and restarted by a supervisor in the test.
+//   - TestTerminatedBackends and TestPostgresRestart: the connections of
+//     in-flight transactions are terminated, and a private PostgreSQL
+//     cluster is restarted, under load.
+//   - TestRetention: a retry after the retention period executes again; one
+//     inside it replays.
+//
+// A failing seeded test prints its seed; rerun it with the same faults:
+//
+//	IDEM_SEED=<seed> go test -race -run TestChaos ./e2e
+//
+// A soak run makes more operations (the flag or the environment variable):
+//
+//	go test -race -run 'TestChaos$' -timeout 2h ./e2e -e2e.ops=100000
+//	IDEM_E2E_OPS=100000 go test -race -run 'TestChaos$' -timeout 2h ./e2e
+package e2e

@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/idemkit/idem/testserver"
+)
+
+// runLoad makes every payment of ops through p on workers goroutines and
+// returns the verdicts, by operation. onDone, when set, is called with the
+// number of operations finished so far each time one finishes (from the
+// worker's goroutine). It stops early when ctx ends; the operations not
+// made then have a zero verdict.
+func runLoad(ctx context.Context, p *payer, ops []operation, workers int, onDone func(done int)) []verdict {
+	verdicts := make([]verdict, len(ops))
+	var next, done atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= len(ops) {
+					return
+				}
+				verdicts[i] = p.pay(ctx, ops[i])
+				if n := int(done.Add(1)); onDone != nil {
+					onDone(n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return verdicts
+}
+
+// at returns an onDone for runLoad that closes reached when n operations
+// have finished.
+func at(n int, reached chan<- struct{}) func(done int) {
+	return func(done int) {
+		if done == n {
+			close(reached)
+		}
+	}
+}
+
+// history records the client's conclusions for testserver.Check.
+func history(ops []operation, verdicts []verdict) *testserver.History {
+	var h testserver.History
+	for i, op := range ops {
+		switch v := verdicts[i]; v.kind {
+		case testserver.OutcomeOK:
+			h.OK(op.key, v.result)
+		case testserver.OutcomeFailed:
+			h.Failed(op.key, v.err)
+		default:
+			h.Unknown(op.key, v.err)
+		}
+	}
+	return &h
+}
+
+// requireExactlyOnce reads the ground truth from the database and fails
+// the test, with the checker's report, the seed and context, when an
+// operation took effect more than once, an ok has no effect (or another
+// payment's id), a definite failure took effect, a payment belongs to no
+// operation, or the balances do not add up.
+func requireExactlyOnce(t *testing.T, db *database, seed uint64, ops []operation, verdicts []verdict, context string) testserver.Report {
+	t.Helper()
+	payments := db.payments(t)
+	report := testserver.Check(ledger(payments), history(ops, verdicts))
+	if err := report.Err(); err != nil {
+		t.Fatalf("exactly-once violated (IDEM_SEED=%d):\n%s\n%s\n%v", seed, report, context, err)
+	}
+	db.requireConsistent(t, ops, payments)
+	t.Logf("checker (IDEM_SEED=%d):\n%s", seed, report)
+	return report
+}
+
+// requireDesigned fails the test when more than maxOff operations ended
+// otherwise than designed: ok for a payment from a funded account, a
+// definite 402 or 400 for the empty and the missing account. An unknown
+// outcome is no violation (the checker says how it ended), but a client
+// that left many unknowns would be no use: maxOff bounds them.
+func requireDesigned(t *testing.T, ops []operation, verdicts []verdict, maxOff int) {
+	t.Helper()
+	var off []string
+	for i, op := range ops {
+		v := verdicts[i]
+		designed := v.status == op.want &&
+			(v.kind == testserver.OutcomeOK) == (op.want == 201) && v.kind != testserver.OutcomeUnknown
+		if !designed {
+			off = append(off, fmt.Sprintf("%s (want %d): %s, status %d: %v", op.key, op.want, v.kind, v.status, v.err))
+		}
+	}
+	if len(off) > maxOff {
+		t.Fatalf("%d of %d operations ended otherwise than designed, want at most %d:\n%s",
+			len(off), len(ops), maxOff, strings.Join(off[:min(len(off), 20)], "\n"))
+	}
+	if len(off) > 0 {
+		t.Logf("%d operations ended otherwise than designed (at most %d allowed):\n%s", len(off), maxOff, strings.Join(off[:min(len(off), 20)], "\n"))
+	}
+}
