@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 )
 
@@ -165,9 +167,12 @@ func (c *capture) send(withLength bool) {
 func (c *capture) response(state recordState, allow func(string) bool) *response {
 	res := &response{state: state, status: c.status, header: http.Header{}}
 	if state == stateDone {
-		for name, values := range c.header {
-			if name = http.CanonicalHeaderKey(name); allow(name) {
-				res.header[name] = append(res.header[name], values...)
+		// Names in sorted order, as net/http sends them, so that values
+		// set under two spellings of one name ("content-type" and
+		// "Content-Type") are stored in the order the client saw them.
+		for _, name := range slices.Sorted(maps.Keys(c.header)) {
+			if canon := http.CanonicalHeaderKey(name); allow(canon) {
+				res.header[canon] = append(res.header[canon], c.header[name]...)
 			}
 		}
 		res.body = c.body.Bytes()

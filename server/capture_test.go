@@ -99,3 +99,15 @@ func TestCaptureStoresOnlyAllowedHeaders(t *testing.T) {
 	res := c.response(stateDone, s.allow)
 	assert.Equal(t, http.Header{"X-Trace": {"1", "2"}, "Content-Type": {"text/plain"}}, res.header)
 }
+
+func TestCaptureStoresSpellingsOfOneNameInWireOrder(t *testing.T) {
+	s := newSettings(Config{})
+	for range 20 { // map order is random: a wrong merge fails about half the time
+		c, _, _ := newTestCapture(100, nil)
+		c.header["content-type"] = []string{"b"}
+		c.header["Content-Type"] = []string{"a"}
+		c.header["CONTENT-TYPE"] = []string{"0"}
+		res := c.response(stateDone, s.allow)
+		assert.Equal(t, []string{"0", "a", "b"}, res.header["Content-Type"], "values in sorted-name order, as net/http sends them")
+	}
+}

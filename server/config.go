@@ -111,7 +111,8 @@ type Config struct {
 	// MaxResponseBytes caps a stored response body. A response that outgrows
 	// it is committed as it stands, marked result-unavailable, and streamed
 	// to the client; a retry then gets 500 result-unavailable and the
-	// handler never runs again. Zero: DefaultMaxResponseBytes.
+	// handler never runs again (a 5xx or a rejection status rolls back
+	// instead, and a retry runs afresh). Zero: DefaultMaxResponseBytes.
 	MaxResponseBytes int
 
 	// ReplayHeaders are response headers replayed besides Content-Type,

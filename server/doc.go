@@ -53,8 +53,10 @@
 // A response larger than Config.MaxResponseBytes, or one the handler
 // flushes or hijacks, is committed at that moment as result-unavailable and
 // streamed; a retry gets 500 result-unavailable and the handler never runs
-// again. Flushing therefore ends a Transactional handler's transaction: do
-// every mutation before the first Flush.
+// again. A 5xx or a rejection status that streams rolls back (or releases
+// the key) at that moment instead, as it would unstreamed, and a retry runs
+// afresh. Flushing therefore ends a Transactional handler's transaction:
+// do every mutation before the first Flush.
 //
 // # Retention
 //

@@ -188,3 +188,47 @@ func retryAfter(t *testing.T, r reply) int {
 	require.NoError(t, err, "Retry-After %q", r.header.Get("Retry-After"))
 	return n
 }
+
+func TestStreamedFailureOrRejectionRollsBack(t *testing.T) {
+	big := strings.Repeat("x", 1000)
+	cases := map[string]struct {
+		status int
+		write  func(w http.ResponseWriter)
+	}{
+		"503 over the cap": {http.StatusServiceUnavailable, func(w http.ResponseWriter) { _, _ = w.Write([]byte(big)) }},
+		"400 flushed": {http.StatusBadRequest, func(w http.ResponseWriter) {
+			_, _ = w.Write([]byte(big[:10]))
+			assert.NoError(t, http.NewResponseController(w).Flush())
+			_, _ = w.Write([]byte(big[10:]))
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, k *kit) {
+				var runs atomic.Int64
+				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					assert.NoError(t, k.effect(r.Context(), "pay"))
+					if runs.Add(1) == 1 {
+						w.WriteHeader(tc.status)
+						tc.write(w)
+						return
+					}
+					w.WriteHeader(http.StatusCreated)
+				})
+				mux := http.NewServeMux()
+				mux.Handle("POST /v1/export", Middleware(k.store, quiet(Config{MaxResponseBytes: 64}))(h))
+				srv := serve(t, mux)
+				first := post(t, srv, "/v1/export", "k-streamed-failure", "{}")
+				assert.Equal(t, tc.status, first.status)
+				assert.Equal(t, big, first.body, "the client gets the whole streamed body")
+				retry := post(t, srv, "/v1/export", "k-streamed-failure", "{}")
+				assert.Equal(t, http.StatusCreated, retry.status, "the retry runs afresh: %s", retry.body)
+				assert.False(t, retry.replayed())
+				assert.EqualValues(t, 2, runs.Load(), "handler runs")
+				if k.pool != nil {
+					assert.Equal(t, 1, k.count(t, "pay"), "the streamed failure's effect rolled back")
+				}
+			})
+		})
+	}
+}

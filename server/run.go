@@ -63,16 +63,25 @@ func (x *runner) finish() {
 	x.cw.send(true)
 }
 
-// settleEarly commits the outcome as result-unavailable when the handler
-// streams (Flush, Hijack, a body over the cap): its effects are durable
-// before any byte leaves, and a retry never runs it again.
+// settleEarly settles the outcome when the handler streams (Flush,
+// Hijack, a body over the cap), before any byte leaves, by the status it
+// chose: the operation's own outcome commits as result-unavailable, so a
+// retry never runs it again; a 5xx or a rejection status rolls back or
+// releases as it would unstreamed, so a retry runs afresh.
 func (x *runner) settleEarly() error {
 	x.settled = true
 	x.ev.Status = x.cw.status
 	call(x.h.s.Hooks.Handled, x.ctx, x.ev)
-	if err := x.complete(stateUnavailable); err != nil {
-		x.commitFailed(err)
-		return err
+	switch x.h.s.outcome(x.cw.status) {
+	case outcomeReject:
+		x.release(true, nil)
+	case outcomeFail:
+		x.release(false, nil)
+	default:
+		if err := x.complete(stateUnavailable); err != nil {
+			x.commitFailed(err)
+			return err
+		}
 	}
 	return nil
 }

@@ -24,9 +24,11 @@ CREATE TABLE IF NOT EXISTS idem_records (
     recovery_point text,
     recovery_data  jsonb,
     -- The stored response: status, allowlisted headers, body byte for byte
-    -- (bytea, never jsonb, which would reorder keys).
+    -- (bytea, never jsonb, which would reorder keys). The headers are a
+    -- binary block (a format byte, then length-prefixed names and values),
+    -- because a field value may hold bytes that jsonb cannot.
     status         integer,
-    headers        jsonb,
+    headers        bytea,
     body           bytea,
     created_at     timestamptz NOT NULL,
     expires_at     timestamptz NOT NULL

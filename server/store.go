@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -157,19 +156,4 @@ type attempt interface {
 	// abort ends a failed attempt: rollback, or release of the key (reject:
 	// the request was refused and nothing happened) or the end of the lease.
 	abort(ctx context.Context, reject bool) error
-}
-
-// encodeHeader and decodeHeader store response headers as JSON: an object
-// of arrays, so that multi-valued headers keep their order.
-func encodeHeader(h http.Header) []byte {
-	b, _ := json.Marshal(h) // a map of string slices cannot fail
-	return b
-}
-
-func decodeHeader(b []byte) (http.Header, error) {
-	h := http.Header{}
-	if len(b) == 0 {
-		return h, nil
-	}
-	return h, json.Unmarshal(b, &h)
 }

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"maps"
+	"net/http"
+	"slices"
+)
+
+// headerFormat is the first byte of a stored header block (the headers
+// column): then, for each name in sorted order, the name, the number of
+// its values and each value, every string prefixed by its length as a
+// uvarint. Bytes rather than jsonb: a field value may hold bytes that are
+// not UTF-8 (obs-text), which JSON cannot carry, and the replay must give
+// back every value as the handler set it.
+const headerFormat = 1
+
+// errStoredHeader is returned for a header block this version cannot read.
+var errStoredHeader = errors.New("server: stored headers are corrupt or of an unknown format")
+
+// encodeHeader gives the stored form of h.
+func encodeHeader(h http.Header) []byte {
+	size := 1
+	for name, values := range h {
+		size += len(name) + 2*binary.MaxVarintLen16
+		for _, v := range values {
+			size += len(v) + binary.MaxVarintLen16
+		}
+	}
+	b := append(make([]byte, 0, size), headerFormat)
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		b = appendString(b, name)
+		b = binary.AppendUvarint(b, uint64(len(h[name])))
+		for _, v := range h[name] {
+			b = appendString(b, v)
+		}
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// decodeHeader reads a block that encodeHeader made; nil or empty is no
+// header.
+func decodeHeader(b []byte) (http.Header, error) {
+	h := http.Header{}
+	if len(b) == 0 {
+		return h, nil
+	}
+	if b[0] != headerFormat {
+		return nil, errStoredHeader
+	}
+	d := headerDecoder{b: b[1:], ok: true}
+	for len(d.b) > 0 && d.ok {
+		name := d.string()
+		n := d.uvarint()
+		if n > uint64(len(d.b)) { // each value takes at least a byte
+			return nil, errStoredHeader
+		}
+		values := make([]string, n)
+		for i := range values {
+			values[i] = d.string()
+		}
+		h[name] = values
+	}
+	if !d.ok {
+		return nil, errStoredHeader
+	}
+	return h, nil
+}
+
+// headerDecoder reads a header block; ok turns false at the first error.
+type headerDecoder struct {
+	b  []byte
+	ok bool
+}
+
+func (d *headerDecoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.ok, d.b = false, nil
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *headerDecoder) string() string {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.ok, d.b = false, nil
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
