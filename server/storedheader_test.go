@@ -33,7 +33,7 @@ func TestStoredHeaderRejectsCorruptBlocks(t *testing.T) {
 	block := encodeHeader(want)
 	for n := range len(block) {
 		got, err := decodeHeader(block[:n]) // never panics
-		if err == nil { // a cut between two names leaves the names before it
+		if err == nil {                     // a cut between two names leaves the names before it
 			for name, values := range got {
 				assert.Equal(t, want[name], values, "decodeHeader(block[:%d])", n)
 			}
