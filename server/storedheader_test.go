@@ -32,8 +32,9 @@ func TestStoredHeaderRejectsCorruptBlocks(t *testing.T) {
 	want := http.Header{"X-Trace": {"a", "bc"}, "Location": {"/x"}}
 	block := encodeHeader(want)
 	for n := range len(block) {
-		got, err := decodeHeader(block[:n]) // never panics
-		if err == nil {                     // a cut between two names leaves the names before it
+		// Never panics; a cut between two names leaves the names before it.
+		got, err := decodeHeader(block[:n])
+		if err == nil {
 			for name, values := range got {
 				assert.Equal(t, want[name], values, "decodeHeader(block[:%d])", n)
 			}
