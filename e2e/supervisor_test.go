@@ -1,0 +1,180 @@
+//go:build unix
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// buildServerProgram compiles examples/payments/server into a temporary
+// directory of t and returns the binary's path.
+func buildServerProgram(t *testing.T) string {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	require.NoError(t, err, "the go command builds the server program")
+	bin := filepath.Join(t.TempDir(), "payments-server")
+	out, err := exec.Command(goCmd, "build", "-o", bin, "github.com/idemkit/idem/examples/payments/server").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// freeAddr returns a loopback address with a port that was free a moment
+// ago: the fixed address of a server and its restarts.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// listenTimeout bounds how long a server program may take to listen.
+const listenTimeout = 30 * time.Second
+
+// supervisor runs the server program as a child process and, each time
+// the child exits, restarts it without the crash switch, on the same
+// address and database, as a service manager would. It keeps how each
+// child ended. It is safe for concurrent use.
+type supervisor struct {
+	bin  string
+	args []string
+	log  *logBuffer // every child's stderr
+
+	mu       sync.Mutex
+	child    *exec.Cmd
+	exits    []*os.ProcessState
+	stopping bool
+	done     chan struct{} // closed when the supervision loop ended
+}
+
+// supervise starts the program with args and the environment env
+// (KEY=value, added to the test's), waits until it listens, and supervises
+// it until the test ends.
+func supervise(t *testing.T, bin string, env []string, args ...string) *supervisor {
+	t.Helper()
+	s := &supervisor{bin: bin, args: args, log: &logBuffer{}, done: make(chan struct{})}
+	first, listening := s.start(env)
+	select {
+	case err := <-listening:
+		require.NoError(t, err, "the server program did not start; log:\n%s", s.log)
+	case <-time.After(listenTimeout):
+		t.Fatalf("the server program did not listen within %s; log:\n%s", listenTimeout, s.log)
+	}
+	go s.loop(first)
+	t.Cleanup(s.stop)
+	return s
+}
+
+// maxRestarts bounds the restarts: a child that keeps dying is a failure
+// to report, not to retry forever.
+const maxRestarts = 3
+
+// start starts a child; listening reports when it printed its listening
+// line, or why it did not.
+func (s *supervisor) start(env []string) (*exec.Cmd, <-chan error) {
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = s.log
+	listening := make(chan error, 1)
+	stdout, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		listening <- err
+		return nil, listening
+	}
+	go func() {
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err == nil && !strings.HasPrefix(line, "payments server: listening on ") {
+			err = fmt.Errorf("first line %q, want the listening line", line)
+		}
+		listening <- err
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	s.mu.Lock()
+	s.child = cmd
+	s.mu.Unlock()
+	return cmd, listening
+}
+
+// loop waits for each child to exit and restarts it, until stop.
+func (s *supervisor) loop(child *exec.Cmd) {
+	defer close(s.done)
+	for child != nil {
+		_ = child.Wait()
+		s.mu.Lock()
+		if s.stopping { // the exit is stop's kill
+			s.mu.Unlock()
+			return
+		}
+		s.exits = append(s.exits, child.ProcessState)
+		again := len(s.exits) <= maxRestarts
+		s.mu.Unlock()
+		if !again {
+			return
+		}
+		fmt.Fprintf(s.log, "supervisor: the child exited (%v); restarting it without the crash switch\n", child.ProcessState)
+		child, _ = s.start(nil) // the clients retry until it listens
+	}
+}
+
+// stop kills the child and ends the supervision. It is safe to call more
+// than once.
+func (s *supervisor) stop() {
+	s.mu.Lock()
+	s.stopping = true
+	if s.child != nil {
+		_ = s.child.Process.Signal(syscall.SIGKILL) // an error: it has exited already
+	}
+	s.mu.Unlock()
+	<-s.done
+}
+
+// exited returns how each child that exited by itself (not by stop) ended.
+func (s *supervisor) exited() []*os.ProcessState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*os.ProcessState(nil), s.exits...)
+}
+
+// killedBySIGKILL reports whether a process ended by SIGKILL.
+func killedBySIGKILL(state *os.ProcessState) bool {
+	ws, ok := state.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// logBuffer collects the children's stderr, for failure messages.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns the last 8 KiB of the log.
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf.String()
+	return s[max(0, len(s)-8<<10):]
+}
