@@ -161,3 +161,15 @@ func responseVerdict(resp *http.Response) verdict {
 	}
 	return v
 }
+
+// retriedOps counts the operations for which p put more than one request
+// on the wire.
+func retriedOps(p *payer, ops []operation) int {
+	var n int
+	for _, op := range ops {
+		if p.attempts(op.key) > 1 {
+			n++
+		}
+	}
+	return n
+}

@@ -56,12 +56,7 @@ func TestProcessCrash(t *testing.T) {
 			require.Contains(t, sup.log.String(), "crash switch: SIGKILL", "the crash switch fired")
 			requireDesigned(t, ops, verdicts, 0)
 			requireExactlyOnce(t, db, seed, ops, verdicts, sup.log.String())
-			var retried int
-			for _, op := range ops {
-				if p.attempts(op.key) > 1 {
-					retried++
-				}
-			}
+			retried := retriedOps(p, ops)
 			require.NotZero(t, retried, "no payment was retried across the crash")
 			t.Logf("%d payments retried across the crash at %s, each ok once", retried, at)
 		})

@@ -1,0 +1,159 @@
+//go:build unix
+
+package e2e
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/internal/pgtest"
+	"github.com/idemkit/idem/testserver"
+)
+
+// The database-fault runs: dbFaultOps payments on dbFaultWorkers
+// goroutines through a plain balancer over two nodes, with the client of
+// the crash runs.
+const (
+	dbFaultOps     = 400
+	dbFaultWorkers = 8
+)
+
+// dbFaultClient is the payer of the database-fault runs.
+func dbFaultClient(url string) *payer {
+	return newPayer(url, clientConfig(2*time.Second), 10*time.Second, 30*time.Second)
+}
+
+// TestTerminatedBackends: while clients make payments, the backends of
+// the nodes' in-flight transactions (found by the application_name of
+// their pools) are terminated one at a time, again and again: during the
+// claim, the handler's mutation, or the commit. Afterwards each payment
+// took effect exactly once, ended as designed, and the balances add up.
+func TestTerminatedBackends(t *testing.T) {
+	seed := testserver.Seed(t)
+	db := openDatabase(t, pgtest.SchemaURL(t))
+	ns := startNodes(t, db.url, 2, api.Config{})
+	proxy := balancer(t, ns, testserver.Config{})
+	ops := workload(seed, dbFaultOps)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// Every terminateEvery payments done, the terminator strikes once:
+	// the pace follows the load, however fast the machine is.
+	strike, loadDone, terminated := make(chan struct{}, 1), make(chan struct{}), make(chan int, 1)
+	go func() { terminated <- terminateInFlight(ctx, t, db, ns.appName, strike, loadDone) }()
+	verdicts := runLoad(ctx, dbFaultClient(proxy.URL), ops, dbFaultWorkers, func(done int) {
+		if done%terminateEvery == 0 {
+			select {
+			case strike <- struct{}{}:
+			default: // the terminator is still at the previous strike
+			}
+		}
+	})
+	close(loadDone)
+	require.NoError(t, ctx.Err(), "the payments did not finish within 2 minutes")
+	kills := <-terminated
+	proxy.Close()
+	ns.close()
+
+	require.GreaterOrEqual(t, kills, 10, "in-flight transactions terminated, want enough to mean something")
+	requireDesigned(t, ops, verdicts, 0)
+	requireExactlyOnce(t, db, seed, ops, verdicts, "")
+	t.Logf("%d in-flight transactions terminated during %d payments", kills, len(ops))
+}
+
+// terminateEvery paces the terminations: often enough to hit every step
+// of a payment many times in a run, rarely enough that most payments run
+// untouched.
+const terminateEvery = 8
+
+// terminateInFlight terminates, at each strike until stop, the backend of
+// one transaction in progress on a connection whose application_name
+// starts with appName, and returns how many it terminated.
+func terminateInFlight(ctx context.Context, t *testing.T, db *database, appName string, strike, stop <-chan struct{}) int {
+	const sql = `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM (
+		SELECT pid FROM pg_stat_activity
+		WHERE application_name LIKE $1 AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
+		ORDER BY random() LIMIT 1) AS victim`
+	var total int
+	for {
+		select {
+		case <-stop:
+			return total
+		case <-ctx.Done():
+			return total
+		case <-strike:
+		}
+		var n int
+		if err := db.pool.QueryRow(ctx, sql, appName+"-%").Scan(&n); err != nil && ctx.Err() == nil {
+			t.Errorf("terminating a backend: %v", err)
+			return total
+		}
+		total += n
+	}
+}
+
+// TestPostgresRestart: a private PostgreSQL cluster is restarted (pg_ctl
+// restart -m fast) while clients make payments through two nodes. The load
+// goes on through the outage; afterwards each payment took effect exactly
+// once and ended as designed, the balances add up, and the nodes serve new
+// payments.
+func TestPostgresRestart(t *testing.T) {
+	pg := startPrivatePostgres(t)
+	seed := testserver.Seed(t)
+	db := openDatabase(t, pg.url())
+	ns := startNodes(t, db.url, 2, api.Config{})
+	proxy := balancer(t, ns, testserver.Config{})
+	p := dbFaultClient(proxy.URL)
+	ops := workload(seed, dbFaultOps)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	before := postmasterStart(ctx, t, db)
+
+	// The restart begins when a third of the payments are done; back is
+	// how many were done when Postgres accepted connections again.
+	third, restarted := make(chan struct{}), make(chan error, 1)
+	var finished, back atomic.Int64
+	go func() {
+		select {
+		case <-third:
+			err := pg.restart()
+			back.Store(finished.Load())
+			restarted <- err
+		case <-ctx.Done():
+			restarted <- ctx.Err()
+		}
+	}()
+	verdicts := runLoad(ctx, p, ops, dbFaultWorkers, func(int) {
+		if finished.Add(1) == int64(len(ops)/3) {
+			close(third)
+		}
+	})
+	require.NoError(t, ctx.Err(), "the payments did not finish within 2 minutes")
+	require.NoError(t, <-restarted)
+	require.NotEqual(t, before, postmasterStart(ctx, t, db), "the postmaster's start time, want a new one after the restart")
+	require.Less(t, back.Load(), int64(len(ops)), "payments done when Postgres was back, want the load still running")
+	retried := retriedOps(p, ops)
+	require.NotZero(t, retried, "no payment was retried: the load did not feel the restart")
+	t.Logf("Postgres restarted after %d payments, back after %d; %d payments retried", len(ops)/3, back.Load(), retried)
+
+	fresh := workload(seed+1, 50)
+	freshVerdicts := runLoad(ctx, p, fresh, dbFaultWorkers, nil)
+	proxy.Close()
+	ns.close()
+	requireDesigned(t, fresh, freshVerdicts, 0)
+	requireDesigned(t, ops, verdicts, 0)
+	requireExactlyOnce(t, db, seed, append(ops, fresh...), append(verdicts, freshVerdicts...), "")
+}
+
+// postmasterStart returns when the database server started.
+func postmasterStart(ctx context.Context, t *testing.T, db *database) time.Time {
+	t.Helper()
+	var start time.Time
+	require.NoError(t, db.pool.QueryRow(ctx, `SELECT pg_postmaster_start_time()`).Scan(&start))
+	return start
+}
