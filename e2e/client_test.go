@@ -41,7 +41,10 @@ type verdict struct {
 	kind   testserver.OutcomeKind
 	status int    // the last status received, 0 when none
 	result string // the payment id (OutcomeOK only)
-	err    error  // why, for the other kinds
+	// replayed is true when the response was a stored one
+	// (Idempotent-Replayed: true).
+	replayed bool
+	err      error // why, for the other kinds
 }
 
 // payer makes payments through an idem client, as an application does: one
@@ -140,7 +143,7 @@ func errorVerdict(err error) verdict {
 // that stored nothing), anything else, or a body cut short, unknown.
 func responseVerdict(resp *http.Response) verdict {
 	defer resp.Body.Close()
-	v := verdict{kind: testserver.OutcomeUnknown, status: resp.StatusCode}
+	v := verdict{kind: testserver.OutcomeUnknown, status: resp.StatusCode, replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var created struct {
 		PaymentID string `json:"payment_id"`
