@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -69,40 +70,6 @@ func (s *PostgresStore) claim(ctx context.Context, c *claimArgs) (claimResult, e
 	return res, err
 }
 
-// claimTx begins the transaction and tries the claim in one round trip;
-// the transaction stays open for the handler when the claim is won.
-func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult, error) {
-	conn, err := s.db.Acquire(ctx)
-	if err != nil {
-		return claimResult{}, err
-	}
-	token := uuid.New()
-	b := &pgx.Batch{}
-	b.BeginTx(pgx.TxOptions{})
-	b.Queue(sqlInsert, s.claimValues(c, token)...)
-	br := conn.SendBatch(ctx, b)
-	tx := br.Tx()
-	_, err = br.Exec() // BEGIN
-	var inserted bool
-	if err == nil {
-		inserted, err = scanClaim(br.QueryRow())
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	var res claimResult
-	var g grant
-	if err == nil {
-		res, g, err = s.settle(ctx, tx, c, token, inserted)
-	}
-	if err != nil || res.verdict != vClaimed {
-		endTx(ctx, conn, tx)
-		return res, err
-	}
-	res.att = newTxAttempt(s, conn, tx, c.scope, token, g.attempt)
-	return res, nil
-}
-
 // claimLeased claims the key in statements that commit on their own, so
 // the lease is durable before the handler runs.
 func (s *PostgresStore) claimLeased(ctx context.Context, c *claimArgs) (claimResult, error) {
@@ -141,9 +108,9 @@ type grant struct {
 	recovery *Recovery
 }
 
-// settle turns a claim that did not insert into a verdict: it reads the
-// record, and reclaims an expired one or takes over an expired lease, or
-// claims again when the record vanished; each read also puts back the
+// settle turns a Leased claim that did not insert into a verdict: it reads
+// the record, and reclaims an expired one or takes over an expired lease,
+// or claims again when the record vanished; each read also puts back the
 // session's lock_timeout that the lost statement left at the bound.
 func (s *PostgresStore) settle(ctx context.Context, q querier, c *claimArgs, token uuid.UUID, inserted bool) (claimResult, grant, error) {
 	for range maxClaimRounds {
@@ -182,7 +149,9 @@ func (s *PostgresStore) steal(ctx context.Context, q querier, c *claimArgs, toke
 	if v == vReclaim {
 		row = q.QueryRow(ctx, sqlReclaim, s.claimValues(c, token)...)
 	} else {
-		row = q.QueryRow(ctx, sqlTakeover, c.scope[:], [16]byte(token), leaseArg(c), s.offset(), [16]byte(f.token), lockTimeout(c.wait))
+		lockA, lockB := c.lockKeys()
+		row = q.QueryRow(ctx, sqlTakeover, c.scope[:], [16]byte(token), leaseArg(c), s.offset(), [16]byte(f.token),
+			lockTimeout(c.wait), lockA, lockB)
 	}
 	var g grant
 	var point *string
@@ -217,8 +186,15 @@ func leaseArg(c *claimArgs) any {
 // [16]byte, which pgx encodes in binary, rather than through uuid.UUID's
 // driver.Valuer text form.
 func (s *PostgresStore) claimValues(c *claimArgs, token uuid.UUID) []any {
+	lockA, lockB := c.lockKeys()
 	return []any{c.scope[:], c.tenant, c.principal, c.route, c.key, fingerprintAlg, c.fp,
-		[16]byte(token), leaseArg(c), c.retention, s.offset(), lockTimeout(c.wait)}
+		[16]byte(token), leaseArg(c), c.retention, s.offset(), lockTimeout(c.wait), lockA, lockB}
+}
+
+// lockKeys are the keys of the scope's advisory lock: the first eight
+// bytes of the scope hash.
+func (c *claimArgs) lockKeys() (int32, int32) {
+	return int32(binary.BigEndian.Uint32(c.scope[0:4])), int32(binary.BigEndian.Uint32(c.scope[4:8]))
 }
 
 // lockTimeout renders a wait bound for lock_timeout, where 0 would mean

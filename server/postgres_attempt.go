@@ -8,8 +8,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // insert tries to claim the key: true when this request now owns it.
@@ -28,9 +26,14 @@ func scanClaim(row pgx.Row) (bool, error) {
 }
 
 // read reads the record as it stands, in a statement of its own so that it
-// sees a claim that committed while the INSERT waited; nil when there is
-// none.
+// sees a claim that committed while an earlier statement waited, and puts
+// back the session's lock_timeout; nil when there is none.
 func (s *PostgresStore) read(ctx context.Context, q querier, c *claimArgs) (*found, error) {
+	return scanFound(q.QueryRow(ctx, sqlSelect, c.scope[:], s.offset()))
+}
+
+// scanFound reads the row of sqlSelect or sqlRead.
+func scanFound(row pgx.Row) (*found, error) {
 	var f found
 	var present bool
 	var fpAlg, state *string
@@ -40,8 +43,7 @@ func (s *PostgresStore) read(ctx context.Context, q querier, c *claimArgs) (*fou
 	var leftMicros *int64
 	var status *int
 	var header, body []byte
-	err := q.QueryRow(ctx, sqlSelect, c.scope[:], s.offset()).Scan(&present, &fpAlg, &f.fp, &state, &token,
-		&attempt, &expired, &leftMicros, &status, &header, &body)
+	err := row.Scan(&present, &fpAlg, &f.fp, &state, &token, &attempt, &expired, &leftMicros, &status, &header, &body)
 	if err != nil || !present {
 		return nil, err
 	}
@@ -57,68 +59,6 @@ func (s *PostgresStore) read(ctx context.Context, q querier, c *claimArgs) (*fou
 		f.resp = &response{state: f.state, status: *status, header: h, body: body}
 	}
 	return &f, nil
-}
-
-// pgTxAttempt is a Transactional claim: an open transaction on a
-// connection of its own, which the handler shares through a guardTx.
-type pgTxAttempt struct {
-	s     *PostgresStore
-	conn  *pgxpool.Conn
-	tx    pgx.Tx
-	guard *guardTx
-	scope [32]byte
-	token uuid.UUID
-	n     int
-}
-
-func newTxAttempt(s *PostgresStore, conn *pgxpool.Conn, tx pgx.Tx, scope [32]byte, token uuid.UUID, n int) *pgTxAttempt {
-	return &pgTxAttempt{s: s, conn: conn, tx: tx, guard: &guardTx{Tx: tx}, scope: scope, token: token, n: n}
-}
-
-func (a *pgTxAttempt) number() int       { return a.n }
-func (a *pgTxAttempt) handlerTx() pgx.Tx { return a.guard }
-func (a *pgTxAttempt) lease() *Lease     { return nil }
-
-// complete stores the response and commits in one round trip. Any failure
-// (the handler's statements had aborted the transaction, the commit failed,
-// the connection broke) is an error: the caller must not send the
-// handler's response, whose effects may not have committed.
-func (a *pgTxAttempt) complete(ctx context.Context, res *response) error {
-	a.guard.close()
-	b := &pgx.Batch{}
-	b.Queue(sqlComplete, a.scope[:], [16]byte(a.token), string(res.state), res.status, encodeHeader(res.header), res.body)
-	b.Queue("commit")
-	br := a.conn.SendBatch(ctx, b)
-	updated, err := br.Exec()
-	if err == nil && updated.RowsAffected() != 1 {
-		err = errors.New("the claimed record is gone")
-	}
-	if err == nil {
-		var committed pgconn.CommandTag
-		committed, err = br.Exec()
-		if err == nil && committed.String() != "COMMIT" {
-			err = fmt.Errorf("commit answered %s", committed)
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	endTx(ctx, a.conn, a.tx) // rolls back only what did not commit
-	if err != nil {
-		return fmt.Errorf("server: commit: %w", err)
-	}
-	return nil
-}
-
-// abort rolls the transaction back: claim and effects vanish together.
-func (a *pgTxAttempt) abort(ctx context.Context, reject bool) error {
-	a.guard.close()
-	err := a.tx.Rollback(ctx)
-	a.conn.Release()
-	if err != nil {
-		return fmt.Errorf("server: rollback: %w", err)
-	}
-	return nil
 }
 
 // pgFence runs the token-fenced statements of an attempt.

@@ -1,0 +1,176 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// claimTx begins the transaction, tries the scope's lock and reads the
+// record in one round trip; the transaction stays open for the handler
+// when the claim is won. A new key writes nothing until the commit.
+func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult, error) {
+	conn, err := s.db.Acquire(ctx)
+	if err != nil {
+		return claimResult{}, err
+	}
+	lockA, lockB := c.lockKeys()
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	b.Queue(sqlTryLock, lockA, lockB)
+	b.Queue(sqlRead, c.scope[:], s.offset())
+	br := conn.SendBatch(ctx, b)
+	tx := br.Tx()
+	var locked bool
+	var f *found
+	_, err = br.Exec() // BEGIN
+	if err == nil {
+		err = br.QueryRow().Scan(&locked)
+	}
+	if err == nil {
+		f, err = scanFound(br.QueryRow())
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	token := uuid.New()
+	var res claimResult
+	var att *pgTxAttempt
+	if err == nil {
+		res, att, err = s.settleTx(ctx, tx, c, token, locked, f)
+	}
+	if err != nil || res.verdict != vClaimed {
+		endTx(ctx, conn, tx)
+		return res, err
+	}
+	att.s, att.conn, att.tx, att.guard = s, conn, tx, &guardTx{Tx: tx}
+	res.att = att
+	return res, nil
+}
+
+// settleTx turns what the first round trip found into a verdict: a record
+// that answers the request, or a claim of a new key or of an expired
+// record or lease, which needs the scope's lock. Without it, it waits for
+// the lock (another claim of the scope is running) and looks again.
+func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, token uuid.UUID, locked bool, f *found) (claimResult, *pgTxAttempt, error) {
+	var err error
+	for range maxClaimRounds {
+		v := vClaimed // no record: a new key
+		if f != nil {
+			v = decide(f, c)
+		}
+		switch {
+		case v != vClaimed && v != vReclaim && v != vTakeover:
+			return f.result(v), nil, nil
+		case !locked:
+			if f, err = s.waitAndRead(ctx, tx, c); err != nil {
+				return claimResult{}, nil, err
+			}
+			locked = true
+		case v == vClaimed:
+			return claimResult{verdict: vClaimed}, &pgTxAttempt{c: c, token: token, n: 1, fresh: true}, nil
+		default:
+			g, won, err := s.steal(ctx, tx, c, token, f, v)
+			if err != nil {
+				return claimResult{}, nil, err
+			}
+			if won {
+				return claimResult{verdict: vClaimed}, &pgTxAttempt{c: c, token: token, n: g.attempt}, nil
+			}
+			if f, err = s.read(ctx, tx, c); err != nil { // it changed (swept, or completed by its lease)
+				return claimResult{}, nil, err
+			}
+		}
+	}
+	return claimResult{}, nil, errClaimContention
+}
+
+// waitAndRead waits for the scope's lock, at most the wait bound (SQLSTATE
+// 55P03 past it), and reads the record again, in one round trip.
+func (s *PostgresStore) waitAndRead(ctx context.Context, tx pgx.Tx, c *claimArgs) (*found, error) {
+	lockA, lockB := c.lockKeys()
+	b := &pgx.Batch{}
+	b.Queue(sqlWaitLock, lockA, lockB, lockTimeout(c.wait))
+	b.Queue(sqlSelect, c.scope[:], s.offset())
+	br := tx.SendBatch(ctx, b)
+	_, err := br.Exec()
+	var f *found
+	if err == nil {
+		f, err = scanFound(br.QueryRow())
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return f, err
+}
+
+// pgTxAttempt is a Transactional claim: an open transaction on a
+// connection of its own, which holds the scope's lock and which the
+// handler shares through a guardTx.
+type pgTxAttempt struct {
+	s     *PostgresStore
+	conn  *pgxpool.Conn
+	tx    pgx.Tx
+	guard *guardTx
+	c     *claimArgs
+	token uuid.UUID
+	n     int
+	fresh bool // a new key: the record is inserted at commit, not updated
+}
+
+func (a *pgTxAttempt) number() int       { return a.n }
+func (a *pgTxAttempt) handlerTx() pgx.Tx { return a.guard }
+func (a *pgTxAttempt) lease() *Lease     { return nil }
+
+// complete stores the response and commits in one round trip. Any failure
+// (the handler's statements had aborted the transaction, the commit failed,
+// the connection broke, a record of the key appeared that no lock
+// excluded) is an error: the caller must not send the handler's response,
+// whose effects may not have committed.
+func (a *pgTxAttempt) complete(ctx context.Context, res *response) error {
+	a.guard.close()
+	b := &pgx.Batch{}
+	if c := a.c; a.fresh {
+		b.Queue(sqlInsertDone, c.scope[:], c.tenant, c.principal, c.route, c.key, fingerprintAlg, c.fp,
+			string(res.state), [16]byte(a.token), a.s.offset(), c.retention, res.status, encodeHeader(res.header), res.body)
+	} else {
+		b.Queue(sqlComplete, c.scope[:], [16]byte(a.token), string(res.state), res.status, encodeHeader(res.header), res.body)
+	}
+	b.Queue("commit")
+	br := a.conn.SendBatch(ctx, b)
+	stored, err := br.Exec()
+	if err == nil && stored.RowsAffected() != 1 {
+		err = errors.New("the claimed record is gone")
+	}
+	if err == nil {
+		var committed pgconn.CommandTag
+		committed, err = br.Exec()
+		if err == nil && committed.String() != "COMMIT" {
+			err = fmt.Errorf("commit answered %s", committed)
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	endTx(ctx, a.conn, a.tx) // rolls back only what did not commit
+	if err != nil {
+		return fmt.Errorf("server: commit: %w", err)
+	}
+	return nil
+}
+
+// abort rolls the transaction back: claim and effects vanish together.
+func (a *pgTxAttempt) abort(ctx context.Context, reject bool) error {
+	a.guard.close()
+	err := a.tx.Rollback(ctx)
+	a.conn.Release()
+	if err != nil {
+		return fmt.Errorf("server: rollback: %w", err)
+	}
+	return nil
+}
