@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -53,7 +52,7 @@ const listenTimeout = 30 * time.Second
 type supervisor struct {
 	bin  string
 	args []string
-	log  *logBuffer // every child's stderr
+	log  *os.File // every child's stderr, and the supervisor's notes
 
 	mu       sync.Mutex
 	child    *exec.Cmd
@@ -67,13 +66,16 @@ type supervisor struct {
 // it until the test ends.
 func supervise(t *testing.T, bin string, env []string, args ...string) *supervisor {
 	t.Helper()
-	s := &supervisor{bin: bin, args: args, log: &logBuffer{}, done: make(chan struct{})}
+	log, err := os.Create(filepath.Join(t.TempDir(), "server.log"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = log.Close() })
+	s := &supervisor{bin: bin, args: args, log: log, done: make(chan struct{})}
 	first, listening := s.start(env)
 	select {
 	case err := <-listening:
-		require.NoError(t, err, "the server program did not start; log:\n%s", s.log)
+		require.NoError(t, err, "the server program did not start; log:\n%s", s.logTail())
 	case <-time.After(listenTimeout):
-		t.Fatalf("the server program did not listen within %s; log:\n%s", listenTimeout, s.log)
+		t.Fatalf("the server program did not listen within %s; log:\n%s", listenTimeout, s.logTail())
 	}
 	go s.loop(first)
 	t.Cleanup(s.stop)
@@ -159,22 +161,18 @@ func killedBySIGKILL(state *os.ProcessState) bool {
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
-// logBuffer collects the children's stderr, for failure messages.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// logText returns the children's log.
+func (s *supervisor) logText() string {
+	data, err := os.ReadFile(s.log.Name())
+	if err != nil {
+		return fmt.Sprintf("(the log cannot be read: %v)", err)
+	}
+	return string(data)
 }
 
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns the last 8 KiB of the log.
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf.String()
-	return s[max(0, len(s)-8<<10):]
+// logTail returns the last 8 KiB of the children's log, for failure
+// messages.
+func (s *supervisor) logTail() string {
+	text := s.logText()
+	return text[max(0, len(text)-8<<10):]
 }
