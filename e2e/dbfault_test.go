@@ -114,32 +114,16 @@ func TestPostgresRestart(t *testing.T) {
 	defer cancel()
 	before := postmasterStart(ctx, t, db)
 
-	// The restart begins when a third of the payments are done; back is
-	// how many were done when Postgres accepted connections again.
-	third, restarted := make(chan struct{}), make(chan error, 1)
-	var finished, back atomic.Int64
-	go func() {
-		select {
-		case <-third:
-			err := pg.restart()
-			back.Store(finished.Load())
-			restarted <- err
-		case <-ctx.Done():
-			restarted <- ctx.Err()
-		}
-	}()
-	verdicts := runLoad(ctx, p, ops, dbFaultWorkers, func(int) {
-		if finished.Add(1) == int64(len(ops)/3) {
-			close(third)
-		}
-	})
+	onDone, restarted := restartAfter(ctx, pg, len(ops)/3)
+	verdicts := runLoad(ctx, p, ops, dbFaultWorkers, onDone)
 	require.NoError(t, ctx.Err(), "the payments did not finish within 2 minutes")
-	require.NoError(t, <-restarted)
+	back, err := restarted()
+	require.NoError(t, err)
 	require.NotEqual(t, before, postmasterStart(ctx, t, db), "the postmaster's start time, want a new one after the restart")
-	require.Less(t, back.Load(), int64(len(ops)), "payments done when Postgres was back, want the load still running")
+	require.Less(t, back, int64(len(ops)), "payments done when Postgres was back, want the load still running")
 	retried := retriedOps(p, ops)
 	require.NotZero(t, retried, "no payment was retried: the load did not feel the restart")
-	t.Logf("Postgres restarted after %d payments, back after %d; %d payments retried", len(ops)/3, back.Load(), retried)
+	t.Logf("Postgres restarted after %d payments, back after %d; %d payments retried", len(ops)/3, back, retried)
 
 	fresh := workload(seed+1, 50)
 	freshVerdicts := runLoad(ctx, p, fresh, dbFaultWorkers, nil)
@@ -148,6 +132,31 @@ func TestPostgresRestart(t *testing.T) {
 	requireDesigned(t, fresh, freshVerdicts, 0)
 	requireDesigned(t, ops, verdicts, 0)
 	requireExactlyOnce(t, db, seed, append(ops, fresh...), append(verdicts, freshVerdicts...), "")
+}
+
+// restartAfter returns an onDone for runLoad that restarts pg once n
+// payments are done, in a goroutine of its own so that the load goes on,
+// and restarted, which waits for the restart and returns its error and how
+// many payments were done when Postgres accepted connections again.
+func restartAfter(ctx context.Context, pg *privatePostgres, n int) (onDone func(int), restarted func() (int64, error)) {
+	begin, end := make(chan struct{}), make(chan error, 1)
+	var finished, back atomic.Int64
+	go func() {
+		select {
+		case <-begin:
+			err := pg.restart()
+			back.Store(finished.Load())
+			end <- err
+		case <-ctx.Done():
+			end <- ctx.Err()
+		}
+	}()
+	onDone = func(int) {
+		if finished.Add(1) == int64(n) {
+			close(begin)
+		}
+	}
+	return onDone, func() (int64, error) { err := <-end; return back.Load(), err }
 }
 
 // postmasterStart returns when the database server started.

@@ -38,16 +38,6 @@ func runLoad(ctx context.Context, p *payer, ops []operation, workers int, onDone
 	return verdicts
 }
 
-// at returns an onDone for runLoad that closes reached when n operations
-// have finished.
-func at(n int, reached chan<- struct{}) func(done int) {
-	return func(done int) {
-		if done == n {
-			close(reached)
-		}
-	}
-}
-
 // history records the client's conclusions for testserver.Check.
 func history(ops []operation, verdicts []verdict) *testserver.History {
 	var h testserver.History
