@@ -102,6 +102,12 @@ func runChaos(t *testing.T, seed uint64, n int) chaosRun {
 	return run
 }
 
+// minCoverageOps is the smallest run that must meet every fault kind: at
+// 1,000 payments (some 1,150 attempts) each kind, at 1% of the attempts or
+// more, is expected 11 times or more, and all 15 are met but for a chance
+// of about 1 in 6,000 (a seed that misses, misses again on a rerun).
+const minCoverageOps = 1000
+
 // TestChaos: through a seeded mix of every fault, each payment takes
 // effect at most once, each ok is a payment made, each definite failure
 // made none, the balances add up, and nearly every payment ends as
@@ -112,6 +118,10 @@ func TestChaos(t *testing.T) {
 	summary := testserver.Summarize(run.events)
 	requireExactlyOnce(t, run.db, seed, run.ops, run.verdicts, summary.String())
 	requireDesigned(t, run.ops, run.verdicts, len(run.ops)/100)
+	if len(run.ops) < minCoverageOps {
+		t.Logf("event log (%d payments: too few to require every fault kind):\n%s", len(run.ops), summary)
+		return
+	}
 	for _, kind := range testserver.Kinds() {
 		if summary.Faults[kind] == 0 {
 			t.Errorf("no %s fault in %d requests (IDEM_SEED=%d): the run does not cover it", kind, summary.Requests, seed)
