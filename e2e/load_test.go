@@ -55,20 +55,19 @@ func history(ops []operation, verdicts []verdict) *testserver.History {
 }
 
 // requireExactlyOnce reads the ground truth from the database and fails
-// the test, with the checker's report, the seed and context, when an
+// the test, with the checker's report, the seed and detail, when an
 // operation took effect more than once, an ok has no effect (or another
 // payment's id), a definite failure took effect, a payment belongs to no
 // operation, or the balances do not add up.
-func requireExactlyOnce(t *testing.T, db *database, seed uint64, ops []operation, verdicts []verdict, context string) testserver.Report {
+func requireExactlyOnce(t *testing.T, db *database, seed uint64, ops []operation, verdicts []verdict, detail string) {
 	t.Helper()
 	payments := db.payments(t)
 	report := testserver.Check(ledger(payments), history(ops, verdicts))
 	if err := report.Err(); err != nil {
-		t.Fatalf("exactly-once violated (IDEM_SEED=%d):\n%s\n%s\n%v", seed, report, context, err)
+		t.Fatalf("exactly-once violated (IDEM_SEED=%d):\n%s\n%s\n%v", seed, report, detail, err)
 	}
 	db.requireConsistent(t, ops, payments)
 	t.Logf("checker (IDEM_SEED=%d):\n%s", seed, report)
-	return report
 }
 
 // requireDesigned fails the test when more than maxOff operations ended
