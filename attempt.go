@@ -31,23 +31,18 @@ type result struct {
 
 // wireTrace counts the connections an attempt was sent on. GotConn fires
 // once per connection, including the new one net/http picks when it re-sends
-// a request by itself after a reused connection broke. It lives in the call
-// and is reset per attempt.
+// a request by itself after a reused connection broke. Each attempt gets its
+// own: net/http may still read an attempt's hooks from its connection's
+// goroutines after the attempt ended.
 type wireTrace struct {
 	conns atomic.Int32
-	count func(httptrace.GotConnInfo)
 	hooks httptrace.ClientTrace
 }
 
-func (w *wireTrace) start(ctx context.Context) context.Context {
-	w.conns.Store(0)
-	if w.count == nil {
-		w.count = func(httptrace.GotConnInfo) { w.conns.Add(1) }
-	}
-	// WithClientTrace composes the caller's hooks into hooks, so it starts
-	// afresh each attempt.
-	w.hooks = httptrace.ClientTrace{GotConn: w.count}
-	return httptrace.WithClientTrace(ctx, &w.hooks)
+func newWireTrace() *wireTrace {
+	w := &wireTrace{}
+	w.hooks.GotConn = func(httptrace.GotConnInfo) { w.conns.Add(1) }
+	return w
 }
 
 // attempt sends one attempt of the call through its host's breaker, and
@@ -57,7 +52,8 @@ func (c *call) attempt(ctx context.Context) result {
 	if c.t.cfg.AttemptTimeout > 0 {
 		actx, done = context.WithTimeout(ctx, c.t.cfg.AttemptTimeout)
 	}
-	actx = c.trace.start(actx)
+	trace := newWireTrace()
+	actx = httptrace.WithClientTrace(actx, &trace.hooks)
 	start := c.t.now()
 	req, err := c.request(actx)
 	if err != nil {
@@ -70,16 +66,16 @@ func (c *call) attempt(ctx context.Context) result {
 		done()
 		return result{certainty: NotSent, err: err, open: true}
 	}
-	res := c.send(req, done)
+	res := c.send(req, trace, done)
 	res.elapsed = c.t.now().Sub(start)
 	report(res.outcome(ctx.Err() != nil))
 	return res
 }
 
 // send runs the base transport for one attempt and settles its response.
-func (c *call) send(req *http.Request, done context.CancelFunc) result {
+func (c *call) send(req *http.Request, trace *wireTrace, done context.CancelFunc) result {
 	resp, err := c.t.base.RoundTrip(req)
-	conns := int(c.trace.conns.Load())
+	conns := int(trace.conns.Load())
 	res := result{wire: max(1, conns), certainty: Responded}
 	if err != nil {
 		done()

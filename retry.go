@@ -19,7 +19,6 @@ type call struct {
 	safe       bool          // keyed or idempotent: an ambiguous attempt may be retried
 	body       requestBody
 	last       *http.Request // the request of the latest attempt
-	trace      wireTrace     // counts the connections of the current attempt
 
 	attempts  int           // requests put on the wire
 	retries   int           // retries made
