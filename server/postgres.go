@@ -28,7 +28,12 @@ var _ DB = (*pgxpool.Pool)(nil)
 // PostgresStore keeps idempotency records in the idem_records table that
 // Migrate creates, in the schema the pool's search_path selects. Two
 // middleware instances on two pools (two server nodes) over one database
-// share its records. It is safe for concurrent use.
+// share its records. Claims of one key exclude each other with
+// transaction-level advisory locks in the two-int4 key space
+// (pg_advisory_xact_lock(int, int), keyed by the scope's hash), apart from
+// the bigint advisory locks that applications and migration tools mostly
+// use; should an application's two-int4 lock share a key, a claim only
+// waits for it. It is safe for concurrent use.
 type PostgresStore struct {
 	db DB
 	// clock is added to the database's statement_timestamp(); tests move

@@ -38,7 +38,7 @@ func TestConcurrentDuplicatesOverTwoNodes(t *testing.T) {
 		wg.Go(func() { replies[i] = post(t, srv, "/v1/payments", "k-storm", `{"amount": 10}`) })
 	}
 	recv(t, g.entered)
-	nodeA.waitForWaiters(t, 8) // duplicates queue on the unique index behind the open transaction
+	nodeA.waitForWaiters(t, 8) // duplicates queue on the scope's lock behind the open transaction
 	g.open()
 	wg.Wait()
 

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/pgtest"
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// The scope's advisory lock is what makes claims of one key wait for each
+// other: these tests cover what the behaviour tests over both stores
+// cannot.
+
+func TestLeasedClaimWaitsForATransactionalClaim(t *testing.T) {
+	k := postgresKit(t)
+	g := newGate(t, k)
+	route := func(*http.Request) string { return "POST /v1/payments" } // one operation, two modes (a rolling deploy)
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{Route: route}))(g))
+	leased := func(wait time.Duration) http.Handler {
+		return Middleware(k.store, quiet(Config{Route: route, Mode: Leased, WaitBound: wait}))(g)
+	}
+	mux.Handle("POST /v2/payments/hasty", leased(50*time.Millisecond))
+	mux.Handle("POST /v2/payments/patient", leased(time.Minute))
+	srv := serve(t, mux)
+
+	first := make(chan reply)
+	go func() { first <- post(t, srv, "/v1/payments", "k-modes", "{}") }()
+	recv(t, g.entered)
+	hastyCh := make(chan reply) // a request that runs the handler would hold: receive with a bound
+	go func() { hastyCh <- post(t, srv, "/v2/payments/hasty", "k-modes", "{}") }()
+	hasty := recv(t, hastyCh)
+	assert.Equal(t, http.StatusConflict, hasty.status, hasty.body)
+	assert.Equal(t, wire.ProblemKeyInFlight, problemName(t, hasty))
+
+	patient := make(chan reply)
+	go func() { patient <- post(t, srv, "/v2/payments/patient", "k-modes", "{}") }()
+	k.waitForWaiters(t, 1)
+	g.open()
+	r1, r2 := recv(t, first), recv(t, patient)
+	assert.Equal(t, http.StatusCreated, r1.status)
+	assert.Equal(t, http.StatusCreated, r2.status, r2.body)
+	assert.True(t, r2.replayed(), "the Leased claim waited for the Transactional one and replays it")
+	assert.Equal(t, r1.body, r2.body)
+	assert.EqualValues(t, 1, g.runs.Load())
+	assert.Equal(t, 1, k.count(t, "pay"))
+}
+
+func TestRecordWrittenWithoutTheLockFailsTheCommit(t *testing.T) {
+	k := postgresKit(t)
+	const key, route = "k-unlocked", "POST /v1/payments"
+	foreign := func(ctx context.Context) error { // a writer that took no lock: an older node, a manual insert
+		scope := scopeHash("", "", route, key)
+		fp := fingerprintV1(&fpInput{method: "POST", route: route, body: []byte("{}")})
+		_, err := k.pool.Exec(ctx, sqlInsertDone, scope[:], "", "", route, key, fingerprintAlg, fp, string(stateDone),
+			[16]byte(uuid.New()), time.Duration(0), time.Hour, http.StatusCreated, encodeHeader(http.Header{}), []byte("foreign"))
+		return err
+	}
+	var runs int
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs++
+		assert.NoError(t, k.effect(r.Context(), "pay"))
+		assert.NoError(t, foreign(r.Context()))
+		w.WriteHeader(http.StatusCreated)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{}))(h))
+	srv := serve(t, mux)
+	first := post(t, srv, "/v1/payments", key, "{}")
+	assert.Equal(t, http.StatusInternalServerError, first.status, first.body)
+	assert.Equal(t, problemCommitFailed, problemName(t, first))
+	assert.Equal(t, 0, k.count(t, "pay"), "the handler's effects rolled back")
+	retry := post(t, srv, "/v1/payments", key, "{}")
+	assert.True(t, retry.replayed())
+	assert.Equal(t, "foreign", retry.body, "the record that committed first stands")
+	assert.Equal(t, 1, runs)
+}
+
+func TestWaiterThatClaimsKeepsTheSessionLockTimeout(t *testing.T) {
+	url, app := appURL(t, pgtest.SchemaURL(t))
+	k := postgresKitOn(t, pgtest.NewPool(t, url+"&lock_timeout=7s"))
+	k.watch(t, app)
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	seen := make(chan string, 1)
+	var runs int
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if runs++; runs == 1 {
+			entered <- struct{}{}
+			hold(t, release)
+			w.WriteHeader(http.StatusServiceUnavailable) // rolls back: the waiter claims
+			return
+		}
+		tx, _ := Tx(r.Context())
+		var timeout string
+		assert.NoError(t, tx.QueryRow(r.Context(), `SHOW lock_timeout`).Scan(&timeout))
+		seen <- timeout
+		w.WriteHeader(http.StatusCreated)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{WaitBound: time.Minute}))(h))
+	srv := serve(t, mux)
+	first := make(chan reply)
+	go func() { first <- post(t, srv, "/v1/payments", "k-wait-lt", "{}") }()
+	recv(t, entered)
+	waiter := make(chan reply)
+	go func() { waiter <- post(t, srv, "/v1/payments", "k-wait-lt", "{}") }()
+	k.waitForWaiters(t, 1)
+	close(release)
+	assert.Equal(t, http.StatusServiceUnavailable, recv(t, first).status)
+	require.Equal(t, http.StatusCreated, recv(t, waiter).status)
+	assert.Equal(t, "7s", recv(t, seen), "a claim that waited for the lock hands the handler the session's lock_timeout")
+}
