@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -170,7 +169,13 @@ func (c *capture) response(state recordState, allow func(string) bool) *response
 		// Names in sorted order, as net/http sends them, so that values
 		// set under two spellings of one name ("content-type" and
 		// "Content-Type") are stored in the order the client saw them.
-		for _, name := range slices.Sorted(maps.Keys(c.header)) {
+		var buf [16]string
+		names := buf[:0]
+		for name := range c.header {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
 			if canon := http.CanonicalHeaderKey(name); allow(canon) {
 				res.header[canon] = append(res.header[canon], c.header[name]...)
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"hash"
 	"net/http"
 	"strings"
 )
@@ -70,58 +69,56 @@ func fingerprintWith(alg string, in *fpInput) ([]byte, bool) {
 	}
 }
 
-// fingerprintV1 is SHA-256 over length-prefixed fields: method, route, path
-// values, headers, then the body as canonical JSON (tagged "json") or its
-// raw bytes (tagged "raw").
+// fingerprintV1 is SHA-256 over length-prefixed fields: method, route,
+// path values, headers, then the body as canonical JSON (tagged "json") or
+// its raw bytes (tagged "raw"). Its bytes must never change (the test pins
+// them): a new algorithm gets a new name.
 func fingerprintV1(in *fpInput) []byte {
-	h := sha256.New()
-	writeFields(h, fingerprintAlg, in.method, in.route)
-	writePairs(h, in.pathValues)
-	writePairs(h, in.headers)
+	var buf [256]byte
+	b := appendFields(buf[:0], fingerprintAlg, in.method, in.route)
+	b = appendPairs(b, in.pathValues)
+	b = appendPairs(b, in.headers)
+	body, tag := in.body, "raw"
 	if canon, ok := canonicalJSON(in.body); ok {
-		writeFields(h, "json")
-		writeBytes(h, canon)
-	} else {
-		writeFields(h, "raw")
-		writeBytes(h, in.body)
+		body, tag = canon, "json"
 	}
+	b = appendFields(b, tag)
+	b = appendLen(b, len(body))
+	if len(b)+len(body) <= len(buf) { // one buffer, hashed without a heap copy
+		sum := sha256.Sum256(append(b, body...))
+		return sum[:]
+	}
+	h := sha256.New()
+	_, _ = h.Write(b)
+	_, _ = h.Write(body)
 	return h.Sum(nil)
 }
 
-func writePairs(h hash.Hash, pairs [][2]string) {
-	writeLen(h, len(pairs))
+func appendPairs(b []byte, pairs [][2]string) []byte {
+	b = appendLen(b, len(pairs))
 	for _, p := range pairs {
-		writeFields(h, p[0], p[1])
+		b = appendFields(b, p[0], p[1])
 	}
+	return b
 }
 
-func writeFields(h hash.Hash, fields ...string) {
+func appendFields(b []byte, fields ...string) []byte {
 	for _, f := range fields {
-		writeLen(h, len(f))
-		_, _ = h.Write([]byte(f))
+		b = append(appendLen(b, len(f)), f...)
 	}
+	return b
 }
 
-func writeBytes(h hash.Hash, b []byte) {
-	writeLen(h, len(b))
-	_, _ = h.Write(b)
-}
-
-func writeLen(h hash.Hash, n int) {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(n))
-	_, _ = h.Write(b[:])
+func appendLen(b []byte, n int) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(n))
 }
 
 // scopeHash is the record's identity: SHA-256 over the length-prefixed
 // (tenant, principal, route, key), so that index keys stay 32 bytes
 // whatever the lengths of the parts.
 func scopeHash(tenant, principal, route, key string) [32]byte {
-	h := sha256.New()
-	writeFields(h, "idem-scope-v1", tenant, principal, route, key)
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
+	var buf [256]byte
+	return sha256.Sum256(appendFields(buf[:0], "idem-scope-v1", tenant, principal, route, key))
 }
 
 // matches reports whether a stored digest made with alg is the digest of

@@ -32,33 +32,40 @@ func (s *PostgresStore) read(ctx context.Context, q querier, c *claimArgs) (*fou
 	return scanFound(q.QueryRow(ctx, sqlSelect, c.scope[:], s.offset()))
 }
 
-// scanFound reads the row of sqlSelect or sqlRead.
+// recordRow is a row of sqlSelect or sqlRead, scanned into one value.
+type recordRow struct {
+	present      bool
+	fpAlg, state *string
+	fp           []byte
+	token        *[16]byte
+	attempt      *int
+	expired      *bool
+	leftMicros   *int64
+	status       *int
+	header, body []byte
+}
+
+// scanFound reads the row of sqlSelect or sqlRead: nil when no record.
 func scanFound(row pgx.Row) (*found, error) {
-	var f found
-	var present bool
-	var fpAlg, state *string
-	var token *[16]byte
-	var attempt *int
-	var expired *bool
-	var leftMicros *int64
-	var status *int
-	var header, body []byte
-	err := row.Scan(&present, &fpAlg, &f.fp, &state, &token, &attempt, &expired, &leftMicros, &status, &header, &body)
-	if err != nil || !present {
+	var r recordRow
+	err := row.Scan(&r.present, &r.fpAlg, &r.fp, &r.state, &r.token, &r.attempt, &r.expired, &r.leftMicros,
+		&r.status, &r.header, &r.body)
+	if err != nil || !r.present {
 		return nil, err
 	}
-	f.fpAlg, f.state, f.token, f.attempt, f.expired = *fpAlg, recordState(*state), uuid.UUID(*token), *attempt, *expired
-	if leftMicros != nil {
-		f.leaseLeft = time.Duration(*leftMicros) * time.Microsecond
+	f := &found{fpAlg: *r.fpAlg, fp: r.fp, state: recordState(*r.state), token: uuid.UUID(*r.token),
+		attempt: *r.attempt, expired: *r.expired}
+	if r.leftMicros != nil {
+		f.leaseLeft = time.Duration(*r.leftMicros) * time.Microsecond
 	}
-	if f.state != stateRunning && status != nil {
-		h, err := decodeHeader(header)
+	if f.state != stateRunning && r.status != nil {
+		h, err := decodeHeader(r.header)
 		if err != nil {
 			return nil, fmt.Errorf("server: stored headers: %w", err)
 		}
-		f.resp = &response{state: f.state, status: *status, header: h, body: body}
+		f.resp = &response{state: f.state, status: *r.status, header: h, body: r.body}
 	}
-	return &f, nil
+	return f, nil
 }
 
 // pgFence runs the token-fenced statements of an attempt.
