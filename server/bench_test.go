@@ -55,6 +55,28 @@ func pay(w http.ResponseWriter, r *http.Request, tx pgx.Tx) error {
 	return err
 }
 
+// plainPayments is the payment endpoint without the middleware: pay in a
+// transaction of its own.
+func plainPayments(pool *pgxpool.Pool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := pgx.BeginFunc(r.Context(), pool, func(tx pgx.Tx) error { return pay(w, r, tx) })
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		}
+	})
+}
+
+// idemPayments is the payment endpoint behind the middleware (default
+// Config) over Postgres: pay in the middleware's transaction.
+func idemPayments(pool *pgxpool.Pool) http.Handler {
+	return Middleware(NewPostgresStore(pool), quiet(Config{}))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tx, _ := Tx(r.Context())
+		if err := pay(w, r, tx); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		}
+	}))
+}
+
 func benchPool(b *testing.B) (*pgxpool.Pool, string) {
 	b.Helper()
 	app := "idem_bench_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:8]
@@ -86,18 +108,7 @@ func benchPool(b *testing.B) (*pgxpool.Pool, string) {
 func BenchmarkPayment(b *testing.B) {
 	pool, app := benchPool(b)
 	cpu := cpuMeter{pool: pool, app: app}
-	plain := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := pgx.BeginFunc(r.Context(), pool, func(tx pgx.Tx) error { return pay(w, r, tx) })
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		}
-	})
-	idem := Middleware(NewPostgresStore(pool), quiet(Config{}))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tx, _ := Tx(r.Context())
-		if err := pay(w, r, tx); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		}
-	}))
+	plain, idem := plainPayments(pool), idemPayments(pool)
 	fresh := func(i int64) (string, int64) { return uuid.NewString(), i }
 	replayKey := uuid.NewString()
 	retry := func(int64) (string, int64) { return replayKey, 0 } // the same request every time

@@ -48,6 +48,17 @@ func (m cpuMeter) read(b *testing.B) cpuSample {
 	return s
 }
 
+// used is the CPU this process and the backends spent since before.
+func (m cpuMeter) used(b *testing.B, before cpuSample) time.Duration {
+	b.Helper()
+	after := m.read(b)
+	used := after.self - before.self
+	for pid, cpu := range after.backends {
+		used += cpu - before.backends[pid]
+	}
+	return used
+}
+
 // report adds go-cpu-us/req and, when /proc shows the backends,
 // pg-cpu-us/req.
 func (m cpuMeter) report(b *testing.B, before cpuSample, requests int) {

