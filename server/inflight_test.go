@@ -110,6 +110,11 @@ func TestWaitingDuplicateRunsWhenTheFirstFails(t *testing.T) {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				return
 			}
+			if tx, ok := Tx(r.Context()); ok {
+				var timeout string
+				assert.NoError(t, tx.QueryRow(r.Context(), `SHOW lock_timeout`).Scan(&timeout))
+				assert.Equal(t, "0", timeout, "a claim that waited for the lock leaves the session's lock_timeout")
+			}
 			w.WriteHeader(http.StatusCreated)
 		})
 		mux := http.NewServeMux()
@@ -134,49 +139,76 @@ func TestWaitingDuplicateRunsWhenTheFirstFails(t *testing.T) {
 	})
 }
 
-func TestUnstorableResultIsNeverRunAgain(t *testing.T) {
+// TestStreamedResults: a response that streams (over the cap, flushed,
+// hijacked) settles when it starts streaming, by its status: the
+// operation's own outcome commits as result-unavailable and never runs
+// again; a 5xx or a rejection status rolls back, and the retry runs afresh.
+func TestStreamedResults(t *testing.T) {
 	big := strings.Repeat("x", 1000)
-	handlers := map[string]func(w http.ResponseWriter){
-		"over the cap": func(w http.ResponseWriter) {
-			_, _ = w.Write([]byte(big[:40]))
-			_, _ = w.Write([]byte(big[40:]))
-		},
-		"hijacked": func(w http.ResponseWriter) {
-			conn, buf, err := http.NewResponseController(w).Hijack()
-			if !assert.NoError(t, err) {
-				return
-			}
-			defer conn.Close()
-			_, _ = fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(big), big)
-			_ = buf.Flush()
-		},
-		"flushed": func(w http.ResponseWriter) {
-			_, _ = w.Write([]byte(big[:40]))
-			assert.NoError(t, http.NewResponseController(w).Flush())
-			_, _ = w.Write([]byte(big[40:]))
-		},
+	overTheCap := func(w http.ResponseWriter) {
+		_, _ = w.Write([]byte(big[:40]))
+		_, _ = w.Write([]byte(big[40:]))
 	}
-	for name, write := range handlers {
+	flushed := func(w http.ResponseWriter) {
+		_, _ = w.Write([]byte(big[:40]))
+		assert.NoError(t, http.NewResponseController(w).Flush())
+		_, _ = w.Write([]byte(big[40:]))
+	}
+	hijacked := func(w http.ResponseWriter) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if !assert.NoError(t, err) {
+			return
+		}
+		defer conn.Close()
+		_, _ = fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(big), big)
+		_ = buf.Flush()
+	}
+	cases := map[string]struct {
+		status int // 0: the handler sets none
+		write  func(w http.ResponseWriter)
+		rerun  bool // rolled back: the retry runs afresh
+	}{
+		"200 over the cap": {0, overTheCap, false},
+		"200 flushed":      {0, flushed, false},
+		"200 hijacked":     {0, hijacked, false},
+		"503 over the cap": {http.StatusServiceUnavailable, overTheCap, true},
+		"400 flushed":      {http.StatusBadRequest, flushed, true},
+	}
+	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			eachStore(t, func(t *testing.T, k *kit) {
 				var runs atomic.Int64
 				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					runs.Add(1)
 					assert.NoError(t, k.effect(r.Context(), "pay"))
+					if runs.Add(1) > 1 {
+						w.WriteHeader(http.StatusCreated)
+						return
+					}
 					w.Header().Set("Content-Type", "text/plain")
-					write(w)
+					if tc.status != 0 {
+						w.WriteHeader(tc.status)
+					}
+					tc.write(w)
 				})
 				mux := http.NewServeMux()
 				mux.Handle("POST /v1/export", Middleware(k.store, quiet(Config{MaxResponseBytes: 64}))(h))
 				srv := serve(t, mux)
 				first := post(t, srv, "/v1/export", "k-big", "{}")
-				assert.Equal(t, http.StatusOK, first.status)
+				assert.Equal(t, max(tc.status, http.StatusOK), first.status)
 				assert.Equal(t, big, first.body, "the client gets the whole streamed body")
 				retry := post(t, srv, "/v1/export", "k-big", "{}")
-				assert.Equal(t, http.StatusInternalServerError, retry.status)
-				assert.Equal(t, wire.ProblemResultUnavailable, problemName(t, retry))
-				assert.EqualValues(t, 1, runs.Load(), "the handler never runs again")
-				assert.Equal(t, 1, k.count(t, "pay"), "the effects committed")
+				if tc.rerun {
+					assert.Equal(t, http.StatusCreated, retry.status, "the retry runs afresh: %s", retry.body)
+					assert.False(t, retry.replayed())
+					assert.EqualValues(t, 2, runs.Load(), "handler runs")
+				} else {
+					assert.Equal(t, http.StatusInternalServerError, retry.status)
+					assert.Equal(t, wire.ProblemResultUnavailable, problemName(t, retry))
+					assert.EqualValues(t, 1, runs.Load(), "the handler never runs again")
+				}
+				if k.pool != nil {
+					assert.Equal(t, 1, k.count(t, "pay"), "one run's effects committed")
+				}
 			})
 		})
 	}
@@ -187,48 +219,4 @@ func retryAfter(t *testing.T, r reply) int {
 	n, err := strconv.Atoi(r.header.Get("Retry-After"))
 	require.NoError(t, err, "Retry-After %q", r.header.Get("Retry-After"))
 	return n
-}
-
-func TestStreamedFailureOrRejectionRollsBack(t *testing.T) {
-	big := strings.Repeat("x", 1000)
-	cases := map[string]struct {
-		status int
-		write  func(w http.ResponseWriter)
-	}{
-		"503 over the cap": {http.StatusServiceUnavailable, func(w http.ResponseWriter) { _, _ = w.Write([]byte(big)) }},
-		"400 flushed": {http.StatusBadRequest, func(w http.ResponseWriter) {
-			_, _ = w.Write([]byte(big[:10]))
-			assert.NoError(t, http.NewResponseController(w).Flush())
-			_, _ = w.Write([]byte(big[10:]))
-		}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			eachStore(t, func(t *testing.T, k *kit) {
-				var runs atomic.Int64
-				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					assert.NoError(t, k.effect(r.Context(), "pay"))
-					if runs.Add(1) == 1 {
-						w.WriteHeader(tc.status)
-						tc.write(w)
-						return
-					}
-					w.WriteHeader(http.StatusCreated)
-				})
-				mux := http.NewServeMux()
-				mux.Handle("POST /v1/export", Middleware(k.store, quiet(Config{MaxResponseBytes: 64}))(h))
-				srv := serve(t, mux)
-				first := post(t, srv, "/v1/export", "k-streamed-failure", "{}")
-				assert.Equal(t, tc.status, first.status)
-				assert.Equal(t, big, first.body, "the client gets the whole streamed body")
-				retry := post(t, srv, "/v1/export", "k-streamed-failure", "{}")
-				assert.Equal(t, http.StatusCreated, retry.status, "the retry runs afresh: %s", retry.body)
-				assert.False(t, retry.replayed())
-				assert.EqualValues(t, 2, runs.Load(), "handler runs")
-				if k.pool != nil {
-					assert.Equal(t, 1, k.count(t, "pay"), "the streamed failure's effect rolled back")
-				}
-			})
-		})
-	}
 }

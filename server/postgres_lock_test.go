@@ -8,9 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idem/internal/pgtest"
 	"github.com/idemkit/idem/internal/wire"
 )
 
@@ -81,39 +79,4 @@ func TestRecordWrittenWithoutTheLockFailsTheCommit(t *testing.T) {
 	assert.True(t, retry.replayed())
 	assert.Equal(t, "foreign", retry.body, "the record that committed first stands")
 	assert.Equal(t, 1, runs)
-}
-
-func TestWaiterThatClaimsKeepsTheSessionLockTimeout(t *testing.T) {
-	url, app := appURL(t, pgtest.SchemaURL(t))
-	k := postgresKitOn(t, pgtest.NewPool(t, url+"&lock_timeout=7s"))
-	k.watch(t, app)
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	seen := make(chan string, 1)
-	var runs int
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if runs++; runs == 1 {
-			entered <- struct{}{}
-			hold(t, release)
-			w.WriteHeader(http.StatusServiceUnavailable) // rolls back: the waiter claims
-			return
-		}
-		tx, _ := Tx(r.Context())
-		var timeout string
-		assert.NoError(t, tx.QueryRow(r.Context(), `SHOW lock_timeout`).Scan(&timeout))
-		seen <- timeout
-		w.WriteHeader(http.StatusCreated)
-	})
-	mux := http.NewServeMux()
-	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{WaitBound: time.Minute}))(h))
-	srv := serve(t, mux)
-	first := make(chan reply)
-	go func() { first <- post(t, srv, "/v1/payments", "k-wait-lt", "{}") }()
-	recv(t, entered)
-	waiter := make(chan reply)
-	go func() { waiter <- post(t, srv, "/v1/payments", "k-wait-lt", "{}") }()
-	k.waitForWaiters(t, 1)
-	close(release)
-	assert.Equal(t, http.StatusServiceUnavailable, recv(t, first).status)
-	require.Equal(t, http.StatusCreated, recv(t, waiter).status)
-	assert.Equal(t, "7s", recv(t, seen), "a claim that waited for the lock hands the handler the session's lock_timeout")
 }
