@@ -81,8 +81,8 @@ func (t *stormTally) add(o stormTally) {
 	t.conflicts += o.conflicts
 }
 
-// storm sends *stormSize identical requests with key at once and checks
-// how they ended.
+// storm sends *stormSize identical requests with key at once, and returns
+// how they ended, their latencies and the storm's wall time.
 func storm(b *testing.B, client *http.Client, url, key string) (stormTally, []time.Duration, time.Duration) {
 	b.Helper()
 	n := *stormSize
@@ -102,10 +102,17 @@ func storm(b *testing.B, client *http.Client, url, key string) (stormTally, []ti
 	close(start)
 	done.Wait()
 	took := time.Since(t0)
+	tally, latencies := tallyStorm(b, results)
+	return tally, latencies, took
+}
 
+// tallyStorm counts how the requests of a storm ended, and fails unless
+// exactly one executed and every other replayed its body or got 409.
+func tallyStorm(b *testing.B, results []stormResult) (stormTally, []time.Duration) {
+	b.Helper()
 	var tally stormTally
 	var body string
-	latencies := make([]time.Duration, 0, n)
+	latencies := make([]time.Duration, 0, len(results))
 	for i, r := range results {
 		latencies = append(latencies, r.latency)
 		switch {
@@ -130,7 +137,7 @@ func storm(b *testing.B, client *http.Client, url, key string) (stormTally, []ti
 	if tally.executed != 1 {
 		b.Fatalf("storm: %d executions, want 1 (%d replays, %d 409s)", tally.executed, tally.replayed, tally.conflicts)
 	}
-	return tally, latencies, took
+	return tally, latencies
 }
 
 type stormResult struct {
