@@ -64,3 +64,46 @@ func benchmarkPOST(b *testing.B, stack func(*http.Transport) http.RoundTripper) 
 		}
 	}
 }
+
+// The stack's own cost, without the network's noise: the same two stacks
+// over an in-memory base that answers at once.
+//
+//	go test -run '^$' -bench 'InMemory$' -benchmem -count 10 .
+
+func BenchmarkTransportInMemory(b *testing.B) {
+	benchmarkInMemory(b, NewTransport(Config{Base: instantBase{}}))
+}
+
+func BenchmarkBareTransportInMemory(b *testing.B) {
+	benchmarkInMemory(b, keyedBare{instantBase{}})
+}
+
+// instantBase answers every request with a small 201, as a server would.
+type instantBase struct{}
+
+func (instantBase) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	const reply = `{"payment_id":"pay_0123456789","status":"succeeded"}`
+	return &http.Response{
+		StatusCode: http.StatusCreated, ContentLength: int64(len(reply)), Request: r,
+		Header: http.Header{"Content-Type": {"application/json"}},
+		Body:   io.NopCloser(strings.NewReader(reply)),
+	}, nil
+}
+
+func benchmarkInMemory(b *testing.B, rt http.RoundTripper) {
+	client := &http.Client{Transport: rt}
+	body := `{"account_id":"acc_1","amount_cents":1250,"currency":"EUR"}`
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := client.Post("http://api.test/v1/payments", "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
