@@ -72,3 +72,27 @@ func TestHooksRunInOrder(t *testing.T) {
 		assert.Equal(t, "refused", rec.take(), "key-missing")
 	})
 }
+
+// A refusal made before the claim (key-missing, key-invalid) still names
+// the caller's scope.
+func TestRefusalEventsCarryTheScope(t *testing.T) {
+	var mu sync.Mutex
+	var seen []Event
+	refused := func(_ context.Context, e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, e)
+	}
+	scope := func(*http.Request) (string, string) { return "acme", "alice" }
+	mw := Middleware(NewMemoryStore(), quiet(Config{Scope: scope, Hooks: Hooks{Refused: refused}}))
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+	srv := serve(t, mux)
+	post(t, srv, "/v1/payments", "", `{}`)
+	post(t, srv, "/v1/payments", "bad key", `{}`)
+	require.Len(t, seen, 2)
+	for _, e := range seen {
+		assert.Equal(t, "acme", e.Tenant, "problem %s", e.Problem)
+		assert.Equal(t, "alice", e.Principal, "problem %s", e.Problem)
+	}
+}

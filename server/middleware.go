@@ -80,7 +80,8 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *claimArgs, a
 		return nil, false
 	}
 	fields := r.Header.Values(wire.HeaderKey)
-	ev := Event{Route: route, Mode: h.s.Mode}
+	tenant, principal := h.s.scope(r)
+	ev := Event{Tenant: tenant, Principal: principal, Route: route, Mode: h.s.Mode}
 	switch {
 	case len(fields) == 0 && (h.s.Keys == KeyOptional || r.Method == http.MethodPut || r.Method == http.MethodDelete):
 		return nil, false
@@ -102,11 +103,11 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *claimArgs, a
 		h.refuse(w, r, ev, *p)
 		return nil, true
 	}
-	return h.claimArgs(r, route, key, body), false
+	return h.claimArgs(r, ev, body), false
 }
 
-func (h *handler) claimArgs(r *http.Request, route, key string, body []byte) *claimArgs {
-	tenant, principal := h.s.scope(r)
+func (h *handler) claimArgs(r *http.Request, ev Event, body []byte) *claimArgs {
+	tenant, principal, route, key := ev.Tenant, ev.Principal, ev.Route, ev.Key
 	in := newFPInput(r, route, body, h.s.fpHeaders)
 	return &claimArgs{
 		scope:  scopeHash(tenant, principal, route, key),
