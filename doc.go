@@ -50,6 +50,19 @@
 // started: the call fails at once with ErrDeadline. Config.AttemptTimeout
 // optionally bounds each attempt, until its response body is closed.
 //
+// # Protecting the server
+//
+// Retries must not sink a service that is already failing. Every retry
+// spends a token from a Budget (by default each first attempt earns a tenth
+// of a retry, plus a floor of 10 retries per second), so that in a full
+// outage retries add about 10% to the load instead of multiplying it; a
+// retry without a token ends the call with ErrBudgetExhausted. Each attempt
+// also passes the circuit breaker of its host (sony/gobreaker, one per
+// scheme://host:port): after repeated failures it opens and calls fail fast
+// with ErrCircuitOpen until probes succeed. The stack, from the caller down:
+// key attachment, the retry loop (asking the budget before each retry), the
+// breaker (around each attempt), the base transport.
+//
 // # Counting attempts
 //
 // net/http's Transport itself re-sends a keyed or idempotent request on a
