@@ -52,20 +52,21 @@ func (c *call) attempt(ctx context.Context) result {
 	if c.t.cfg.AttemptTimeout > 0 {
 		actx, done = context.WithTimeout(ctx, c.t.cfg.AttemptTimeout)
 	}
+	report, err := c.t.breakers.allow(c.req.URL)
+	if err != nil {
+		done()
+		return result{certainty: NotSent, err: err, open: true}
+	}
 	trace := newWireTrace()
 	actx = httptrace.WithClientTrace(actx, &trace.hooks)
 	start := c.t.now()
 	req, err := c.request(actx)
 	if err != nil {
 		done()
+		report(errAttemptExcluded)
 		return result{certainty: NotSent, err: err}
 	}
 	c.last = req
-	report, err := c.t.breakers.allow(req.URL)
-	if err != nil {
-		done()
-		return result{certainty: NotSent, err: err, open: true}
-	}
 	res := c.send(req, trace, done)
 	res.elapsed = c.t.now().Sub(start)
 	report(res.outcome(ctx.Err() != nil))
@@ -115,7 +116,9 @@ func (c *call) settle(resp *http.Response, done context.CancelFunc, res *result)
 	}
 	limit := c.readAheadLimit(resp)
 	if limit <= 0 {
-		resp.Body = &cancelOnClose{ReadCloser: resp.Body, done: done}
+		if c.t.cfg.AttemptTimeout > 0 {
+			resp.Body = &cancelOnClose{ReadCloser: resp.Body, done: done}
+		}
 		res.resp = resp
 		return
 	}

@@ -19,7 +19,7 @@ type requestBody struct {
 	orig    io.ReadCloser
 	getBody func() (io.ReadCloser, error)
 	once    *onceBody // wraps orig when it cannot be rewound
-	used    bool
+	used    bool      // orig was handed to the transport, which closes it
 }
 
 func newRequestBody(req *http.Request) requestBody {
@@ -41,7 +41,6 @@ func (b *requestBody) next() (io.ReadCloser, error) {
 	case b.getBody != nil:
 		return b.getBody()
 	case b.once == nil:
-		b.used = true
 		b.once = &onceBody{rc: b.orig}
 	}
 	b.once.reuse()
@@ -54,10 +53,13 @@ func (b *requestBody) resendable() bool {
 }
 
 // release ends the call: a body without GetBody is closed now, or when the
-// transport is done with it.
+// transport is done with it; a body no attempt carried is closed now.
 func (b *requestBody) release() {
-	if b.once != nil {
+	switch {
+	case b.once != nil:
 		b.once.release()
+	case b.orig != nil && !b.used:
+		b.orig.Close()
 	}
 }
 

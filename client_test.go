@@ -143,3 +143,36 @@ func mustGet(t *testing.T, url string) *http.Request {
 	require.NoError(t, err)
 	return req
 }
+
+// The caller's body is closed when no attempt carries it: the context
+// ended first, or the host's breaker is open.
+func TestBodyClosedWhenNeverSent(t *testing.T) {
+	t.Run("context ended", func(t *testing.T) {
+		tr, _ := newTestTransport(t, Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		body := &closeCounter{Reader: strings.NewReader("x")}
+		req := post(t, ctx, "http://api.test/pay", "")
+		req.Body = body
+		_, err := tr.RoundTrip(req)
+		require.ErrorIs(t, err, context.Canceled)
+		assert.EqualValues(t, 1, body.closes.Load())
+	})
+	t.Run("breaker open", func(t *testing.T) {
+		host := &fakeHost{}
+		host.status.Store(503)
+		tr, _ := newTestTransport(t, Config{Base: host, MaxAttempts: 1, NoBudget: true})
+		for range DefaultBreakerConsecutiveFailures {
+			resp, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/pay", `{}`))
+			require.NoError(t, err)
+			discard(resp)
+		}
+		body := &closeCounter{Reader: strings.NewReader("x")}
+		req := post(t, context.Background(), "http://api.test/pay", "")
+		req.Body = body
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
+		_, err := tr.RoundTrip(req)
+		require.ErrorIs(t, err, ErrCircuitOpen)
+		assert.EqualValues(t, 1, body.closes.Load())
+	})
+}

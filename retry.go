@@ -154,16 +154,15 @@ func (c *call) exhausted(res result) (*http.Response, error) {
 // the context's deadline or the budget has no token for the retry; then, or
 // when the context ends during the wait, it returns the call's error.
 func (c *call) wait(ctx context.Context, res result) error {
+	discard(res.resp)
 	d, why := c.delay(res)
 	if deadline, ok := ctx.Deadline(); ok {
 		if left := deadline.Sub(c.t.now()); d >= left {
-			discard(res.resp)
 			return c.giveUp(res, ErrDeadline, res.err,
 				fmt.Sprintf("the next wait of %s (%s) would end past the context deadline, %s away",
 					d.Round(time.Millisecond), why, left.Round(time.Millisecond)))
 		}
 	}
-	discard(res.resp)
 	if c.t.budget != nil && !c.t.budget.allowRetry() {
 		return c.giveUp(res, ErrBudgetExhausted, res.err, "")
 	}
