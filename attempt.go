@@ -75,7 +75,7 @@ func (c *call) attempt(ctx context.Context) result {
 
 // send runs the base transport for one attempt and settles its response.
 func (c *call) send(req *http.Request, trace *wireTrace, done context.CancelFunc) result {
-	resp, err := c.t.base.RoundTrip(req)
+	resp, err := c.t.cfg.Base.RoundTrip(req)
 	conns := int(trace.conns.Load())
 	res := result{wire: max(1, conns), certainty: Responded}
 	if err != nil {

@@ -93,7 +93,6 @@ type Config struct {
 // each attempt; the base transport.
 type Transport struct {
 	cfg      Config
-	base     http.RoundTripper
 	log      *slog.Logger
 	budget   *Budget   // nil: no budget
 	breakers *breakers // nil: no breakers
@@ -125,7 +124,6 @@ func NewTransport(cfg Config) *Transport {
 	}
 	t := &Transport{
 		cfg:    cfg,
-		base:   cfg.Base,
 		log:    log,
 		budget: cfg.Budget,
 		now:    time.Now,
@@ -174,7 +172,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // CloseIdleConnections closes the idle connections of the base transport,
 // when it has that method. http.Client.CloseIdleConnections calls it.
 func (t *Transport) CloseIdleConnections() {
-	if ci, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+	if ci, ok := t.cfg.Base.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
 	}
 }

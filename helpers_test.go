@@ -43,7 +43,7 @@ func newTestTransport(t *testing.T, cfg Config) (*Transport, *clock) {
 	clk := &clock{}
 	tr.sleep = clk.sleep
 	tr.rand = func() float64 { return 0.5 }
-	if base, ok := tr.base.(*http.Transport); ok {
+	if base, ok := tr.cfg.Base.(*http.Transport); ok {
 		t.Cleanup(base.CloseIdleConnections)
 	}
 	return tr, clk

@@ -59,15 +59,15 @@ func isIdempotent(method string) bool {
 // requestKey decides the key of a call, in this order: a key the caller set
 // in the header, a key named with WithKey, none when opted out or when the
 // method is idempotent, else a new one. It returns the bare key and the
-// header value to send ("" for none).
+// header value to send ("" for none), or why the caller's key is invalid.
 func (t *Transport) requestKey(req *http.Request) (key, field string, err error) {
 	if fields := req.Header.Values(KeyHeader); len(fields) > 0 {
 		if len(fields) > 1 {
-			return "", "", fmt.Errorf("%w: the request has %d Idempotency-Key headers, want one", ErrKeyInvalid, len(fields))
+			return "", "", fmt.Errorf("the request has %d Idempotency-Key headers, want one", len(fields))
 		}
 		key, err := wire.ParseKey(fields[0])
 		if err != nil {
-			return "", "", fmt.Errorf("%w: header value: %v", ErrKeyInvalid, err)
+			return "", "", fmt.Errorf("Idempotency-Key header: %w", err)
 		}
 		return key, fields[0], nil
 	}
@@ -75,7 +75,7 @@ func (t *Transport) requestKey(req *http.Request) (key, field string, err error)
 	switch {
 	case choice.named:
 		if err := wire.ValidateKey(choice.key); err != nil {
-			return "", "", fmt.Errorf("%w: WithKey: %v", ErrKeyInvalid, err)
+			return "", "", fmt.Errorf("WithKey: %w", err)
 		}
 		key = choice.key
 	case choice.optOut || isIdempotent(req.Method):

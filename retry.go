@@ -39,7 +39,7 @@ const (
 func (t *Transport) newCall(req *http.Request) (*call, error) {
 	key, field, err := t.requestKey(req)
 	if err != nil {
-		return nil, &Error{Method: req.Method, URL: redact(req), Attempts: 0, Reason: ErrKeyInvalid, Err: err}
+		return nil, &Error{Method: req.Method, URL: redact(req), Certainty: NotSent, Reason: ErrKeyInvalid, Err: err}
 	}
 	return &call{
 		t: t, req: req, key: key, field: field,
