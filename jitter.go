@@ -66,13 +66,6 @@ func (b Backoff) Delay(n int, prev time.Duration, u float64) time.Duration {
 	}
 }
 
-// Bound returns the largest wait Delay can return for retry n under full,
-// equal or no jitter: min(cap, base*2^n).
-func (b Backoff) Bound(n int) time.Duration {
-	base, cap := b.bounds()
-	return exponential(base, cap, n)
-}
-
 func (b Backoff) bounds() (base, cap time.Duration) {
 	base, cap = b.Base, b.Cap
 	if base <= 0 {
