@@ -1,8 +1,8 @@
 package idem
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
@@ -129,11 +129,8 @@ func (c *call) settle(resp *http.Response, done context.CancelFunc, res *result)
 		return
 	}
 	res.resp = resp
-	if wire.IsProblem(resp.Header.Get("Content-Type")) {
-		var p wire.Problem
-		if json.Unmarshal(buf, &p) == nil {
-			res.problem = p.Name()
-		}
+	if p, ok := wire.ReadProblem(resp.Header.Get("Content-Type"), bytes.NewReader(buf), maxProblemBytes); ok {
+		res.problem = p.Name()
 	}
 }
 
