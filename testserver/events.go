@@ -58,26 +58,31 @@ type Event struct {
 	Err string `json:"err,omitempty"`
 }
 
-// eventLog keeps the events of a Server.
+// eventLog keeps the events of a Server: the latest max of them in a ring
+// (all of them when max is 0), so that logging costs O(1) however many are
+// kept.
 type eventLog struct {
 	mu      sync.Mutex
-	max     int     // 0: keep all
-	events  []Event // the latest max events, in logging order
-	total   int     // events ever logged
-	arrived int     // requests ever numbered
-	changed chan struct{}
+	max     int           // 0: keep all
+	events  []Event       // the kept events; once len(events) == max, a ring
+	next    int           // the ring's oldest event, overwritten by the next add
+	total   int           // events ever logged
+	arrived int           // requests ever numbered
+	changed chan struct{} // closed at the next change; nil when nobody waits
 }
 
 func newEventLog(max int) *eventLog {
-	return &eventLog{max: max, changed: make(chan struct{})}
+	return &eventLog{max: max}
 }
 
 func (l *eventLog) add(e Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.events = append(l.events, e)
-	if l.max > 0 && len(l.events) > l.max {
-		l.events = append(l.events[:0], l.events[len(l.events)-l.max:]...)
+	if l.max == 0 || len(l.events) < l.max {
+		l.events = append(l.events, e)
+	} else {
+		l.events[l.next] = e
+		l.next = (l.next + 1) % l.max
 	}
 	l.total++
 	l.broadcast()
@@ -91,17 +96,27 @@ func (l *eventLog) arrive() {
 	l.broadcast()
 }
 
+// broadcast wakes the waiters, if any; called with l.mu held.
 func (l *eventLog) broadcast() {
-	close(l.changed)
-	l.changed = make(chan struct{})
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 }
 
-// snapshot returns a copy of the kept events, the total logged and a
-// channel closed at the next change.
-func (l *eventLog) snapshot() ([]Event, int, <-chan struct{}) {
+// kept returns a copy of the kept events in logging order; called with
+// l.mu held.
+func (l *eventLog) kept() []Event {
+	out := make([]Event, 0, len(l.events))
+	out = append(out, l.events[l.next:]...)
+	return append(out, l.events[:l.next]...)
+}
+
+// snapshot returns a copy of the kept events.
+func (l *eventLog) snapshot() []Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]Event(nil), l.events...), l.total, l.changed
+	return l.kept()
 }
 
 // wait blocks until n events were logged in all, or ctx is done.
@@ -116,19 +131,25 @@ func (l *eventLog) waitArrived(ctx context.Context, n int) error {
 }
 
 // waitFor blocks until cond (called with l.mu held) is true, or ctx is
-// done, and returns the events kept.
+// done, and returns the events kept. It copies them only then, not at
+// every wake-up.
 func (l *eventLog) waitFor(ctx context.Context, cond func() bool) ([]Event, error) {
 	for {
 		l.mu.Lock()
-		ok, events, changed := cond(), append([]Event(nil), l.events...), l.changed
-		l.mu.Unlock()
-		if ok {
+		if cond() {
+			events := l.kept()
+			l.mu.Unlock()
 			return events, nil
 		}
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		changed := l.changed
+		l.mu.Unlock()
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return events, ctx.Err()
+			return l.snapshot(), ctx.Err()
 		}
 	}
 }

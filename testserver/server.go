@@ -123,8 +123,7 @@ func (s *Server) SetRules(rules []Rule) error {
 // Events returns a copy of the events logged so far (the latest
 // Config.MaxEvents when set), in the order requests finished.
 func (s *Server) Events() []Event {
-	events, _, _ := s.log.snapshot()
-	return events
+	return s.log.snapshot()
 }
 
 // WaitEvents blocks until n events have been logged in all, then returns
