@@ -38,7 +38,10 @@ type Config struct {
 	HoldTimeout time.Duration
 	// MaxEvents bounds the events kept in memory (the latest are kept).
 	// Zero keeps them all, right for tests; set it for long-running
-	// proxies.
+	// proxies, and count from OnEvent (Summary.Add) what must cover the
+	// whole run. Besides the events, the only memory that grows with the
+	// traffic is the attempt counter: one entry per operation id seen in
+	// the last hour (see Event.Attempt).
 	MaxEvents int
 	// OnEvent, when set, is called with every event as it is logged, from
 	// the request's goroutine; it must be safe for concurrent use and

@@ -96,25 +96,68 @@ func (s *Server) hangConn(c net.Conn, r io.Reader) {
 	s.release(c)
 }
 
+// attemptMemory is how long the server remembers an operation id after
+// its latest request: a request of an operation idle for longer starts
+// again at attempt 1. It keeps the attempt counter of a long-running proxy
+// to the operations seen recently, while every retry schedule worth
+// testing fits in it many times over.
+const attemptMemory = time.Hour
+
+// minSweep is the number of remembered operations below which the attempt
+// counter does not look for idle ones.
+const minSweep = 1024
+
 // attemptCounter numbers the requests of each operation.
 type attemptCounter struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu      sync.Mutex
+	ops     map[string]opAttempts
+	sweepAt int // len(ops) at which the idle operations are forgotten
 }
 
-// next returns the attempt number of a new request of op: 1, 2, ...; a
-// request without an operation id is always attempt 1.
-func (a *attemptCounter) next(op string) int {
+// opAttempts is what the counter remembers of one operation.
+type opAttempts struct {
+	n    int       // requests so far
+	last time.Time // arrival of the latest
+}
+
+// next returns the attempt number of a new request of op that arrived at
+// now: 1, 2, ..., starting again at 1 after attemptMemory without a
+// request of op; a request without an operation id is always attempt 1.
+func (a *attemptCounter) next(op string, now time.Time) int {
 	if op == "" {
 		return 1
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.n == nil {
-		a.n = make(map[string]int)
+	if a.ops == nil {
+		a.ops = make(map[string]opAttempts)
 	}
-	a.n[op]++
-	return a.n[op]
+	o := a.ops[op]
+	if now.Sub(o.last) > attemptMemory {
+		o.n = 0
+	}
+	o.n++
+	o.last = now
+	a.ops[op] = o
+	if len(a.ops) >= a.sweepAt {
+		a.forget(now)
+	}
+	return o.n
+}
+
+// forget drops the operations idle for longer than attemptMemory, into a
+// new map so that the memory goes too. The next sweep comes when the
+// operations kept have doubled, so that sweeping costs O(1) per request
+// amortised. Called with a.mu held.
+func (a *attemptCounter) forget(now time.Time) {
+	kept := make(map[string]opAttempts, len(a.ops))
+	for op, o := range a.ops {
+		if now.Sub(o.last) <= attemptMemory {
+			kept[op] = o
+		}
+	}
+	a.ops = kept
+	a.sweepAt = max(2*len(kept), minSweep)
 }
 
 // discardLog is the http.Server error log: a fault injector causes the

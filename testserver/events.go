@@ -28,8 +28,10 @@ type Event struct {
 	// operation id (the key, or the Config.OperationHeader value, or "").
 	Key string `json:"key,omitempty"`
 	Op  string `json:"op,omitempty"`
-	// Attempt is the attempt number of Op (1 for the first request with
-	// this id; always 1 without an id).
+	// Attempt is the attempt number of Op: 1 for the first request with
+	// this id, or for the first after an hour without one (the server
+	// forgets idle operation ids, so that a long run does not grow);
+	// always 1 without an id.
 	Attempt int `json:"attempt"`
 	// Rule names the rule that decided the fault ("" when none matched,
 	// "header" for Config.FaultHeader).

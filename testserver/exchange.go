@@ -91,7 +91,7 @@ func (s *Server) admit(r *http.Request) (*exchange, error) {
 	x.ev.Conn, x.ev.Reused = connOf(r)
 	x.ev.Method, x.ev.Path = r.Method, r.URL.Path
 	x.ev.Key, x.ev.Op = s.operation(r)
-	x.ev.Attempt = s.attempts.next(x.ev.Op)
+	x.ev.Attempt = s.attempts.next(x.ev.Op, x.ev.Time)
 	s.log.arrive()
 	x.ctx = context.WithValue(r.Context(), exchangeKey{}, x)
 

@@ -7,16 +7,21 @@ import (
 )
 
 // Summary counts what an event log shows: the attempts on the wire and
-// what the server did to them.
+// what the server did to them. It is built from a slice of events
+// (Summarize) or one event at a time (Add, for example from
+// Config.OnEvent, which sees every event however few the server keeps).
 type Summary struct {
-	// Requests counts the events; Operations the distinct non-empty
-	// operation ids; MaxAttempt is the highest attempt number seen.
+	// Requests counts the events. Operations counts the operations whose
+	// first attempt is among them (events with an operation id at attempt
+	// 1): over every event of a run, the distinct operation ids. MaxAttempt
+	// is the highest attempt number seen.
 	Requests, Operations, MaxAttempt int
 	// HandlerRuns counts requests whose handler ran (in a proxy: that
 	// were sent upstream).
 	HandlerRuns int
-	// Conns counts distinct connections; Reused the requests that came on
-	// a connection that had carried an earlier one.
+	// Conns counts the connections whose first request is among the
+	// events; Reused the requests that came on a connection that had
+	// carried an earlier one.
 	Conns, Reused int
 	// Faults counts requests by the fault applied; FaultNone counts the
 	// ones passed untouched.
@@ -28,26 +33,37 @@ type Summary struct {
 // Summarize counts events.
 func Summarize(events []Event) Summary {
 	s := Summary{Faults: make(map[FaultKind]int), Statuses: make(map[int]int)}
-	ops := make(map[string]bool)
-	conns := make(map[uint64]bool)
 	for _, e := range events {
-		s.Requests++
-		if e.Op != "" {
-			ops[e.Op] = true
-		}
-		s.MaxAttempt = max(s.MaxAttempt, e.Attempt)
-		if e.HandlerRan {
-			s.HandlerRuns++
-		}
-		conns[e.Conn] = true
-		if e.Reused {
-			s.Reused++
-		}
-		s.Faults[e.Fault.Kind]++
-		s.Statuses[e.Status]++
+		s.Add(e)
 	}
-	s.Operations, s.Conns = len(ops), len(conns)
 	return s
+}
+
+// Add counts one more event, in constant time and memory. The zero
+// Summary is ready to use. Add is not safe for concurrent use: guard it
+// (an OnEvent function is called from many requests at once).
+func (s *Summary) Add(e Event) {
+	if s.Faults == nil {
+		s.Faults = make(map[FaultKind]int)
+	}
+	if s.Statuses == nil {
+		s.Statuses = make(map[int]int)
+	}
+	s.Requests++
+	if e.Op != "" && e.Attempt == 1 {
+		s.Operations++
+	}
+	s.MaxAttempt = max(s.MaxAttempt, e.Attempt)
+	if e.HandlerRan {
+		s.HandlerRuns++
+	}
+	if e.Reused {
+		s.Reused++
+	} else {
+		s.Conns++
+	}
+	s.Faults[e.Fault.Kind]++
+	s.Statuses[e.Status]++
 }
 
 // String renders the summary in a few lines, faults in documentation

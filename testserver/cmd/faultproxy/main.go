@@ -9,7 +9,13 @@
 // Rules come from -rules (a JSON file, see testserver.ParseRules) and from
 // -fault. The first line on stdout gives the address and the seed; -log
 // prints every request's event as a JSON line. SIGHUP reloads the rules
-// file; SIGINT or SIGTERM stops the proxy and prints a summary on stderr.
+// file; SIGINT or SIGTERM stops the proxy and prints a summary of every
+// request on stderr.
+//
+// Memory stays flat however long it runs: events are counted as they
+// happen, not kept, and attempt numbers are remembered for an hour after
+// an operation's latest request (a key idle for longer starts again at
+// attempt 1).
 package main
 
 import (
@@ -48,27 +54,21 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) error {
 	if err != nil {
 		return err
 	}
-	var outMu sync.Mutex // event lines and the start line share stdout
+	t := &tally{out: stdout}
+	if o.logEvents {
+		t.enc = json.NewEncoder(stdout)
+	}
 	cfg := testserver.Config{
 		Addr: o.listen, Seed: o.seed, Rules: rules,
 		OperationHeader: o.opHeader, FaultHeader: o.faultHeader, HoldTimeout: o.holdTimeout,
-		MaxEvents: 100000,
-	}
-	if o.logEvents {
-		enc := json.NewEncoder(stdout)
-		cfg.OnEvent = func(e testserver.Event) {
-			outMu.Lock()
-			defer outMu.Unlock()
-			_ = enc.Encode(e)
-		}
+		MaxEvents: 1, // the summary is counted by t, not from the kept events
+		OnEvent:   t.event,
 	}
 	s, err := testserver.NewProxy(o.upstreams, cfg)
 	if err != nil {
 		return err
 	}
-	outMu.Lock()
-	fmt.Fprintf(stdout, "faultproxy: listening on %s (seed %d, %d rules)\n", s.URL, o.seed, len(rules))
-	outMu.Unlock()
+	t.printf("faultproxy: listening on %s (seed %d, %d rules)\n", s.URL, o.seed, len(rules))
 	for v := range sig {
 		if v != syscall.SIGHUP {
 			break
@@ -76,8 +76,41 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) error {
 		reload(s, o, stderr)
 	}
 	s.Close()
-	fmt.Fprint(stderr, testserver.Summarize(s.Events()))
+	fmt.Fprint(stderr, t.summary())
 	return nil
+}
+
+// tally counts every event for the exit summary, and prints it as a JSON
+// line with -log. It is safe for concurrent use.
+type tally struct {
+	mu  sync.Mutex // guards sum and out (event lines and the start line)
+	out io.Writer
+	enc *json.Encoder // on out; nil without -log
+	sum testserver.Summary
+}
+
+// event is the proxy's Config.OnEvent.
+func (t *tally) event(e testserver.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sum.Add(e)
+	if t.enc != nil {
+		_ = t.enc.Encode(e)
+	}
+}
+
+// printf writes a line to out.
+func (t *tally) printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.out, format, args...)
+}
+
+// summary returns the counts so far.
+func (t *tally) summary() testserver.Summary {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sum
 }
 
 // reload re-reads the rules; on error the old rules stay.
