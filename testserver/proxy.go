@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"sync/atomic"
+	"time"
 )
 
 // proxy forwards requests to its upstreams in turn.
@@ -25,7 +27,7 @@ func newProxy(upstreams []string) (*proxy, error) {
 	if len(upstreams) == 0 {
 		return nil, errors.New("testserver: NewProxy needs at least one upstream URL")
 	}
-	p := &proxy{transport: http.DefaultTransport.(*http.Transport).Clone()}
+	p := &proxy{transport: newTransport()}
 	for _, raw := range upstreams {
 		u, err := url.Parse(raw)
 		if err != nil {
@@ -45,6 +47,23 @@ func newProxy(upstreams []string) (*proxy, error) {
 		ErrorLog:     discardLog(),
 	}
 	return p, nil
+}
+
+// newTransport returns the proxy's own transport, with the settings of
+// http.DefaultTransport (which a test may have replaced with any
+// RoundTripper) but more idle connections per upstream, as a proxy needs.
+func newTransport() *http.Transport {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
 }
 
 // ServeHTTP forwards r to the next upstream and notes which one in the

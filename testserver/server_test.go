@@ -297,3 +297,36 @@ func TestNetHTTPResendsKeyedRequests(t *testing.T) {
 		t.Fatalf("dropped %+v\nresent %+v\nwant the drop on the reused connection and the resend on a new one", dropped, resent)
 	}
 }
+
+// roundTripperFunc is an http.RoundTripper that is not an *http.Transport.
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestNewProxyWithReplacedDefaultTransport: a test that swapped
+// http.DefaultTransport for its own RoundTripper can still start a proxy,
+// and the proxy does not go through the swapped one. Not parallel: it
+// changes a global.
+func TestNewProxyWithReplacedDefaultTransport(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(upstream.Close)
+	saved := http.DefaultTransport
+	var swappedUsed atomic.Bool
+	http.DefaultTransport = roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		swappedUsed.Store(true)
+		return nil, errors.New("the swapped DefaultTransport")
+	})
+	t.Cleanup(func() { http.DefaultTransport = saved })
+
+	s, err := NewProxy([]string{upstream.URL}, Config{})
+	if err != nil {
+		t.Fatalf("NewProxy: %v", err)
+	}
+	t.Cleanup(s.Close)
+	resp, _, err := post(freshClient(5*time.Second), s.URL, "", "")
+	if err != nil || resp.StatusCode != http.StatusCreated || swappedUsed.Load() {
+		t.Fatalf("through the proxy: %v, %v, swapped transport used %v; want 201 from the upstream", resp, err, swappedUsed.Load())
+	}
+}
