@@ -39,8 +39,10 @@ type Event struct {
 	// Fault is the fault applied; Fault.Kind is FaultNone for a pass. In
 	// JSON it is a string in the ParseFault syntax ("none" for a pass).
 	Fault Fault `json:"fault"`
-	// HandlerRan is true when the handler was called (in a proxy: the
-	// request was sent upstream).
+	// HandlerRan is true when the handler was called. In a proxy it is
+	// true when the request was sent upstream, or may have been: it is
+	// false when no connection to the upstream could be opened (a dial
+	// error, answered 502).
 	HandlerRan bool `json:"handler_ran"`
 	// HandlerStatus is the status the handler produced (0 when it did not
 	// run or wrote nothing).

@@ -177,6 +177,9 @@ func (s *Server) finish(x *exchange) {
 	if x.release != nil {
 		x.release()
 	}
+	if !x.ev.HandlerRan {
+		x.ev.HandlerStatus = 0 // a proxy's 502 for an upstream it never reached
+	}
 	x.ev.End = s.clock.Now()
 	s.log.add(x.ev)
 	if s.cfg.OnEvent != nil {

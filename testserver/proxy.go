@@ -77,10 +77,16 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // fail answers 502 when the upstream could not be reached or failed
-// mid-response, and records why.
+// mid-response, and records why. When no connection to the upstream could
+// be opened (a dial error), the request never left the proxy: the event
+// says that the handler did not run.
 func (p *proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if x, ok := r.Context().Value(exchangeKey{}).(*exchange); ok {
 		x.ev.Err = "upstream: " + err.Error()
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			x.ev.HandlerRan = false
+		}
 	}
 	http.Error(w, "testserver: upstream failed: "+err.Error(), http.StatusBadGateway)
 }

@@ -259,8 +259,30 @@ func TestProxyErrors(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("dead upstream: %v, %v; want 502", resp, err)
 	}
-	if ev := waitEvents(t, s, 1)[0]; !strings.HasPrefix(ev.Err, "upstream: ") || ev.Status != 502 {
-		t.Fatalf("event %+v, want 502 with the upstream error", ev)
+	if ev := waitEvents(t, s, 1)[0]; !strings.HasPrefix(ev.Err, "upstream: ") || ev.Status != 502 || ev.HandlerRan || ev.HandlerStatus != 0 {
+		t.Fatalf("event %+v, want 502 with the upstream error, and the handler not run (the upstream refused the connection)", ev)
+	}
+
+	// An upstream that got the request and hung up without an answer: it
+	// may have acted, so the handler counts as run.
+	mute := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			c.Close()
+		}
+	}))
+	defer mute.Close()
+	s2, err := NewProxy([]string{mute.URL}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	resp, _, err = post(freshClient(5*time.Second), s2.URL, "", "")
+	if err != nil || resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("mute upstream: %v, %v; want 502", resp, err)
+	}
+	if ev := waitEvents(t, s2, 1)[0]; ev.Status != 502 || !ev.HandlerRan {
+		t.Fatalf("event %+v, want 502 with the handler run (the upstream had the request)", ev)
 	}
 }
 

@@ -17,7 +17,7 @@ type Summary struct {
 	// is the highest attempt number seen.
 	Requests, Operations, MaxAttempt int
 	// HandlerRuns counts requests whose handler ran (in a proxy: that
-	// were sent upstream).
+	// were, or may have been, sent upstream; see Event.HandlerRan).
 	HandlerRuns int
 	// Conns counts the connections whose first request is among the
 	// events; Reused the requests that came on a connection that had
