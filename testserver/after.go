@@ -7,13 +7,16 @@ import (
 	"net/http"
 )
 
-// maxDrain bounds the request body read before a raw cut, so that unread
-// bytes do not turn a FIN into an RST.
+// maxDrain bounds the request body the after-handler faults read.
 const maxDrain = 1 << 20
 
 // after sends, spoils or withholds the handler's buffered response
-// according to x.fault.
+// according to x.fault. It first reads what the handler left of the
+// request body (up to maxDrain): net/http notices a client that leaves
+// (and cancels the request's context, which ends a delay) only once the
+// body is read, and unread bytes would turn a raw cut's FIN into an RST.
 func (s *Server) after(w http.ResponseWriter, x *exchange, rec *recorder) {
+	_, _ = io.CopyN(io.Discard, x.r.Body, maxDrain)
 	x.ev.HandlerStatus = rec.statusCode()
 	f := x.fault
 	switch f.Kind {
@@ -44,7 +47,6 @@ func (s *Server) sendRecorded(w http.ResponseWriter, x *exchange, rec *recorder)
 // afterRaw takes the connection over and drops the response (reset, close
 // or hang) or sends its head and part of its body, then closes.
 func (s *Server) afterRaw(w http.ResponseWriter, x *exchange, rec *recorder) {
-	_, _ = io.CopyN(io.Discard, x.r.Body, maxDrain)
 	c, brw, err := s.hijack(w)
 	if err != nil {
 		x.ev.Err = err.Error()

@@ -164,3 +164,20 @@ func TestStatusRetryAfterDate(t *testing.T) {
 		t.Fatalf("response %d, Retry-After %q; want 429, %q", resp.StatusCode, resp.Header.Get("Retry-After"), want)
 	}
 }
+
+// TestDelayResponseNoticesTheClientLeaving: the handler ignores the request
+// body, yet the delayed response ends as soon as the client gives up,
+// because the server reads the body itself (net/http notices a client that
+// leaves only once the body is read).
+func TestDelayResponseNoticesTheClientLeaving(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })
+	s := startServer(t, h, Config{Rules: []Rule{Always(Match{}, Fault{Kind: FaultDelayResponse, Delay: time.Hour})}}, nil)
+	_, _, err := post(freshClient(100*time.Millisecond), s.URL, "k", strings.Repeat("b", 100))
+	if !isTimeout(err) {
+		t.Fatalf("client error = %v, want a timeout", err)
+	}
+	ev := waitEvents(t, s, 1)[0]
+	if !ev.HandlerRan || ev.Status != 0 || !strings.HasPrefix(ev.Err, "delay-response: client left") {
+		t.Fatalf("event = %+v, want the handler run, nothing sent, and the client's leaving noted", ev)
+	}
+}
