@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime/debug"
 	"sync"
 
 	"github.com/idemkit/idem/internal/wire"
@@ -154,6 +155,11 @@ func (s *Server) runHandler(w http.ResponseWriter, x *exchange) {
 	defer func() {
 		if p := recover(); p != nil {
 			x.ev.Err = fmt.Sprintf("handler panic: %v", p)
+			if p != http.ErrAbortHandler { // a deliberate abort has no bug to locate
+				// The server's error log, where net/http prints the stack,
+				// is discarded: the event keeps it.
+				x.ev.Err += "\n" + string(debug.Stack())
+			}
 			panic(p) // net/http recovers it and closes the connection
 		}
 	}()

@@ -352,3 +352,15 @@ func TestNewProxyWithReplacedDefaultTransport(t *testing.T) {
 		t.Fatalf("through the proxy: %v, %v, swapped transport used %v; want 201 from the upstream", resp, err, swappedUsed.Load())
 	}
 }
+
+func TestHandlerPanicKeepsTheStack(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic("boom") })
+	s := startServer(t, h, Config{}, nil)
+	if _, _, err := post(freshClient(5*time.Second), s.URL, "", ""); err == nil {
+		t.Fatal("client error = nil, want the connection closed by the panic")
+	}
+	ev := waitEvents(t, s, 1)[0]
+	if !strings.HasPrefix(ev.Err, "handler panic: boom\n") || !strings.Contains(ev.Err, "TestHandlerPanicKeepsTheStack.func1") {
+		t.Fatalf("event Err = %q, want the panic value and the stack down to the handler", ev.Err)
+	}
+}
