@@ -65,13 +65,17 @@ func (s *Server) afterRaw(w http.ResponseWriter, x *exchange, rec *recorder) {
 }
 
 // writePartial writes the head with the full Content-Length and the first
-// f.Bytes (default half) of the body, then closes with a FIN. On an empty
-// body it cuts the status line in half instead.
+// f.Bytes of the body (default half, at most all but the last byte), then
+// closes with a FIN. On an empty body it cuts the status line in half
+// instead.
 func (s *Server) writePartial(c net.Conn, brw *bufio.ReadWriter, x *exchange, rec *recorder) {
 	head, body := rec.head(), rec.body.Bytes()
 	n := x.fault.Bytes
-	if n == 0 || n >= len(body) {
+	switch {
+	case n == 0:
 		n = len(body) / 2
+	case n >= len(body):
+		n = max(0, len(body)-1)
 	}
 	out := append(head, body[:n]...)
 	if len(body) == 0 {

@@ -71,8 +71,9 @@ func (s *Server) retryAfter(f Fault) string {
 	return wire.FormatRetryAfter(f.RetryAfter)
 }
 
-// cut takes the connection over and resets it, closes it or leaves it
-// silent, without reading the request body.
+// cut takes the connection over and resets it or closes it without
+// reading the request body, or leaves it silent (a blackhole), reading and
+// discarding what the client sends.
 func (s *Server) cut(w http.ResponseWriter, x *exchange, kind FaultKind) {
 	c, brw, err := s.hijack(w)
 	if err != nil {
@@ -94,7 +95,7 @@ func (s *Server) cut(w http.ResponseWriter, x *exchange, kind FaultKind) {
 // server closed first: the handler must not run for a request nobody waits
 // for, or the fault would not be a "before" one.
 func (s *Server) delayRequest(x *exchange, d time.Duration) bool {
-	if err := s.bufferBody(x, Fault{Bytes: 1 << 16}); err != nil {
+	if err := s.bufferBody(x, Fault{Kind: FaultDelay, Bytes: 1 << 16}); err != nil {
 		return false
 	}
 	if err := s.sleep(x.r.Context(), d); err != nil {
@@ -114,7 +115,7 @@ func (s *Server) slowRead(x *exchange, f Fault) bool {
 		return false
 	}
 	if err := s.sleep(x.r.Context(), f.Delay); err != nil {
-		x.ev.Err = "slow read: client left or server closed: " + err.Error()
+		x.ev.Err = "slow-read: client left or server closed: " + err.Error()
 		return false
 	}
 	return true
@@ -122,13 +123,14 @@ func (s *Server) slowRead(x *exchange, f Fault) bool {
 
 // bufferBody reads the whole request body in chunks of f.chunk() bytes,
 // sleeping f.Delay before each, and replaces the body with the bytes read.
+// An error is noted in the event under f.Kind's name.
 func (s *Server) bufferBody(x *exchange, f Fault) error {
 	r := x.r
 	var buf bytes.Buffer
 	chunk := make([]byte, f.chunk())
 	for {
 		if err := s.sleep(r.Context(), f.Delay); err != nil {
-			x.ev.Err = "slow read: client left or server closed: " + err.Error()
+			x.ev.Err = string(f.Kind) + ": client left or server closed: " + err.Error()
 			return err
 		}
 		n, err := r.Body.Read(chunk)

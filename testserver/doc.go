@@ -40,10 +40,12 @@
 //
 // Note on net/http clients: http.Transport silently resends a request once
 // when a reused keep-alive connection breaks before any response byte and
-// the request is replayable, which includes every request that carries an
-// Idempotency-Key. The event log counts each such resend as an attempt of
-// its own; tests that count attempts client-side either expect it or give
-// each attempt a fresh connection.
+// the request is replayable: its body is absent or rewindable (GetBody is
+// set, as http.NewRequest does for a bytes or strings reader), and its
+// method is GET, HEAD, OPTIONS or TRACE, or it carries an Idempotency-Key
+// (or X-Idempotency-Key) header. The event log counts each such resend
+// as an attempt of its own; tests that count attempts client-side either
+// expect it or give each attempt a fresh connection.
 //
 // Everything in the package is safe for concurrent use.
 package testserver

@@ -24,8 +24,10 @@ type Event struct {
 	// Method and Path are the request's.
 	Method string `json:"method"`
 	Path   string `json:"path"`
-	// Key is the Idempotency-Key as received ("" when absent); Op is the
-	// operation id (the key, or the Config.OperationHeader value, or "").
+	// Key is the Idempotency-Key, parsed (the key itself, without the
+	// quotes of its sf-string form); as received when it is malformed; ""
+	// when absent. Op is the operation id (the key, or the
+	// Config.OperationHeader value, or "").
 	Key string `json:"key,omitempty"`
 	Op  string `json:"op,omitempty"`
 	// Attempt is the attempt number of Op: 1 for the first request with

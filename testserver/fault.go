@@ -27,9 +27,9 @@ const (
 	// FaultClose closes the connection (TCP FIN) before the request body is
 	// read or the handler runs.
 	FaultClose FaultKind = "close"
-	// FaultBlackhole never answers: the connection stays open, unread,
-	// until the client gives up or the server closes. The handler never
-	// runs.
+	// FaultBlackhole never answers: the connection stays open, and what
+	// the client sends is read and discarded, until the client gives up
+	// or the server closes. The handler never runs.
 	FaultBlackhole FaultKind = "blackhole"
 	// FaultDelay waits Fault.Delay before running the handler. When the
 	// client gives up during the wait, the handler does not run.
@@ -54,7 +54,7 @@ const (
 	FaultDelayResponse FaultKind = "delay-response"
 	// FaultPartialBody runs the handler, sends its status and headers with
 	// the full Content-Length and then only Fault.Bytes bytes of the body
-	// (default half) before closing the connection.
+	// (default half; never the whole body) before closing the connection.
 	FaultPartialBody FaultKind = "partial-body"
 	// FaultSlowBody runs the handler and sends its body Fault.Bytes at a
 	// time with Fault.Delay between writes.
@@ -136,8 +136,9 @@ type Fault struct {
 	Delay time.Duration
 	// Bytes is the chunk size of FaultSlowRead and FaultSlowBody (zero
 	// means 1) and the number of body bytes FaultPartialBody sends before
-	// the cut (zero means half the body, rounded down; on an empty body
-	// the cut comes inside the status line).
+	// the cut (zero means half the body, rounded down; as many as the body
+	// has or more means all but the last byte, so the body is always cut;
+	// on an empty body the cut comes inside the status line).
 	Bytes int
 	// RetryFirst makes FaultHold let the retry into the handler first and
 	// the held attempt right after it.

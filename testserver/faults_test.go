@@ -1,9 +1,11 @@
 package testserver
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,11 +133,19 @@ func checkPartial(n int) func(*testing.T, *http.Response, []byte, error) {
 }
 
 func TestPartialBodyEventCountsBytes(t *testing.T) {
-	s := startServer(t, &app{}, Config{Rules: []Rule{Always(Match{}, Fault{Kind: FaultPartialBody, Bytes: 5})}}, nil)
-	_, body, _ := post(freshClient(5*time.Second), s.URL, "", "")
-	ev := waitEvents(t, s, 1)[0]
-	if ev.BodyBytes != 5 || len(body) != 5 {
-		t.Fatalf("body bytes: event %d, client %d; want 5", ev.BodyBytes, len(body))
+	const bodyLen = 81 // app's response to an empty request
+	for _, tc := range []struct{ bytes, want int }{{5, 5}, {bodyLen - 1, bodyLen - 1}, {bodyLen, bodyLen - 1}, {1000, bodyLen - 1}} {
+		t.Run(strconv.Itoa(tc.bytes), func(t *testing.T) {
+			s := startServer(t, &app{}, Config{Rules: []Rule{Always(Match{}, Fault{Kind: FaultPartialBody, Bytes: tc.bytes})}}, nil)
+			resp, body, err := post(freshClient(5*time.Second), s.URL, "", "")
+			if !errors.Is(err, io.ErrUnexpectedEOF) || resp.ContentLength != bodyLen {
+				t.Fatalf("Bytes %d: error %v, response %v; want a %d-byte body cut short", tc.bytes, err, resp, bodyLen)
+			}
+			ev := waitEvents(t, s, 1)[0]
+			if ev.BodyBytes != int64(tc.want) || len(body) != tc.want {
+				t.Fatalf("Bytes %d: body bytes: event %d, client %d; want %d", tc.bytes, ev.BodyBytes, len(body), tc.want)
+			}
+		})
 	}
 }
 
@@ -179,5 +189,25 @@ func TestDelayResponseNoticesTheClientLeaving(t *testing.T) {
 	ev := waitEvents(t, s, 1)[0]
 	if !ev.HandlerRan || ev.Status != 0 || !strings.HasPrefix(ev.Err, "delay-response: client left") {
 		t.Fatalf("event = %+v, want the handler run, nothing sent, and the client's leaving noted", ev)
+	}
+}
+
+// TestBufferBodyNamesItsFault: a request whose client already left is
+// noted under the fault that was reading its body.
+func TestBufferBodyNamesItsFault(t *testing.T) {
+	s := &Server{clock: realClock{}}
+	for _, tc := range []struct {
+		kind FaultKind
+		run  func(*exchange) bool
+	}{
+		{FaultDelay, func(x *exchange) bool { return s.delayRequest(x, time.Hour) }},
+		{FaultSlowRead, func(x *exchange) bool { return s.slowRead(x, Fault{Kind: FaultSlowRead, Delay: time.Hour}) }},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		x := &exchange{r: httptest.NewRequestWithContext(ctx, http.MethodPost, "/", strings.NewReader("body"))}
+		if tc.run(x) || !strings.HasPrefix(x.ev.Err, string(tc.kind)+": client left") {
+			t.Errorf("%s with the client gone: Err %q, want it to run no handler and name %s", tc.kind, x.ev.Err, tc.kind)
+		}
 	}
 }

@@ -22,10 +22,10 @@ import (
 //	]}
 //
 // Field names are the snake_case forms of the Go names (retry_after,
-// retry_after_date, retry_first); durations are Go duration strings
-// ("250ms"), or whole seconds as numbers for retry_after; a fault is an
-// object or a string in the ParseFault syntax. Unknown fields and invalid
-// rules are errors.
+// retry_after_date, retry_first); every duration (from, until, delay,
+// retry_after) is a Go duration string ("250ms") or a number of seconds,
+// fractional ones included (1.5); a fault is an object or a string in the
+// ParseFault syntax. Unknown fields and invalid rules are errors.
 func ParseRules(data []byte) ([]Rule, error) {
 	var file struct {
 		Rules []jsonRule `json:"rules"`
