@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
+	"strings"
 	"time"
 )
 
@@ -93,12 +93,17 @@ func (c Config) validate() error {
 	return ValidateRules(c.Rules)
 }
 
+// validHeaderName reports whether h is a field name: an RFC 9110 token.
 func validHeaderName(h string) bool {
+	if h == "" {
+		return false
+	}
 	for i := 0; i < len(h); i++ {
 		c := h[i]
-		if c <= ' ' || c >= 0x7f || c == ':' {
+		alnum := c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !alnum && !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
 			return false
 		}
 	}
-	return http.CanonicalHeaderKey(h) != ""
+	return true
 }

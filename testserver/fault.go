@@ -235,7 +235,9 @@ func (f *Fault) UnmarshalText(text []byte) error {
 // ParseFault parses the fault header syntax that Fault.String writes: a
 // kind, then optional ";name=value" parameters status, retry-after,
 // delay (Go durations, or whole seconds for retry-after), bytes, and the
-// flags date and retry-first. "none" and "" parse as FaultNone.
+// flags date and retry-first, which take no value ("date=false" is an
+// error, not a way to turn the flag off). "none" and "" parse as
+// FaultNone.
 func ParseFault(s string) (Fault, error) {
 	parts := strings.Split(s, ";")
 	f := Fault{Kind: FaultKind(strings.TrimSpace(parts[0]))}
@@ -243,8 +245,8 @@ func ParseFault(s string) (Fault, error) {
 		f.Kind = FaultNone
 	}
 	for _, p := range parts[1:] {
-		name, value, _ := strings.Cut(strings.TrimSpace(p), "=")
-		if err := f.setParam(strings.TrimSpace(name), strings.TrimSpace(value)); err != nil {
+		name, value, hasValue := strings.Cut(strings.TrimSpace(p), "=")
+		if err := f.setParam(strings.TrimSpace(name), strings.TrimSpace(value), hasValue); err != nil {
 			return Fault{}, fmt.Errorf("%w: %q: %v", ErrBadFault, s, err)
 		}
 	}
@@ -254,7 +256,9 @@ func ParseFault(s string) (Fault, error) {
 	return f, nil
 }
 
-func (f *Fault) setParam(name, value string) error {
+// setParam sets the parameter name; hasValue says whether it came with
+// "=value".
+func (f *Fault) setParam(name, value string, hasValue bool) error {
 	var err error
 	switch name {
 	case "status":
@@ -266,14 +270,22 @@ func (f *Fault) setParam(name, value string) error {
 	case "bytes":
 		f.Bytes, err = strconv.Atoi(value)
 	case "date":
-		f.RetryAfterDate = true
+		f.RetryAfterDate, err = true, noValue(hasValue)
 	case "retry-first":
-		f.RetryFirst = true
+		f.RetryFirst, err = true, noValue(hasValue)
 	default:
 		return fmt.Errorf("unknown parameter %q", name)
 	}
 	if err != nil {
 		return fmt.Errorf("parameter %s: %v", name, err)
+	}
+	return nil
+}
+
+// noValue is the check of a flag parameter, which takes no value.
+func noValue(hasValue bool) error {
+	if hasValue {
+		return errors.New("a flag takes no value (leave it out to turn it off)")
 	}
 	return nil
 }

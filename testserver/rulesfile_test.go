@@ -30,7 +30,8 @@ func TestParseFault(t *testing.T) {
 			t.Errorf("ParseFault(%q.String() = %q) = %+v, %v; want the same fault", tc.in, got.String(), again, err)
 		}
 	}
-	for _, bad := range []string{"explode", "status;status=abc", "status;status=200", "delay;delay=-1s", "drop-reset;color=red", "slow-body;bytes=-2"} {
+	for _, bad := range []string{"explode", "status;status=abc", "status;status=200", "delay;delay=-1s", "drop-reset;color=red", "slow-body;bytes=-2",
+		"status;date=false", "status;date=", "hold;retry-first=false", "hold;retry-first=0"} {
 		if _, err := ParseFault(bad); !errors.Is(err, ErrBadFault) {
 			t.Errorf("ParseFault(%q) error = %v, want ErrBadFault", bad, err)
 		}

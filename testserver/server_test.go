@@ -43,6 +43,24 @@ func TestConfigRejectsNonLoopbackAndBadRules(t *testing.T) {
 	}
 }
 
+func TestConfigHeaderNamesAreTokens(t *testing.T) {
+	for _, name := range []string{"X(Op)", "X Op", "X:Op", `X"Op`, "X/Op", "X@Op", "X\u00e9"} {
+		if _, err := NewProxy([]string{"http://127.0.0.1:1"}, Config{OperationHeader: name}); err == nil {
+			t.Errorf("NewProxy(OperationHeader %q) = nil error, want one: not an RFC 9110 token", name)
+		}
+		if _, err := NewProxy([]string{"http://127.0.0.1:1"}, Config{FaultHeader: name}); err == nil {
+			t.Errorf("NewProxy(FaultHeader %q) = nil error, want one: not an RFC 9110 token", name)
+		}
+	}
+	for _, name := range []string{"X-Operation-Id", "x_op.1~", "!#$%&'*+-.^_`|~09az"} {
+		s, err := NewProxy([]string{"http://127.0.0.1:1"}, Config{OperationHeader: name, FaultHeader: name})
+		if err != nil {
+			t.Fatalf("NewProxy(header %q) = %v, want a server", name, err)
+		}
+		s.Close()
+	}
+}
+
 func TestNewPanicsOnBadConfig(t *testing.T) {
 	defer func() {
 		if recover() == nil {
