@@ -177,7 +177,7 @@ func TestOutageWithoutBudget(t *testing.T) {
 		requests, ops, float64(requests)/ops)
 	assert.EqualValues(t, DefaultMaxAttempts*ops, requests)
 	for _, err := range errs {
-		assert.NoError(t, err, "exhausted attempts return the last 503")
+		assert.ErrorIs(t, err, ErrAttemptsExhausted, "exhausted on 503s: the outcome is unknown")
 	}
 }
 

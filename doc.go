@@ -26,7 +26,10 @@
 //     idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE); otherwise the call
 //     fails with an error matching ErrOutcomeUnknown.
 //   - 408, 429, 500, 502, 503, 504: retried (keyed or idempotent), honouring
-//     Retry-After. When the attempts run out, the last response is returned.
+//     Retry-After. When the attempts run out, the last response is returned,
+//     unless an earlier attempt may have acted (a 5xx, a lost response): the
+//     last response then says nothing of the outcome, and the call fails
+//     with ErrAttemptsExhausted, which matches ErrOutcomeUnknown.
 //   - 409 key-in-flight: the first request with the key is still running;
 //     retried with the same key after Retry-After.
 //   - 422 key-reused, 400 key-missing or key-invalid, 500 result-unavailable:

@@ -40,7 +40,8 @@ var (
 	// a certain failure.
 	ErrDeadline = errors.New("idem: retry would outlast the context deadline")
 	// ErrAttemptsExhausted: every attempt allowed by Config.MaxAttempts
-	// failed without a response to return.
+	// failed, and there is no response that tells the outcome: the last
+	// attempt got none, or an earlier one may have acted (see doc.go).
 	ErrAttemptsExhausted = errors.New("idem: attempts exhausted")
 )
 

@@ -24,6 +24,7 @@ type call struct {
 	retries   int           // retries made
 	prevWait  time.Duration // the previous backoff wait
 	mayActed  bool          // some attempt may have taken effect
+	actedOnce bool          // an attempt before the latest may have taken effect
 	lastRetry time.Duration // the latest Retry-After seen
 }
 
@@ -85,6 +86,7 @@ func (c *call) run() (*http.Response, error) {
 // record counts an attempt and reports it to the Observer.
 func (c *call) record(res result) {
 	c.attempts += res.wire
+	c.actedOnce = c.mayActed
 	if res.retryAfter > 0 {
 		c.lastRetry = res.retryAfter
 	}
@@ -136,10 +138,12 @@ func (c *call) retryIfBody() (verdict, error, string) {
 	return fail, ErrNotRewindable, "the body was written once and has no GetBody to write it again"
 }
 
-// exhausted ends a call whose last allowed attempt asked for a retry: a
-// response is returned as it is; otherwise the error says what happened.
+// exhausted ends a call whose last allowed attempt asked for a retry. The
+// last response is returned as it is, unless an earlier attempt may have
+// acted (a 5xx, a lost response): then the last response says nothing of
+// the operation's outcome, and the error says that it may have taken effect.
 func (c *call) exhausted(res result) (*http.Response, error) {
-	if res.resp != nil && res.problem != wire.ProblemKeyInFlight {
+	if res.resp != nil && !c.actedOnce {
 		return res.resp, nil
 	}
 	discard(res.resp)

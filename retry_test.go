@@ -322,20 +322,57 @@ func TestRetryAfterHonouredAndClamped(t *testing.T) {
 	}
 }
 
-func TestExhaustedReturnsLastResponse(t *testing.T) {
+// When every attempt was refused (429), the last response is returned.
+func TestExhaustedReturnsLastRefusal(t *testing.T) {
 	a := &api{before: func(n int, w http.ResponseWriter) bool {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		io.WriteString(w, "down")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, "slow down")
 		return true
 	}}
 	srv := a.start(t)
 	tr, clk := newTestTransport(t, Config{MaxAttempts: 3})
 	resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
 	require.NoError(t, err)
-	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-	assert.Equal(t, "down", readAll(t, resp))
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	assert.Equal(t, "slow down", readAll(t, resp))
 	assert.EqualValues(t, 3, a.requests.Load())
 	assert.Equal(t, []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}, clk.Waits())
+}
+
+// When an attempt may have acted (a 5xx, or a response lost after the
+// handler ran), a final refusal says nothing of the outcome: the call ends
+// with an error that says it may have taken effect.
+func TestExhaustedAfterPossibleEffectIsUnknown(t *testing.T) {
+	tests := []struct {
+		name  string
+		first func(w http.ResponseWriter) bool
+		last  int
+	}{
+		{"503s", func(w http.ResponseWriter) bool { w.WriteHeader(503); return true }, 503},
+		{"dropped, then 429", dropFIN, 429},
+		{"502, then 408", func(w http.ResponseWriter) bool { w.WriteHeader(502); return true }, 408},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &api{}
+			a.fault = func(n int, w http.ResponseWriter) bool {
+				if n == 1 {
+					return tt.first(w)
+				}
+				w.WriteHeader(tt.last)
+				return true
+			}
+			srv := a.start(t)
+			tr, _ := newTestTransport(t, Config{MaxAttempts: 2})
+			_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+			require.ErrorIs(t, err, ErrAttemptsExhausted)
+			assert.ErrorIs(t, err, ErrOutcomeUnknown)
+			var e *Error
+			require.ErrorAs(t, err, &e)
+			assert.Equal(t, tt.last, e.Status)
+			assert.EqualValues(t, 1, a.effects.Load(), "the first attempt ran the handler")
+		})
+	}
 }
 
 func TestExhaustedTransportErrors(t *testing.T) {
