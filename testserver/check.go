@@ -97,8 +97,9 @@ func Check(ledger *Ledger, history *History) Report {
 		history = &History{}
 	}
 	var r Report
-	effects := make(map[string]Effect)
-	for _, e := range ledger.Effects() {
+	all := ledger.Effects() // one snapshot, so that both passes see the same effects
+	effects := make(map[string]Effect, len(all))
+	for _, e := range all {
 		effects[e.Op] = e
 		r.Effects += e.Count
 		r.Applied++
@@ -112,7 +113,7 @@ func Check(ledger *Ledger, history *History) Report {
 		claimed[o.Op] = true
 		r.checkOutcome(o, effects[o.Op])
 	}
-	for _, e := range ledger.Effects() {
+	for _, e := range all {
 		if e.Op == "" || !claimed[e.Op] {
 			r.add(Violation{ErrOrphanEffect, e.Op, fmt.Sprintf("took effect %d times, results %q, and the history has no such operation", e.Count, e.Results)})
 		}
