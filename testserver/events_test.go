@@ -70,3 +70,18 @@ func BenchmarkEventLogAddFull(b *testing.B) {
 		l.add(Event{Index: max + i})
 	}
 }
+
+func TestFinalStatus(t *testing.T) {
+	for _, tc := range []struct {
+		writes []int
+		want   int
+	}{{nil, 200}, {[]int{100}, 200}, {[]int{103, 201, 500}, 201}, {[]int{404, 200}, 404}} {
+		var f finalStatus
+		for _, c := range tc.writes {
+			f.write(c)
+		}
+		if got := f.get(); got != tc.want {
+			t.Errorf("status after WriteHeader%v = %d, want %d", tc.writes, got, tc.want)
+		}
+	}
+}

@@ -153,7 +153,7 @@ var ErrBadFault = errors.New("testserver: invalid fault")
 func (f Fault) Validate() error {
 	switch {
 	case !f.Kind.valid():
-		return fmt.Errorf("%w: unknown kind %q (known: %s)", ErrBadFault, f.Kind, kindList())
+		return fmt.Errorf("%w: unknown kind %q (known: %s)", ErrBadFault, f.Kind, KindList())
 	case f.Status != 0 && (f.Status < 400 || f.Status > 599):
 		return fmt.Errorf("%w: %s: status %d is not 400-599", ErrBadFault, f.Kind, f.Status)
 	case f.RetryAfter < 0 || f.Delay < 0:
@@ -164,7 +164,9 @@ func (f Fault) Validate() error {
 	return nil
 }
 
-func kindList() string {
+// KindList returns the names of Kinds, comma-separated, for messages and
+// usage texts.
+func KindList() string {
 	names := make([]string, len(kinds))
 	for i, k := range kinds {
 		names[i] = string(k)

@@ -7,11 +7,33 @@ import (
 	"strconv"
 )
 
+// finalStatus is the status of a response as net/http sends it: the first
+// final (not 1xx) status written, 200 when none was.
+type finalStatus struct {
+	code int // 0 until set
+}
+
+// write notes a WriteHeader call (200 for a Write without one): code
+// becomes the status unless it is a 1xx or the status is already set.
+func (f *finalStatus) write(code int) {
+	if f.code == 0 && (code < 100 || code >= 200) {
+		f.code = code
+	}
+}
+
+// get returns the status: 200 when the handler wrote nothing.
+func (f *finalStatus) get() int {
+	if f.code == 0 {
+		return http.StatusOK
+	}
+	return f.code
+}
+
 // recorder buffers a handler's response so that a fault can send it late,
 // slowly, partly or not at all. Informational (1xx) headers are dropped.
 type recorder struct {
 	header http.Header
-	status int
+	status finalStatus
 	body   bytes.Buffer
 }
 
@@ -21,12 +43,7 @@ func newRecorder() *recorder {
 
 func (rec *recorder) Header() http.Header { return rec.header }
 
-func (rec *recorder) WriteHeader(code int) {
-	if rec.status != 0 || (code >= 100 && code < 200) {
-		return
-	}
-	rec.status = code
-}
+func (rec *recorder) WriteHeader(code int) { rec.status.write(code) }
 
 func (rec *recorder) Write(b []byte) (int, error) {
 	rec.WriteHeader(http.StatusOK)
@@ -38,12 +55,7 @@ func (rec *recorder) Flush() {}
 
 // statusCode is the handler's status: 200 when it wrote nothing, as
 // net/http would send.
-func (rec *recorder) statusCode() int {
-	if rec.status == 0 {
-		return http.StatusOK
-	}
-	return rec.status
-}
+func (rec *recorder) statusCode() int { return rec.status.get() }
 
 // copyHeader sets the recorded headers on w with an exact Content-Length.
 func (rec *recorder) copyHeader(w http.ResponseWriter) {
@@ -76,21 +88,17 @@ func (rec *recorder) head() []byte {
 // went out.
 type countingWriter struct {
 	http.ResponseWriter
-	status int
+	status finalStatus
 	n      int64
 }
 
 func (cw *countingWriter) WriteHeader(code int) {
-	if cw.status == 0 && (code < 100 || code >= 200) {
-		cw.status = code
-	}
+	cw.status.write(code)
 	cw.ResponseWriter.WriteHeader(code)
 }
 
 func (cw *countingWriter) Write(b []byte) (int, error) {
-	if cw.status == 0 {
-		cw.status = http.StatusOK
-	}
+	cw.status.write(http.StatusOK)
 	n, err := cw.ResponseWriter.Write(b)
 	cw.n += int64(n)
 	return n, err
@@ -107,9 +115,4 @@ func (cw *countingWriter) Unwrap() http.ResponseWriter { return cw.ResponseWrite
 
 // statusOut is the status that went out: 200 when the handler wrote
 // nothing, as net/http sends.
-func (cw *countingWriter) statusOut() int {
-	if cw.status == 0 {
-		return http.StatusOK
-	}
-	return cw.status
-}
+func (cw *countingWriter) statusOut() int { return cw.status.get() }

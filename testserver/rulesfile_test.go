@@ -51,6 +51,9 @@ func TestKinds(t *testing.T) {
 	if len(Kinds()) != 14 || after != 7 {
 		t.Fatalf("%d kinds, %d after the handler; want 14 and 7", len(Kinds()), after)
 	}
+	if got := KindList(); !strings.HasPrefix(got, "status, reset, close, ") || !strings.HasSuffix(got, ", status-after, hold") || strings.Count(got, ", ") != 13 {
+		t.Fatalf("KindList() = %q, want the 14 kinds in documentation order", got)
+	}
 }
 
 func TestParseRules(t *testing.T) {

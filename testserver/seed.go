@@ -1,6 +1,7 @@
 package testserver
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -16,14 +17,24 @@ const SeedEnv = "IDEM_SEED"
 // test fails (or with -v). A malformed $IDEM_SEED fails the test.
 func Seed(tb testing.TB) uint64 {
 	tb.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv(SeedEnv); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			tb.Fatalf("testserver: %s=%q is not an unsigned integer: %v", SeedEnv, v, err)
-		}
-		seed = n
+	seed, err := ParseSeed(os.Getenv(SeedEnv))
+	if err != nil {
+		tb.Fatalf("%s: %v", SeedEnv, err)
 	}
 	tb.Logf("testserver: seed %d (rerun with %s=%d)", seed, SeedEnv, seed)
 	return seed
+}
+
+// ParseSeed returns the seed written in s, an unsigned decimal integer, or
+// a new one from the clock when s is empty: the rule of Seed and of the
+// faultproxy -seed flag. The error wraps strconv's.
+func ParseSeed(s string) (uint64, error) {
+	if s == "" {
+		return uint64(time.Now().UnixNano()), nil
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("testserver: seed %q is not an unsigned integer: %w", s, err)
+	}
+	return n, nil
 }

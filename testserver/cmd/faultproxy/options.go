@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -38,7 +37,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: faultproxy -upstream URL[,URL...] [-listen ADDR] [-rules FILE] [-fault SPEC [-p P] [-method M] [-path P]] [flags]\n\n")
 		fmt.Fprintf(stderr, "An HTTP reverse proxy on loopback that injects faults per request (see package testserver).\n")
-		fmt.Fprintf(stderr, "Fault kinds: %s.\nSIGHUP reloads the rules file; SIGINT or SIGTERM stops and prints a summary.\n\n", strings.Join(kindNames(), ", "))
+		fmt.Fprintf(stderr, "Fault kinds: %s.\nSIGHUP reloads the rules file; SIGINT or SIGTERM stops and prints a summary.\n\n", testserver.KindList())
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "loopback `address` to listen on (port 0 picks a free one)")
@@ -67,21 +66,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.fault, err = testserver.ParseFault(fault); err != nil {
 		return o, fmt.Errorf("-fault: %w", err)
 	}
-	if o.seed, err = parseSeed(seed); err != nil {
-		return o, err
+	if o.seed, err = testserver.ParseSeed(seed); err != nil {
+		return o, fmt.Errorf("-seed: %w", err)
 	}
 	return o, nil
-}
-
-func parseSeed(s string) (uint64, error) {
-	if s == "" {
-		return uint64(time.Now().UnixNano()), nil
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("-seed %q: not an unsigned integer", s)
-	}
-	return n, nil
 }
 
 // rules reads the rules file (if any) and appends the -fault rule.
@@ -107,12 +95,4 @@ func (o options) rules() ([]testserver.Rule, error) {
 		return nil, err
 	}
 	return rules, nil
-}
-
-func kindNames() []string {
-	var names []string
-	for _, k := range testserver.Kinds() {
-		names = append(names, string(k))
-	}
-	return names
 }
