@@ -10,10 +10,12 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -25,17 +27,31 @@ func DatabaseURL(tb testing.TB) string {
 	if raw == "" {
 		unavailable(tb, "DATABASE_URL is not set")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	pool, err := pgxpool.New(ctx, raw)
-	if err == nil {
-		err = pool.Ping(ctx)
-		pool.Close()
-	}
-	if err != nil {
+	if err := reach(raw); err != nil {
 		unavailable(tb, fmt.Sprintf("DATABASE_URL is not reachable: %v", err))
 	}
 	return raw
+}
+
+// reached holds, per database URL, a function that dials it the first
+// time it is called and returns that attempt's result ever after: the
+// tests of a process share one reachability check per URL.
+var reached sync.Map // string -> func() error
+
+// reach reports whether raw accepted a connection and a ping, checking
+// once per process.
+func reach(raw string) error {
+	check, _ := reached.LoadOrStore(raw, sync.OnceValue(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, raw)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		return conn.Ping(ctx)
+	}))
+	return check.(func() error)()
 }
 
 func unavailable(tb testing.TB, why string) {
@@ -81,12 +97,12 @@ func exec(tb testing.TB, raw, sql string) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, raw)
+	conn, err := pgx.Connect(ctx, raw)
 	if err != nil {
-		tb.Fatalf("pgxpool.New: %v", err)
+		tb.Fatalf("pgx.Connect: %v", err)
 	}
-	defer pool.Close()
-	if _, err := pool.Exec(ctx, sql); err != nil {
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
 		tb.Fatalf("%s: %v", sql, err)
 	}
 }

@@ -26,3 +26,16 @@ func TestSchemaIsolation(t *testing.T) {
 		t.Fatalf("second schema is not isolated: %v", err)
 	}
 }
+
+// TestReachIsCheckedOncePerURL: the second check of a URL returns the
+// first one's result without dialling again.
+func TestReachIsCheckedOncePerURL(t *testing.T) {
+	const url = "postgres://root@127.0.0.1:1/none?sslmode=disable&connect_timeout=5"
+	first := reach(url)
+	if first == nil {
+		t.Fatalf("reach(%q) = nil, want a refused connection", url)
+	}
+	if again := reach(url); again != first {
+		t.Fatalf("reach(%q) again = %v, want the cached error %v", url, again, first)
+	}
+}
