@@ -173,6 +173,9 @@ func TestStatusRetryAfterDate(t *testing.T) {
 	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != want {
 		t.Fatalf("response %d, Retry-After %q; want 429, %q", resp.StatusCode, resp.Header.Get("Retry-After"), want)
 	}
+	if ev := waitEvents(t, s, 1)[0]; ev.HandlerRan || ev.Fault != f || ev.Status != 429 || ev.HandlerStatus != 0 {
+		t.Fatalf("event = %+v, want fault %v, status 429, handler not run", ev, f)
+	}
 }
 
 // TestDelayResponseNoticesTheClientLeaving: the handler ignores the request

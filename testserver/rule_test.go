@@ -189,4 +189,18 @@ func TestBurstByIndexAndOutageWindow(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("statuses = %v, want %v", got, want)
 	}
+	// The log: which rule decided, which fault, and the handler ran only
+	// for the requests let through.
+	var log []string
+	for _, ev := range waitEvents(t, s, len(want)) {
+		log = append(log, fmt.Sprintf("%d:%s/%s/%d/ran=%v", ev.Index, ev.Rule, ev.Fault, ev.Status, ev.HandlerRan))
+	}
+	wantLog := []string{
+		"1:/none/201/ran=true", "2:burst/status;status=502/502/ran=false", "3:burst/status;status=502/502/ran=false",
+		"4:/none/201/ran=true", "5:#1/status;retry-after=1s/503/ran=false", "6:#1/status;retry-after=1s/503/ran=false",
+		"7:/none/201/ran=true",
+	}
+	if fmt.Sprint(log) != fmt.Sprint(wantLog) {
+		t.Fatalf("events:\n%v\nwant\n%v", log, wantLog)
+	}
 }

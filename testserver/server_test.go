@@ -1,6 +1,7 @@
 package testserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -128,16 +129,18 @@ func TestSetRulesWhileServing(t *testing.T) {
 		{Always(Match{}, Fault{Kind: FaultStatusAfter, Status: 502})},
 		nil,
 	}
+	// The rules change at every arrival, so requests meet each set while
+	// others are in flight; the loop ends with the 100 requests.
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for i := 1; i <= 100; i++ {
+			if err := s.log.waitArrived(ctx, i); err != nil {
+				t.Errorf("waiting for request %d: %v", i, err)
 				return
-			default:
 			}
 			if err := s.SetRules(sets[i%len(sets)]); err != nil {
 				t.Error(err)
@@ -157,8 +160,6 @@ func TestSetRulesWhileServing(t *testing.T) {
 			}
 		}()
 	}
-	waitArrivals(t, s, 100)
-	close(stop)
 	wg.Wait()
 	for _, ev := range waitEvents(t, s, 100) {
 		if ev.Fault.Kind == FaultStatus && ev.HandlerRan || ev.Fault.Kind == FaultStatusAfter && !ev.HandlerRan {
