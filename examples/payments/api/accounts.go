@@ -25,7 +25,7 @@ type putAccountBody struct {
 // putAccount creates the account or sets its balance and currency. PUT is
 // idempotent: a retry sets the same values.
 func (a *api) putAccount(w http.ResponseWriter, r *http.Request) {
-	c, _ := CallerFrom(r.Context())
+	c, _ := callerFrom(r.Context())
 	id := r.PathValue("id")
 	var body putAccountBody
 	if !decodeJSON(w, r, &body) {
@@ -53,7 +53,7 @@ func (a *api) putAccount(w http.ResponseWriter, r *http.Request) {
 
 // getAccount shows the account with its balance and payment count.
 func (a *api) getAccount(w http.ResponseWriter, r *http.Request) {
-	c, _ := CallerFrom(r.Context())
+	c, _ := callerFrom(r.Context())
 	acct, err := a.backend.Account(r.Context(), c.Tenant, r.PathValue("id"))
 	switch {
 	case errors.Is(err, ErrUnknownAccount):

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// Caller is who a request is made for, from its bearer token.
-type Caller struct {
+// caller is who a request is made for, from its bearer token.
+type caller struct {
 	// Tenant owns the accounts; Principal is the user or service of the
 	// tenant that makes the request. Both scope idempotency keys.
 	Tenant, Principal string
@@ -15,10 +15,10 @@ type Caller struct {
 
 type callerKey struct{}
 
-// CallerFrom returns the authenticated caller of the request whose
+// callerFrom returns the authenticated caller of the request whose
 // context is ctx.
-func CallerFrom(ctx context.Context) (Caller, bool) {
-	c, ok := ctx.Value(callerKey{}).(Caller)
+func callerFrom(ctx context.Context) (caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(caller)
 	return c, ok
 }
 
@@ -41,22 +41,22 @@ func authenticate(next http.Handler) http.Handler {
 }
 
 // parseBearer reads "Bearer <tenant>:<principal>", each part a valid id.
-func parseBearer(header string) (Caller, bool) {
+func parseBearer(header string) (caller, bool) {
 	scheme, token, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return Caller{}, false
+		return caller{}, false
 	}
 	tenant, principal, ok := strings.Cut(strings.TrimSpace(token), ":")
 	if !ok || !validID(tenant) || !validID(principal) {
-		return Caller{}, false
+		return caller{}, false
 	}
-	return Caller{Tenant: tenant, Principal: principal}, true
+	return caller{Tenant: tenant, Principal: principal}, true
 }
 
 // scope is the idempotency middleware's Config.Scope: keys are scoped by
 // the authenticated tenant and principal, never by anything in the body.
 func scope(r *http.Request) (tenant, principal string) {
-	c, _ := CallerFrom(r.Context())
+	c, _ := callerFrom(r.Context())
 	return c.Tenant, c.Principal
 }
 

@@ -31,7 +31,7 @@ type recordedPoint struct {
 // the charge recorded and credits nothing.
 func (a *api) createCharge(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	c, _ := CallerFrom(ctx)
+	c, _ := callerFrom(ctx)
 	var body amountBody
 	if !decodeJSON(w, r, &body) {
 		return

@@ -139,12 +139,12 @@ func TestChargeRetriesTheGatewayWithTheSameKey(t *testing.T) {
 }
 
 func TestDownstreamKeysDifferByScope(t *testing.T) {
-	a := downstreamKey(Caller{"acme", "alice"}, "k")
-	assert.Equal(t, a, downstreamKey(Caller{"acme", "alice"}, "k"))
+	a := downstreamKey(caller{"acme", "alice"}, "k")
+	assert.Equal(t, a, downstreamKey(caller{"acme", "alice"}, "k"))
 	for _, other := range []string{
-		downstreamKey(Caller{"acme", "bob"}, "k"),
-		downstreamKey(Caller{"globex", "alice"}, "k"),
-		downstreamKey(Caller{"acme", "alice"}, "k2"),
+		downstreamKey(caller{"acme", "bob"}, "k"),
+		downstreamKey(caller{"globex", "alice"}, "k"),
+		downstreamKey(caller{"acme", "alice"}, "k2"),
 	} {
 		assert.NotEqual(t, a, other)
 	}

@@ -38,7 +38,7 @@ func newGatewayClient(url string, client *http.Client) *gatewayClient {
 // downstreamKey derives the gateway's Idempotency-Key from the incoming
 // key and its scope: every attempt of one operation, on any node, sends the
 // same key to the gateway, and no two operations (of any tenant) share one.
-func downstreamKey(c Caller, key string) string {
+func downstreamKey(c caller, key string) string {
 	sum := sha256.Sum256([]byte(c.Tenant + "\x00" + c.Principal + "\x00POST /v1/charges\x00" + key))
 	return "charge-" + hex.EncodeToString(sum[:])
 }

@@ -46,7 +46,7 @@ func (b paymentBody) validate() string {
 // Transactional middleware, with PostgresBackend both happen in the
 // middleware's transaction and commit with the stored 201 (or 402).
 func (a *api) createPayment(w http.ResponseWriter, r *http.Request) {
-	c, _ := CallerFrom(r.Context())
+	c, _ := callerFrom(r.Context())
 	var body paymentBody
 	if !decodeJSON(w, r, &body) {
 		return
