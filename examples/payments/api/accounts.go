@@ -44,7 +44,7 @@ func (a *api) putAccount(w http.ResponseWriter, r *http.Request) {
 	default:
 		acct, err := a.backend.PutAccount(r.Context(), c.Tenant, id, body.Currency, *body.BalanceCents)
 		if err != nil {
-			internalError(w, err)
+			a.internalError(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, acct)
@@ -59,7 +59,7 @@ func (a *api) getAccount(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrUnknownAccount):
 		writeProblem(w, http.StatusNotFound, "not-found", "Not found", "no account of this tenant has this id")
 	case err != nil:
-		internalError(w, err)
+		a.internalError(w, r, err)
 	default:
 		writeJSON(w, http.StatusOK, acct)
 	}

@@ -56,7 +56,8 @@ type Config struct {
 	// Hooks, it is for tests that crash the process at an exact point.
 	OnStep func(ctx context.Context, step string)
 
-	// Logger receives the middleware's records. Nil: slog.Default().
+	// Logger receives the middleware's records and the handlers' internal
+	// errors. Nil: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -80,6 +81,7 @@ type api struct {
 	gateway *gatewayClient
 	lease   time.Duration
 	onStep  func(ctx context.Context, step string)
+	log     *slog.Logger
 }
 
 // New returns the payments API as an http.Handler:
@@ -99,7 +101,10 @@ func New(cfg Config) http.Handler {
 	if cfg.Store == nil {
 		cfg.Store = server.NewMemoryStore()
 	}
-	a := &api{backend: cfg.Backend, lease: cfg.Lease, onStep: cfg.OnStep}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	a := &api{backend: cfg.Backend, lease: cfg.Lease, onStep: cfg.OnStep, log: cfg.Logger}
 	if a.lease <= 0 {
 		a.lease = server.DefaultLease
 	}

@@ -45,14 +45,14 @@ func (a *api) createCharge(w http.ResponseWriter, r *http.Request) {
 		err = checkAccount(acct.Currency, 0, body.Currency, 0)
 	}
 	if err != nil {
-		writeBusinessError(w, err)
+		a.writeBusinessError(w, r, err)
 		return
 	}
 	lease, _ := server.LeaseFrom(ctx) // the route is Leased and requires a key
 	key, _ := wire.ParseKey(r.Header.Get(wire.HeaderKey))
 	gw, err := a.gatewayCharge(ctx, lease, downstreamKey(c, key), body)
 	if err != nil {
-		writeChargeError(w, err)
+		a.writeChargeError(w, r, err)
 		return
 	}
 	ch, err := a.backend.RecordCharge(ctx, Charge{
@@ -64,7 +64,7 @@ func (a *api) createCharge(w http.ResponseWriter, r *http.Request) {
 		err = lease.Checkpoint(ctx, StepRecorded, point)
 	}
 	if err != nil {
-		writeChargeError(w, err)
+		a.writeChargeError(w, r, err)
 		return
 	}
 	a.step(ctx, StepRecorded)
@@ -105,7 +105,7 @@ func (a *api) gatewayCharge(ctx context.Context, lease *server.Lease, key string
 // was checked before): the middleware
 // ends the lease at once and keeps the recovery point, so the next retry
 // takes over and asks the gateway again with the same key.
-func writeChargeError(w http.ResponseWriter, err error) {
+func (a *api) writeChargeError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, errDeclined):
 		writeProblem(w, http.StatusPaymentRequired, "card-declined", "Card declined", "the card gateway declined the charge")
@@ -113,9 +113,11 @@ func writeChargeError(w http.ResponseWriter, err error) {
 		w.Header().Set(wire.HeaderRetryAfter, "1")
 		writeProblem(w, http.StatusServiceUnavailable, "lease-lost", "Taken over",
 			"another attempt of this operation took it over; retry with the same key")
-	case errors.Is(err, errGateway):
-		writeProblem(w, http.StatusBadGateway, "gateway-unavailable", "Card gateway unavailable", err.Error())
+	case errors.Is(err, errGateway): // err names the gateway's address: logged, not sent
+		a.log.WarnContext(r.Context(), "payments API: card gateway unavailable", "err", err)
+		writeProblem(w, http.StatusBadGateway, "gateway-unavailable", "Card gateway unavailable",
+			"the card gateway did not confirm the charge; retry with the same key")
 	default:
-		writeBusinessError(w, err)
+		a.writeBusinessError(w, r, err)
 	}
 }

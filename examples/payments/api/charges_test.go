@@ -115,8 +115,8 @@ func TestChargeRetriesTheGatewayWithTheSameKey(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		keys = append(keys, r.Header.Get("Idempotency-Key")) // one request at a time
 		if down.Load() {
-			gw.ServeHTTP(httptest.NewRecorder(), r)      // it charges...
-			http.Error(w, "lost", http.StatusBadGateway) // ...but the answer is lost
+			gw.ServeHTTP(httptest.NewRecorder(), r)                  // it charges...
+			http.Error(w, "lost at 10.9.8.7", http.StatusBadGateway) // ...but the answer is lost
 			return
 		}
 		gw.ServeHTTP(w, r)
@@ -128,6 +128,7 @@ func TestChargeRetriesTheGatewayWithTheSameKey(t *testing.T) {
 	rec := do(t, h, call{method: "POST", path: "/v1/charges", key: "c-502", body: charge3000})
 	require.Equal(t, http.StatusBadGateway, rec.Code, rec.Body.String())
 	assert.Equal(t, "gateway-unavailable", problemName(rec))
+	assert.NotContains(t, rec.Body.String(), "10.9.8.7", "the gateway's error is logged, not sent")
 
 	down.Store(false)
 	rec = do(t, h, call{method: "POST", path: "/v1/charges", key: "c-502", body: charge3000})

@@ -61,7 +61,7 @@ func (a *api) createPayment(w http.ResponseWriter, r *http.Request) {
 		AmountCents: body.AmountCents, Currency: body.Currency, Reference: body.Reference,
 	})
 	if err != nil {
-		writeBusinessError(w, err)
+		a.writeBusinessError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, p)

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -30,15 +31,19 @@ func badRequest(w http.ResponseWriter, detail string) {
 }
 
 // internalError answers 500: the middleware rolls back (or ends the lease),
-// so a retry runs the handler afresh.
-func internalError(w http.ResponseWriter, err error) {
-	writeProblem(w, http.StatusInternalServerError, "internal", "Internal error", err.Error())
+// so a retry runs the handler afresh. The error goes to the log only: it
+// may name internals (a database host, a connection string), so the body
+// says nothing about it.
+func (a *api) internalError(w http.ResponseWriter, r *http.Request, err error) {
+	a.log.ErrorContext(r.Context(), "payments API: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+	writeProblem(w, http.StatusInternalServerError, "internal", "Internal error",
+		"the server failed to process the request; retry it (with the same Idempotency-Key, if it had one)")
 }
 
 // writeBusinessError answers for an error of a Backend: a refusal (400)
 // for a request that cannot apply, 402 for missing funds (a committed
 // outcome, stored and replayed), 500 for anything else.
-func writeBusinessError(w http.ResponseWriter, err error) {
+func (a *api) writeBusinessError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, ErrUnknownAccount):
 		badRequest(w, "account_id names no account of this tenant")
@@ -48,16 +53,16 @@ func writeBusinessError(w http.ResponseWriter, err error) {
 		writeProblem(w, http.StatusPaymentRequired, "insufficient-funds", "Insufficient funds",
 			"the account's balance does not cover the amount")
 	default:
-		internalError(w, err)
+		a.internalError(w, r, err)
 	}
 }
 
-// writeJSON answers with v as JSON.
+// writeJSON answers with v as JSON. The handlers' values always encode: a
+// failure is a bug, and panics (the middleware answers 500 and rolls back).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		internalError(w, err)
-		return
+		panic(fmt.Sprintf("api: encoding a %T response: %v", v, err))
 	}
 	body = append(body, '\n')
 	w.Header().Set("Content-Type", "application/json")
