@@ -16,14 +16,22 @@ var currencies = map[string]bool{
 // far from int64 overflow.
 const maxAmountCents = 1_000_000_000_000
 
+// defaultCurrency is the currency of an account created without one.
+const defaultCurrency = "EUR"
+
 // putAccountBody is the body of PUT /v1/accounts/{id}.
 type putAccountBody struct {
 	BalanceCents *int64 `json:"balance_cents"`
-	Currency     string `json:"currency"` // "" means EUR
+	// Currency "" keeps an existing account's currency, and gives a new
+	// account defaultCurrency.
+	Currency string `json:"currency"`
 }
 
-// putAccount creates the account or sets its balance and currency. PUT is
-// idempotent: a retry sets the same values.
+// putAccount creates the account or sets its balance. An account's
+// currency never changes: a PUT without one keeps it, a PUT with another
+// one is refused with 409 currency-conflict and changes nothing (the
+// balance is in the account's currency). PUT is idempotent: a retry sets
+// the same values.
 func (a *api) putAccount(w http.ResponseWriter, r *http.Request) {
 	c, _ := callerFrom(r.Context())
 	id := r.PathValue("id")
@@ -31,23 +39,24 @@ func (a *api) putAccount(w http.ResponseWriter, r *http.Request) {
 	if !decodeJSON(w, r, &body) {
 		return
 	}
-	if body.Currency == "" {
-		body.Currency = "EUR"
-	}
 	switch {
 	case !validID(id):
 		badRequest(w, "the account id must be 1 to 64 characters of A-Z a-z 0-9 . _ -")
 	case body.BalanceCents == nil || *body.BalanceCents < 0 || *body.BalanceCents > maxAmountCents:
 		badRequest(w, fmt.Sprintf("balance_cents must be given, from 0 to %d", int64(maxAmountCents)))
-	case !currencies[body.Currency]:
+	case body.Currency != "" && !currencies[body.Currency]:
 		badRequest(w, fmt.Sprintf("unknown currency %q", body.Currency))
 	default:
 		acct, err := a.backend.PutAccount(r.Context(), c.Tenant, id, body.Currency, *body.BalanceCents)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrCurrencyMismatch):
+			writeProblem(w, http.StatusConflict, "currency-conflict", "Currency conflict",
+				"the account exists in another currency, which cannot change; omit currency or send the account's")
+		case err != nil:
 			a.internalError(w, r, err)
-			return
+		default:
+			writeJSON(w, http.StatusOK, acct)
 		}
-		writeJSON(w, http.StatusOK, acct)
 	}
 }
 

@@ -87,7 +87,7 @@ type api struct {
 // New returns the payments API as an http.Handler:
 //
 //	GET  /healthz                 200 "ok"
-//	PUT  /v1/accounts/{id}        {"balance_cents": N, "currency": "EUR"} -> 200 account
+//	PUT  /v1/accounts/{id}        {"balance_cents": N, "currency"?: "EUR"} -> 200 account, 409 currency-conflict
 //	GET  /v1/accounts/{id}        -> 200 {"id", "currency", "balance_cents", "payment_count"}
 //	POST /v1/payments             {"account_id", "amount_cents", "currency", "reference"?} -> 201 payment
 //	POST /v1/charges              {"account_id", "amount_cents", "currency"} -> 201 charge

@@ -9,7 +9,10 @@ import (
 // The business errors of a Backend. The handlers turn them into problem
 // documents: ErrUnknownAccount and ErrCurrencyMismatch into 400 (a refusal
 // of the request, nothing stored), ErrInsufficientFunds into 402 (the
-// operation's own outcome, stored and replayed like a 201).
+// operation's own outcome, stored and replayed like a 201). A PUT of an
+// account in another currency than its own is 409 currency-conflict, and
+// any of them after the card gateway charged a card is a 500 (see
+// POST /v1/charges).
 var (
 	ErrUnknownAccount    = errors.New("api: unknown account")
 	ErrCurrencyMismatch  = errors.New("api: currency differs from the account's")
@@ -66,7 +69,10 @@ type Charge struct {
 // idempotency middleware's transaction (server.Tx), which the mutation
 // joins.
 type Backend interface {
-	// PutAccount creates the account, or sets its currency and balance.
+	// PutAccount creates the account in currency (EUR when currency is
+	// ""), or sets the existing account's balance. An account's currency
+	// never changes: currency "" keeps it, and another currency than the
+	// account's returns ErrCurrencyMismatch and changes nothing.
 	PutAccount(ctx context.Context, tenant, id, currency string, balanceCents int64) (Account, error)
 	// Account returns the account, or ErrUnknownAccount.
 	Account(ctx context.Context, tenant, id string) (Account, error)

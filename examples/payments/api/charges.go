@@ -101,10 +101,13 @@ func (a *api) gatewayCharge(ctx context.Context, lease *server.Lease, key string
 }
 
 // writeChargeError answers for a failed charge. A decline is the
-// operation's own outcome (402, stored). The others are 5xx (the account
-// was checked before): the middleware
-// ends the lease at once and keeps the recovery point, so the next retry
-// takes over and asks the gateway again with the same key.
+// operation's own outcome (402, stored). Every other error is a 5xx: the
+// middleware ends the lease at once and keeps the recovery point, so the
+// next retry takes over, asks the gateway again with the same key, and
+// records the charge. That includes a business error of the Backend (the
+// account was checked before the gateway was called): once the card may
+// be charged, a refusal such as 400 would tell the client that nothing
+// happened.
 func (a *api) writeChargeError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, errDeclined):
@@ -118,6 +121,6 @@ func (a *api) writeChargeError(w http.ResponseWriter, r *http.Request, err error
 		writeProblem(w, http.StatusBadGateway, "gateway-unavailable", "Card gateway unavailable",
 			"the card gateway did not confirm the charge; retry with the same key")
 	default:
-		a.writeBusinessError(w, r, err)
+		a.internalError(w, r, err)
 	}
 }

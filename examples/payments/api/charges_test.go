@@ -150,3 +150,37 @@ func TestDownstreamKeysDifferByScope(t *testing.T) {
 		assert.NotEqual(t, a, other)
 	}
 }
+
+// recordFailsOnce is a MemoryBackend whose first RecordCharge fails with a
+// business error, as when the account changed after the handler checked
+// it and the gateway charged the card.
+type recordFailsOnce struct {
+	*MemoryBackend
+	failed atomic.Bool
+}
+
+func (b *recordFailsOnce) RecordCharge(ctx context.Context, c Charge) (Charge, error) {
+	if b.failed.CompareAndSwap(false, true) {
+		return Charge{}, ErrCurrencyMismatch
+	}
+	return b.MemoryBackend.RecordCharge(ctx, c)
+}
+
+// Once the gateway charged the card, every error is a 5xx, never a
+// refusal: the client learns that the outcome is unknown and retries, and
+// the retry records the charge once.
+func TestChargeErrorAfterTheGatewayChargedIsA5xx(t *testing.T) {
+	gw, url := newGatewayServer(t)
+	backend := &recordFailsOnce{MemoryBackend: NewMemoryBackend()}
+	h := New(Config{Backend: backend, GatewayURL: url, GatewayClient: fastGatewayClient(), Logger: quietLogger()})
+	putAccount(t, h, "acc-1", 1000)
+
+	rec := do(t, h, call{method: "POST", path: "/v1/charges", key: "c-late", body: charge3000})
+	assert.Equal(t, http.StatusInternalServerError, rec.Code, rec.Body.String())
+	require.Equal(t, GatewayStats{Charges: 1, AmountCents: 3000}, gw.Stats(), "the card was charged")
+
+	rec = do(t, h, call{method: "POST", path: "/v1/charges", key: "c-late", body: charge3000})
+	require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+	assert.Equal(t, GatewayStats{Charges: 1, AmountCents: 3000}, gw.Stats(), "charged once")
+	assert.Equal(t, int64(4000), getAccount(t, h, "acc-1").BalanceCents, "credited once")
+}

@@ -5,10 +5,15 @@
 //
 // # Routes
 //
-//	PUT  /v1/accounts/{id}  {"balance_cents": 10000, "currency": "EUR"}
+//	PUT  /v1/accounts/{id}  {"balance_cents": 10000, "currency"?: "EUR"}
 //	GET  /v1/accounts/{id}  -> {"id", "currency", "balance_cents", "payment_count"}
 //	POST /v1/payments       {"account_id", "amount_cents", "currency", "reference"?}
 //	POST /v1/charges        {"account_id", "amount_cents", "currency"}
+//
+// PUT /v1/accounts/{id} creates the account (in EUR when "currency" is
+// absent) or sets its balance. An account's currency never changes: a PUT
+// without "currency" keeps it, and a PUT with another currency is refused
+// with 409 currency-conflict and changes nothing.
 //
 // POST /v1/payments debits an account: 201 {"payment_id", "account_id",
 // "amount_cents", "currency", "balance_cents"}, or 402 insufficient-funds,

@@ -30,16 +30,23 @@ func NewMemoryBackend() *MemoryBackend {
 	return &MemoryBackend{accounts: make(map[accountKey]*memAccount), charges: make(map[string]Charge)}
 }
 
-// PutAccount creates the account, or sets its currency and balance.
+// PutAccount creates the account, or sets its balance; see
+// Backend.PutAccount.
 func (m *MemoryBackend) PutAccount(_ context.Context, tenant, id, currency string, balance int64) (Account, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a := m.accounts[accountKey{tenant, id}]
-	if a == nil {
-		a = &memAccount{}
+	switch {
+	case a == nil && currency == "":
+		a = &memAccount{currency: defaultCurrency}
 		m.accounts[accountKey{tenant, id}] = a
+	case a == nil:
+		a = &memAccount{currency: currency}
+		m.accounts[accountKey{tenant, id}] = a
+	case currency != "" && currency != a.currency:
+		return Account{}, ErrCurrencyMismatch
 	}
-	a.currency, a.balance = currency, balance
+	a.balance = balance
 	return a.view(id), nil
 }
 

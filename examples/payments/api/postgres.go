@@ -75,19 +75,30 @@ func (b *PostgresBackend) inTx(ctx context.Context, fn func(pgx.Tx) error) error
 	return pgx.BeginFunc(ctx, b.db, fn)
 }
 
+// sqlPutAccount creates the account ($3 NULL: in $5), or sets the balance
+// of the existing one if $3 is NULL or its currency. It returns no row
+// when the account exists in another currency than $3 (the conflict's
+// row lock orders it after a concurrent PUT).
 const sqlPutAccount = `
-INSERT INTO accounts (tenant, id, currency, balance_cents) VALUES ($1, $2, $3, $4)
-ON CONFLICT (tenant, id) DO UPDATE SET currency = EXCLUDED.currency, balance_cents = EXCLUDED.balance_cents
-RETURNING (SELECT count(*) FROM payments p WHERE p.tenant = $1 AND p.account_id = $2)`
+INSERT INTO accounts (tenant, id, currency, balance_cents) VALUES ($1, $2, coalesce($3, $5), $4)
+ON CONFLICT (tenant, id) DO UPDATE SET balance_cents = EXCLUDED.balance_cents
+  WHERE $3::text IS NULL OR accounts.currency = $3
+RETURNING currency, (SELECT count(*) FROM payments p WHERE p.tenant = $1 AND p.account_id = $2)`
 
-// PutAccount creates the account, or sets its currency and balance.
+// PutAccount creates the account, or sets its balance; see
+// Backend.PutAccount.
 func (b *PostgresBackend) PutAccount(ctx context.Context, tenant, id, currency string, balance int64) (Account, error) {
-	a := Account{ID: id, Currency: currency, BalanceCents: balance}
+	a := Account{ID: id, BalanceCents: balance}
 	err := b.inTx(ctx, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, sqlPutAccount, tenant, id, currency, balance).Scan(&a.PaymentCount)
+		err := tx.QueryRow(ctx, sqlPutAccount, tenant, id, nullable(currency), balance, defaultCurrency).
+			Scan(&a.Currency, &a.PaymentCount)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrCurrencyMismatch
+		}
+		return err
 	})
 	if err != nil {
-		return Account{}, fmt.Errorf("api: put account: %w", err)
+		return Account{}, wrapUnlessBusiness("put account", err)
 	}
 	return a, nil
 }
