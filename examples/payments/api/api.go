@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -20,7 +21,13 @@ type Config struct {
 
 	// Store keeps the idempotency records: a server.PostgresStore on the
 	// Backend's database (so that a payment and its stored response commit
-	// together), or a server.MemoryStore. Nil: a new server.MemoryStore.
+	// together), or a server.MemoryStore with a MemoryBackend. Nil: a
+	// server.PostgresStore on the database of a PostgresBackend (whose DB
+	// must then be a server.DB too, as *pgxpool.Pool is: New panics
+	// otherwise), and a new server.MemoryStore with any other Backend. Never
+	// pair a durable Backend with a MemoryStore: after a restart the
+	// payments remain but their stored responses are gone, and a retry pays
+	// again.
 	Store server.Store
 
 	// Keys says what POST /v1/payments does without an Idempotency-Key.
@@ -93,13 +100,15 @@ type api struct {
 //	POST /v1/charges              {"account_id", "amount_cents", "currency"} -> 201 charge
 //
 // Every /v1 route needs "Authorization: Bearer <tenant>:<principal>" (a
-// demo scheme). The handler is safe for concurrent use.
+// demo scheme). The handler is safe for concurrent use. New panics when
+// Config.Store is nil and the Backend is a PostgresBackend whose DB is not
+// a server.DB (see Config.Store).
 func New(cfg Config) http.Handler {
 	if cfg.Backend == nil {
 		cfg.Backend = NewMemoryBackend()
 	}
 	if cfg.Store == nil {
-		cfg.Store = server.NewMemoryStore()
+		cfg.Store = defaultStore(cfg.Backend)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -125,6 +134,22 @@ func New(cfg Config) http.Handler {
 		mux.Handle("POST /v1/charges", authenticate(server.Middleware(cfg.Store, mw)(http.HandlerFunc(a.createCharge))))
 	}
 	return mux
+}
+
+// defaultStore is the Store of a Config without one: the records go
+// where the Backend keeps its data, so that both survive a restart, or
+// neither does.
+func defaultStore(b Backend) server.Store {
+	pb, ok := b.(*PostgresBackend)
+	if !ok {
+		return server.NewMemoryStore()
+	}
+	db, ok := pb.db.(server.DB)
+	if !ok {
+		panic(fmt.Sprintf("api: Config.Store is nil and the PostgresBackend's DB (a %T) is not a server.DB: "+
+			"set Config.Store to a server.PostgresStore on the same database", pb.db))
+	}
+	return server.NewPostgresStore(db)
 }
 
 // step reports a step of POST /v1/charges to Config.OnStep.

@@ -42,7 +42,7 @@
 //
 // MemoryBackend (with a server.MemoryStore) needs nothing and forgets
 // everything when the process ends. PostgresBackend (with a
-// server.PostgresStore on the same pool, after Migrate) survives crashes:
-// a restarted server answers the retries of finished operations with
-// replays.
+// server.PostgresStore on the same pool, after Migrate; New makes one when
+// Config.Store is nil) survives crashes: a restarted server answers the
+// retries of finished operations with replays.
 package api
