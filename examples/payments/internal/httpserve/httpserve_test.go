@@ -15,15 +15,24 @@ import (
 	"github.com/idemkit/idem/examples/payments/internal/testwait"
 )
 
-// A shutdown lets the request in flight finish, then Run returns nil.
+// A shutdown lets the request in flight finish, then Run returns nil. The
+// handler is released only once the server's Shutdown has begun (net/http
+// calls the RegisterOnShutdown functions from Shutdown, never from Close),
+// so the request is really in flight during the shutdown.
 func TestRunFinishesTheRequestsInFlight(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	arrived, release := make(chan struct{}), make(chan struct{})
-	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	arrived, ended := make(chan struct{}), make(chan struct{})
+	defer close(ended) // a failed test's handler is not left waiting
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		shuttingDown := make(chan struct{})
+		r.Context().Value(http.ServerContextKey).(*http.Server).RegisterOnShutdown(func() { close(shuttingDown) })
 		close(arrived)
-		<-release
-		_, _ = io.WriteString(w, "done")
+		select {
+		case <-shuttingDown:
+			_, _ = io.WriteString(w, "done")
+		case <-ended:
+		}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
@@ -42,7 +51,6 @@ func TestRunFinishesTheRequestsInFlight(t *testing.T) {
 	}()
 	testwait.Recv(t, arrived, "the request")
 	cancel()
-	close(release)
 	assert.Equal(t, "done", testwait.Recv(t, answer, "the answer"))
 	assert.NoError(t, testwait.Recv(t, ran, "Run's return after the shutdown"))
 }
