@@ -125,6 +125,25 @@ func TestSameKeyDifferentRequestIsRefused(t *testing.T) {
 	})
 }
 
+// A catch-all pattern routes many paths to one handler: the path under it
+// is part of the request, so the key of one path is refused on another.
+func TestCatchAllPatternFingerprintsThePath(t *testing.T) {
+	eachStore(t, func(t *testing.T, k *kit) {
+		p := &payments{k: k}
+		mux := http.NewServeMux()
+		mux.Handle("POST /v1/accounts/", Middleware(k.store, quiet(Config{}))(p))
+		srv := serve(t, mux)
+		body := `{"amount": 5}`
+		first := post(t, srv, "/v1/accounts/1", "k-sub", body)
+		require.Equal(t, http.StatusCreated, first.status, first.body)
+		assert.True(t, post(t, srv, "/v1/accounts/1", "k-sub", body).replayed(), "the same path replays")
+		other := post(t, srv, "/v1/accounts/2", "k-sub", body)
+		assert.Equal(t, http.StatusUnprocessableEntity, other.status, "another path under the pattern: %s", other.body)
+		assert.Equal(t, wire.ProblemKeyReused, problemName(t, other))
+		assert.EqualValues(t, 1, p.runs.Load(), "handler runs")
+	})
+}
+
 func TestScopeSeparatesRecords(t *testing.T) {
 	eachStore(t, func(t *testing.T, k *kit) {
 		scope := func(r *http.Request) (string, string) { return r.Header.Get("X-Tenant"), r.Header.Get("X-User") }

@@ -1,18 +1,24 @@
 package server
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"net/http"
 	"strings"
 )
 
-// fingerprintAlg names the algorithm of fingerprintV1. It is stored beside
-// every digest; a new algorithm gets a new name and fingerprintWith keeps
-// computing the old ones, so that a change never turns an honest retry of
-// a stored request into 422 key-reused.
-const fingerprintAlg = "sha256-v1"
+// The fingerprint algorithms. The name of the one that made a digest is
+// stored beside it; a new algorithm gets a new name and fingerprintWith
+// keeps computing the old ones, so that a change never turns an honest
+// retry of a stored request into 422 key-reused.
+const (
+	// fingerprintAlg names fingerprintV2, the algorithm of new records.
+	fingerprintAlg = "sha256-v2"
+	// fingerprintAlgV1 names fingerprintV1, which left out the path under
+	// a catch-all pattern ("POST /v1/accounts/"); records stored with it
+	// are still compared with it.
+	fingerprintAlgV1 = "sha256-v1"
+)
 
 // fpInput is what an operation depends on (CONTRACT section 3).
 type fpInput struct {
@@ -20,6 +26,11 @@ type fpInput struct {
 	pathValues    [][2]string // in pattern order
 	headers       [][2]string // the configured headers, in config order
 	body          []byte
+	// subtree is the escaped path of a request routed by a catch-all
+	// pattern (one that ends in "/"), which the pattern does not name:
+	// "POST /v1/accounts/1" and "/2" are two operations. Only
+	// fingerprintV2 hashes it.
+	subtree string
 }
 
 // newFPInput collects the fingerprint input of r, whose body was read.
@@ -27,6 +38,9 @@ func newFPInput(r *http.Request, route string, body []byte, fpHeaders []string) 
 	in := &fpInput{method: r.Method, route: route, body: body}
 	if r.Pattern == "" {
 		in.pathValues = [][2]string{{"", r.URL.EscapedPath()}}
+	}
+	if strings.HasSuffix(r.Pattern, "/") {
+		in.subtree = r.URL.EscapedPath()
 	}
 	for _, name := range wildcards(r.Pattern) {
 		in.pathValues = append(in.pathValues, [2]string{name, r.PathValue(name)})
@@ -63,20 +77,36 @@ func wildcards(pattern string) []string {
 func fingerprintWith(alg string, in *fpInput) ([]byte, bool) {
 	switch alg {
 	case fingerprintAlg:
+		return fingerprintV2(in), true
+	case fingerprintAlgV1:
 		return fingerprintV1(in), true
 	default:
 		return nil, false
 	}
 }
 
-// fingerprintV1 is SHA-256 over length-prefixed fields: method, route,
-// path values, headers, then the body as canonical JSON (tagged "json") or
-// its raw bytes (tagged "raw"). Its bytes must never change (the test pins
-// them): a new algorithm gets a new name.
+// fingerprintV2 is fingerprintV1 under its own name with the subtree of a
+// catch-all pattern after the path values. Its bytes must never change
+// (the test pins them): a new algorithm gets a new name.
+func fingerprintV2(in *fpInput) []byte {
+	return sha256Fields(fingerprintAlg, in, true)
+}
+
+// fingerprintV1 is SHA-256 over length-prefixed fields: the algorithm's
+// name, method, route, path values, headers, then the body as canonical
+// JSON (tagged "json") or its raw bytes (tagged "raw"). Its bytes must
+// never change (the test pins them).
 func fingerprintV1(in *fpInput) []byte {
+	return sha256Fields(fingerprintAlgV1, in, false)
+}
+
+func sha256Fields(alg string, in *fpInput, subtree bool) []byte {
 	var buf [256]byte
-	b := appendFields(buf[:0], fingerprintAlg, in.method, in.route)
+	b := appendFields(buf[:0], alg, in.method, in.route)
 	b = appendPairs(b, in.pathValues)
+	if subtree {
+		b = appendFields(b, in.subtree)
+	}
 	b = appendPairs(b, in.headers)
 	body, tag := in.body, "raw"
 	if canon, ok := canonicalJSON(in.body); ok {
@@ -119,12 +149,4 @@ func appendLen(b []byte, n int) []byte {
 func scopeHash(tenant, principal, route, key string) [32]byte {
 	var buf [256]byte
 	return sha256.Sum256(appendFields(buf[:0], "idem-scope-v1", tenant, principal, route, key))
-}
-
-// matches reports whether a stored digest made with alg is the digest of
-// in. A digest made by an algorithm this version does not know is accepted:
-// refusing it would turn honest retries into 422s.
-func matches(in *fpInput, alg string, stored []byte) bool {
-	digest, known := fingerprintWith(alg, in)
-	return !known || bytes.Equal(digest, stored)
 }

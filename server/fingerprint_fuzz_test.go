@@ -64,7 +64,7 @@ func FuzzFingerprint(f *testing.F) {
 
 // bodyDigest is the fingerprint of a POST to one route with body.
 func bodyDigest(body []byte) []byte {
-	return fingerprintV1(&fpInput{method: "POST", route: "POST /v1/payments", body: body})
+	return fingerprintV2(&fpInput{method: "POST", route: "POST /v1/payments", body: body})
 }
 
 // checkCanonicalForm: the canonical form is valid JSON, its own canonical

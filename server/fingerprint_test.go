@@ -35,7 +35,7 @@ func digestOf(t *testing.T, pattern, method, target, body string, headers ...str
 	mux := http.NewServeMux()
 	mux.HandleFunc(pattern, func(_ http.ResponseWriter, r *http.Request) {
 		s := newSettings(Config{FingerprintHeaders: []string{"api-version"}})
-		digest = fingerprintV1(newFPInput(r, s.route(r), []byte(body), s.fpHeaders))
+		digest = fingerprintV2(newFPInput(r, s.route(r), []byte(body), s.fpHeaders))
 	})
 	req := httptest.NewRequest(method, target, strings.NewReader(body))
 	for i := 0; i+1 < len(headers); i += 2 {
@@ -69,17 +69,27 @@ func TestFingerprint(t *testing.T) {
 	for name, d := range different {
 		assert.NotEqual(t, base, d, name)
 	}
+	const catchAll = "POST /v1/accounts/"
+	sub1 := digestOf(t, catchAll, "POST", "/v1/accounts/1", `{}`)
+	assert.Equal(t, sub1, digestOf(t, catchAll, "POST", "/v1/accounts/1?trace=1", `{}`), "catch-all, same path")
+	assert.NotEqual(t, sub1, digestOf(t, catchAll, "POST", "/v1/accounts/2", `{}`), "catch-all, another path under it")
 	raw1 := digestOf(t, p, "POST", "/v1/accounts/a1/payments", "a=1&b=2")
 	raw2 := digestOf(t, p, "POST", "/v1/accounts/a1/payments", "a=1&b=2 ")
 	assert.NotEqual(t, raw1, raw2, "a non-JSON body is hashed byte for byte")
 }
 
-func TestFingerprintWithUnknownAlgorithm(t *testing.T) {
-	in := &fpInput{method: "POST", route: "POST /x", body: []byte(`{}`)}
-	digest := fingerprintV1(in)
-	assert.True(t, matches(in, fingerprintAlg, digest))
-	assert.False(t, matches(in, fingerprintAlg, bytes.Repeat([]byte{0}, 32)))
-	assert.True(t, matches(in, "sha3-v9", []byte{1}), "an unknown algorithm is accepted")
+func TestMatchesComparesUnderTheStoredAlgorithm(t *testing.T) {
+	in := &fpInput{method: "POST", route: "POST /x/", body: []byte(`{}`), subtree: "/x/1"}
+	c := &claimArgs{fp: fingerprintV2(in), in: in}
+	other := &fpInput{method: "POST", route: "POST /x/", body: []byte(`{}`), subtree: "/x/2"}
+	zeros := bytes.Repeat([]byte{0}, 32)
+	assert.True(t, c.matches(fingerprintAlg, fingerprintV2(in)))
+	assert.False(t, c.matches(fingerprintAlg, fingerprintV2(other)), "v2 tells the paths under a catch-all apart")
+	assert.False(t, c.matches(fingerprintAlg, zeros))
+	assert.True(t, c.matches(fingerprintAlgV1, fingerprintV1(in)), "a v1 record is compared with v1")
+	assert.True(t, c.matches(fingerprintAlgV1, fingerprintV1(other)), "v1 never saw the path under a catch-all")
+	assert.False(t, c.matches(fingerprintAlgV1, zeros))
+	assert.True(t, c.matches("sha3-v9", []byte{1}), "an unknown algorithm is accepted")
 }
 
 func TestScopeHashSeparatesParts(t *testing.T) {
@@ -90,7 +100,7 @@ func TestScopeHashSeparatesParts(t *testing.T) {
 	}
 }
 
-// TestDigestsAreStable pins sha256-v1 and the scope hash: stored records
+// TestDigestsAreStable pins sha256-v1, sha256-v2 and the scope hash: stored records
 // hold these digests, so a change of their bytes would turn honest retries
 // into 422s and make stored records unreachable. A new algorithm needs a
 // new name.
@@ -98,9 +108,13 @@ func TestDigestsAreStable(t *testing.T) {
 	in := &fpInput{method: "POST", route: "POST /v1/{acct}/payments", pathValues: [][2]string{{"acct", "a1"}},
 		headers: [][2]string{{"Api-Version", "2"}}, body: []byte(`{"b":1, "a":[1.0,"x"]}`)}
 	raw := &fpInput{method: "PATCH", route: "PATCH /x", pathValues: [][2]string{{"", "/x"}}, body: []byte("a=1&b=2")}
+	sub := &fpInput{method: "POST", route: "POST /v1/accounts/", body: []byte(`{}`), subtree: "/v1/accounts/a%2F1"}
 	scope := scopeHash("t", "p", "POST /v1/payments", "k1")
 	assert.Equal(t, "24ebe1bb765e63498ae8c6d1c7bc5903ea65aeefba0ba75b90beefc8d7d55427", hex.EncodeToString(fingerprintV1(in)))
 	assert.Equal(t, "1704783c9d573062bd787614d3e049c065a647e96efa48e8a1d4e002f25d5f03", hex.EncodeToString(fingerprintV1(raw)))
+	assert.Equal(t, "70f0ad954baccc7ead5e3681800a331cb3f7c980db561c9e28d94992c4962d1b", hex.EncodeToString(fingerprintV2(in)))
+	assert.Equal(t, "73be8894df1576bf2afc9570ed7560000dfe241c0218e7fab34ef2298d6a502b", hex.EncodeToString(fingerprintV2(raw)))
+	assert.Equal(t, "07f34f7a6f7bb6fe28a528e427f45ecfc3675d17ad964075e8237821326066ed", hex.EncodeToString(fingerprintV2(sub)))
 	assert.Equal(t, "ef9afb478c59661c77645e1d260f4511e166d680bac46f18aab376d4e2039f1a", hex.EncodeToString(scope[:]))
 }
 
@@ -108,7 +122,7 @@ func BenchmarkFingerprint(b *testing.B) {
 	in := &fpInput{method: "POST", route: "POST /v1/payments", body: []byte(`{"account":7,"amount":25}`)}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = fingerprintV1(in)
+		_ = fingerprintV2(in)
 		_ = scopeHash("tenant", "principal", "POST /v1/payments", "8e03978e-40d5-43e8-bc93-6894a57f9324")
 	}
 }

@@ -225,6 +225,23 @@ func TestRecordOfAnotherFingerprintAlgorithmIsAccepted(t *testing.T) {
 	assert.EqualValues(t, 1, p.runs.Load())
 }
 
+// A record stored by an older node (sha256-v1) is compared with v1: an
+// honest retry replays, another body is still refused.
+func TestRecordOfFingerprintV1IsComparedWithV1(t *testing.T) {
+	k := postgresKit(t)
+	mux, p := payServer(t, k, Config{})
+	srv := serve(t, mux)
+	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-v1", `{"amount": 1}`).status)
+	v1 := fingerprintV1(&fpInput{method: "POST", route: "POST /v1/payments", body: []byte(`{"amount": 1}`)})
+	_, err := k.pool.Exec(context.Background(), `UPDATE idem_records SET fp_alg = $1, fingerprint = $2`, fingerprintAlgV1, v1)
+	require.NoError(t, err)
+	r := post(t, srv, "/v1/payments", "k-v1", ` {"amount":1}`)
+	assert.True(t, r.replayed(), "an honest retry of a v1 record replays: %d %s", r.status, r.body)
+	other := post(t, srv, "/v1/payments", "k-v1", `{"amount": 2}`)
+	assert.Equal(t, http.StatusUnprocessableEntity, other.status, "v1 is known: another body is refused")
+	assert.EqualValues(t, 1, p.runs.Load())
+}
+
 func TestStoreUnavailable(t *testing.T) {
 	k := postgresKit(t)
 	mux, p := payServer(t, k, Config{})

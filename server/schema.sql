@@ -13,7 +13,9 @@ CREATE TABLE IF NOT EXISTS idem_records (
     principal      text        NOT NULL,
     route          text        NOT NULL,
     idem_key       text        NOT NULL,
-    -- The request's fingerprint and the algorithm that made it (sha256-v1).
+    -- The request's fingerprint and the algorithm that made it (sha256-v2;
+    -- sha256-v1 for records of versions that left out the path under a
+    -- catch-all pattern).
     fp_alg         text        NOT NULL,
     fingerprint    bytea       NOT NULL,
     -- running: claimed (Leased mode); done: response stored; unavailable:

@@ -46,18 +46,24 @@ const (
 type claimArgs struct {
 	scope                         [32]byte
 	tenant, principal, route, key string
-	fp                            []byte // fingerprintAlg digest of in
-	in                            *fpInput
+	fp                            []byte   // fingerprintAlg digest of in
+	in                            *fpInput // for a record stored by another algorithm
 	mode                          Mode
 	lease, retention, wait        time.Duration
 }
 
-// matches reports whether a stored fingerprint is this request's.
+// matches reports whether a stored digest made with alg is this request's.
+// A digest made by an algorithm this version does not know (a newer node's)
+// is accepted: refusing it would turn honest retries into 422s.
 func (c *claimArgs) matches(alg string, stored []byte) bool {
-	if alg == fingerprintAlg {
-		return bytes.Equal(c.fp, stored)
+	digest := c.fp
+	if alg != fingerprintAlg {
+		var known bool
+		if digest, known = fingerprintWith(alg, c.in); !known {
+			return true
+		}
 	}
-	return matches(c.in, alg, stored)
+	return bytes.Equal(digest, stored)
 }
 
 // response is a captured handler response, as stored and replayed.
