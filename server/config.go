@@ -88,7 +88,9 @@ type Config struct {
 	// middleware per handler, mux.Handle("POST /v1/payments", mw(h)), so
 	// that r.Pattern is set), or the method plus the request path when no
 	// pattern is set. A Route that returns "" lets the request bypass the
-	// middleware.
+	// middleware. Under a catch-all pattern ("POST /v1/accounts/") the
+	// request's path is part of its fingerprint, so a key used on
+	// /v1/accounts/1 gets 422 key-reused on /v1/accounts/2.
 	Route func(r *http.Request) string
 
 	// Retention is how long a record answers retries. A retry after it runs
