@@ -46,6 +46,10 @@ func crashSwitchFromEnv(getenv func(string) string, log *slog.Logger) (*crashSwi
 			api.StepGatewayCalled, api.StepGatewayAnswered, api.StepRecorded)
 	}
 	c := &crashSwitch{at: at, route: getenv(envCrashRoute), after: 1, log: log}
+	if apiStep(at) && c.route != "" && c.route != chargesRoute {
+		return nil, fmt.Errorf("%s=%q with %s=%q can never fire: the %s step is reached only by %q",
+			envCrashAt, at, envCrashRoute, c.route, at, chargesRoute)
+	}
 	if s := getenv(envCrashAfter); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 1 {
@@ -55,6 +59,12 @@ func crashSwitchFromEnv(getenv func(string) string, log *slog.Logger) (*crashSwi
 	}
 	log.Warn("crash switch armed: this process will SIGKILL itself", "at", at, "route", c.route, "after", c.after)
 	return c, nil
+}
+
+// apiStep reports whether at is a step of POST /v1/charges (see
+// api.Config.OnStep) rather than a middleware hook.
+func apiStep(at string) bool {
+	return at == api.StepGatewayCalled || at == api.StepGatewayAnswered || at == api.StepRecorded
 }
 
 // hooks returns the middleware hook that fires at a "claimed", "handled"

@@ -42,7 +42,8 @@
 //	                  gateway-called | gateway-answered | recorded (the
 //	                  steps of POST /v1/charges, see api.Config.OnStep)
 //	IDEM_CRASH_ROUTE  only requests to this route, e.g. "POST /v1/payments"
-//	                  (default: any route)
+//	                  (default: any route); the steps of POST /v1/charges
+//	                  take no other route (exit 2)
 //	IDEM_CRASH_AFTER  crash the n-th time the point is reached (default 1)
 //
 // "committed" is the interesting one: the outcome is durable, the client
@@ -190,12 +191,23 @@ func startGateway(ctx context.Context, grace time.Duration, log *slog.Logger) (u
 	if err != nil {
 		return "", nil, fmt.Errorf("in-process gateway: %w", err)
 	}
+	url, stop = serveGateway(ctx, ln, grace, log)
+	return url, stop, nil
+}
+
+// serveGateway serves the in-process gateway on ln until stop, which
+// waits for it. ctx's values reach it, not its end: the gateway outlives
+// the API's requests in flight. Its failure is logged: the charges then
+// fail with 502 gateway-unavailable.
+func serveGateway(ctx context.Context, ln net.Listener, grace time.Duration, log *slog.Logger) (url string, stop func()) {
 	gwCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	gwLog := log.With("component", "gateway")
 	go func() {
 		defer close(done)
-		_ = httpserve.Run(gwCtx, ln, api.NewGateway(api.GatewayConfig{Logger: gwLog}), grace, gwLog)
+		if err := httpserve.Run(gwCtx, ln, api.NewGateway(api.GatewayConfig{Logger: gwLog}), grace, gwLog); err != nil {
+			gwLog.Error("in-process gateway failed", "err", err)
+		}
 	}()
-	return "http://" + ln.Addr().String(), func() { cancel(); <-done }, nil
+	return "http://" + ln.Addr().String(), func() { cancel(); <-done }
 }
