@@ -19,8 +19,8 @@ import (
 type errorRecords chan string
 
 func (h errorRecords) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
-func (h errorRecords) WithAttrs([]slog.Attr) slog.Handler          { return h }
-func (h errorRecords) WithGroup(string) slog.Handler               { return h }
+func (h errorRecords) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h errorRecords) WithGroup(string) slog.Handler                { return h }
 
 func (h errorRecords) Handle(_ context.Context, r slog.Record) error {
 	var err string
