@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -22,15 +23,42 @@ import (
 	"github.com/idemkit/idem/examples/payments/api"
 )
 
-// buildServer compiles the program into the test's temporary directory.
+// build is the program, compiled once for all the tests of the package
+// (the first buildServer builds it) into dir, which TestMain removes.
+var build struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if build.dir != "" {
+		_ = os.RemoveAll(build.dir)
+	}
+	os.Exit(code)
+}
+
+// buildServer returns the compiled program, building it on the first call.
 func buildServer(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	require.NoError(t, err, "the go command is needed to build the server")
-	bin := filepath.Join(t.TempDir(), "server")
-	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
+	build.once.Do(func() {
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			build.err = fmt.Errorf("the go command is needed to build the server: %w", err)
+			return
+		}
+		if build.dir, build.err = os.MkdirTemp("", "payments-server-test-"); build.err != nil {
+			return
+		}
+		build.bin = filepath.Join(build.dir, "server")
+		if out, err := exec.Command(goBin, "build", "-o", build.bin, ".").CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("go build: %w: %s", err, out)
+		}
+	})
+	require.NoError(t, build.err)
+	return build.bin
 }
 
 // process is a running server program.
