@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/internal/wire"
 	"github.com/idemkit/idem/server"
 	"github.com/idemkit/idem/testserver"
 )
@@ -90,7 +91,7 @@ func apiHandler(t trial) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Header.Del("Idempotency-Key") // a server that ignores keys: the idem column must fail
+		r.Header.Del(wire.HeaderKey) // a server that ignores keys: the idem column must fail
 		h.ServeHTTP(w, r)
 	})
 }

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/internal/wire"
 )
 
 func main() {
@@ -163,7 +164,7 @@ func pay(ctx context.Context, client *http.Client, o options, stdout io.Writer) 
 		return err
 	}
 	replayed := ""
-	if resp.Header.Get("Idempotent-Replayed") == "true" {
+	if resp.Header.Get(wire.HeaderReplayed) == "true" {
 		replayed = "  (Idempotent-Replayed: a stored response; the payment was made once)"
 	}
 	fmt.Fprintf(stdout, "%s%s\n%s\n", resp.Status, replayed, bytes.TrimSpace(answer))
