@@ -8,10 +8,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
+	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/internal/wire"
 	"github.com/idemkit/idem/testserver"
 )
 
@@ -123,9 +128,10 @@ func (p *payer) call(ctx context.Context, op operation) verdict {
 	return responseVerdict(resp)
 }
 
-// errorVerdict concludes from a call that ended without a response: a
-// definite failure only when the client knows no attempt may have taken
-// effect.
+// errorVerdict concludes from a call that ended without a response, with
+// the same rules as the demo's (examples/payments/clients.go): a definite
+// failure only when the client knows that no attempt may have taken effect
+// (an *idem.Error without MayHaveTakenEffect), unknown otherwise.
 func errorVerdict(err error) verdict {
 	var e *idem.Error
 	if errors.As(err, &e) {
@@ -138,29 +144,31 @@ func errorVerdict(err error) verdict {
 	return verdict{kind: testserver.OutcomeUnknown, err: err}
 }
 
-// responseVerdict concludes from a response: 201 with a payment id is ok,
-// a 4xx a definite failure (402 is the payment's outcome, 400 a refusal
-// that stored nothing), anything else, or a body cut short, unknown.
+// responseVerdict concludes from a response, with the same rules as the
+// demo's: a 2xx with a payment id is ok; a 4xx is a definite failure (402
+// is the payment's outcome, 400 a refusal that stored nothing; the idem
+// client turns a 4xx that follows an attempt that may have acted into an
+// error instead); anything else (a 3xx, a 5xx, a body cut short or without
+// a payment id) leaves the outcome unknown.
 func responseVerdict(resp *http.Response) verdict {
 	defer resp.Body.Close()
-	v := verdict{kind: testserver.OutcomeUnknown, status: resp.StatusCode, replayed: resp.Header.Get("Idempotent-Replayed") == "true"}
+	code := resp.StatusCode
+	v := verdict{kind: testserver.OutcomeUnknown, status: code, replayed: resp.Header.Get(wire.HeaderReplayed) == "true"}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var created struct {
 		PaymentID string `json:"payment_id"`
 	}
 	switch {
 	case err != nil:
-		v.err = fmt.Errorf("%d with a body cut short: %w", resp.StatusCode, err)
-	case resp.StatusCode == http.StatusCreated:
-		if err := json.Unmarshal(data, &created); err != nil || created.PaymentID == "" {
-			v.err = fmt.Errorf("201 without a payment id: %q", data)
-			return v
-		}
-		v.kind, v.result = testserver.OutcomeOK, created.PaymentID
-	case resp.StatusCode >= 400 && resp.StatusCode < 500:
-		v.kind, v.err = testserver.OutcomeFailed, fmt.Errorf("%d: %s", resp.StatusCode, data)
+		v.err = fmt.Errorf("%d with a body cut short: %w", code, err)
+	case code >= 400 && code < 500:
+		v.kind, v.err = testserver.OutcomeFailed, fmt.Errorf("%d: %s", code, data)
+	case code < 200 || code >= 300:
+		v.err = fmt.Errorf("%d: %s", code, data)
+	case json.Unmarshal(data, &created) != nil || created.PaymentID == "":
+		v.err = fmt.Errorf("%d without a payment id: %q", code, data)
 	default:
-		v.err = fmt.Errorf("%d: %s", resp.StatusCode, data)
+		v.kind, v.result = testserver.OutcomeOK, created.PaymentID
 	}
 	return v
 }
@@ -175,4 +183,38 @@ func retriedOps(p *payer, ops []operation) int {
 		}
 	}
 	return n
+}
+
+// The verdict rules, the same as the demo's (TestVerdicts in
+// examples/payments).
+func TestResponseAndErrorVerdicts(t *testing.T) {
+	const paid = `{"payment_id":"pay_1"}`
+	cases := []struct {
+		name string
+		v    verdict
+		want testserver.OutcomeKind
+	}{
+		{"201 with a payment id", responseVerdict(response(201, strings.NewReader(paid))), testserver.OutcomeOK},
+		{"200 with a payment id", responseVerdict(response(200, strings.NewReader(paid))), testserver.OutcomeOK},
+		{"201 without a payment id", responseVerdict(response(201, strings.NewReader(`{"id":1}`))), testserver.OutcomeUnknown},
+		{"201 cut short", responseVerdict(response(201, io.MultiReader(strings.NewReader(paid[:4]), iotest.ErrReader(io.ErrUnexpectedEOF)))), testserver.OutcomeUnknown},
+		{"303", responseVerdict(response(303, strings.NewReader(paid))), testserver.OutcomeUnknown},
+		{"400", responseVerdict(response(400, strings.NewReader(""))), testserver.OutcomeFailed},
+		{"402", responseVerdict(response(402, strings.NewReader(""))), testserver.OutcomeFailed},
+		{"422", responseVerdict(response(422, strings.NewReader(""))), testserver.OutcomeFailed},
+		{"503", responseVerdict(response(503, strings.NewReader(""))), testserver.OutcomeUnknown},
+		{"idem error, may have acted", errorVerdict(&url.Error{Err: &idem.Error{Status: 502, MayHaveTakenEffect: true}}), testserver.OutcomeUnknown},
+		{"idem error, certainly did not", errorVerdict(&url.Error{Err: &idem.Error{Status: 503}}), testserver.OutcomeFailed},
+		{"another error", errorVerdict(errors.New("boom")), testserver.OutcomeUnknown},
+	}
+	for _, c := range cases {
+		if c.v.kind != c.want {
+			t.Errorf("%s: verdict %s (%v), want %s", c.name, c.v.kind, c.v.err, c.want)
+		}
+	}
+}
+
+// response returns a response of status with body, for the verdict tests.
+func response(status int, body io.Reader) *http.Response {
+	return &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(body)}
 }

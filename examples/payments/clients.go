@@ -67,19 +67,27 @@ func (p *idemPayer) pay(ctx context.Context, url, token string, op operation) ve
 	ctx, cancel := context.WithTimeout(idem.WithKey(ctx, op.id), paymentDeadline)
 	defer cancel()
 	resp, err := p.client.Do(paymentRequest(ctx, url, token, op))
-	var e *idem.Error
-	if errors.As(err, &e) && !e.MayHaveTakenEffect {
-		return verdict{kind: testserver.OutcomeFailed, err: err}
-	}
 	if err != nil {
-		return verdict{kind: testserver.OutcomeUnknown, err: err}
+		return errorVerdict(err)
 	}
 	return readVerdict(resp)
 }
 
+// errorVerdict concludes from a call of the idem client that ended with an
+// error, with the same rules as the e2e suite's: a definite failure only
+// when the client knows that no attempt may have taken effect (an
+// *idem.Error without MayHaveTakenEffect), unknown otherwise.
+func errorVerdict(err error) verdict {
+	var e *idem.Error
+	if errors.As(err, &e) && !e.MayHaveTakenEffect {
+		return verdict{kind: testserver.OutcomeFailed, err: err}
+	}
+	return verdict{kind: testserver.OutcomeUnknown, err: err}
+}
+
 // naivePayer pays the way a lot of code does: a plain http.Client with a
-// timeout, and a loop that retries any error or 5xx a few times, without an
-// Idempotency-Key. The request says which payment it is only in the body's
+// timeout, and a loop that retries any error or 5xx (any answer whose
+// verdict is unknown) a few times, without an Idempotency-Key. The request says which payment it is only in the body's
 // reference and in X-Operation-Id, which the API ignores and the
 // testserver reads to number the attempts.
 type naivePayer struct {
@@ -129,25 +137,28 @@ func paymentRequest(ctx context.Context, url, token string, op operation) *http.
 	return req
 }
 
-// readVerdict concludes from a response: 201 is ok with the payment id, a
-// 5xx leaves the outcome unknown (a proxy may answer 502 for a payment
-// that was made), any other status is a definite failure (402, 400: the
-// API made no payment).
+// readVerdict concludes from a response, with the same rules as the e2e
+// suite's: a 2xx with a payment id is ok; a 4xx is a definite failure (402,
+// 400: the API made no payment; the idem client turns a 4xx that follows
+// an attempt that may have acted into an error instead); anything else (a
+// 3xx, a 5xx that a proxy may answer for a payment that was made, a body
+// cut short or without a payment id) leaves the outcome unknown.
 func readVerdict(resp *http.Response) verdict {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	var p struct {
 		PaymentID string `json:"payment_id"`
 	}
+	code := resp.StatusCode
 	switch {
 	case err != nil:
-		return verdict{kind: testserver.OutcomeUnknown, err: fmt.Errorf("reading the response: %w", err)}
-	case resp.StatusCode >= 500:
-		return verdict{kind: testserver.OutcomeUnknown, err: fmt.Errorf("HTTP %s", resp.Status)}
-	case resp.StatusCode != http.StatusCreated:
+		return verdict{kind: testserver.OutcomeUnknown, err: fmt.Errorf("HTTP %s, reading the response: %w", resp.Status, err)}
+	case code >= 400 && code < 500:
 		return verdict{kind: testserver.OutcomeFailed, err: fmt.Errorf("HTTP %s", resp.Status)}
+	case code < 200 || code >= 300:
+		return verdict{kind: testserver.OutcomeUnknown, err: fmt.Errorf("HTTP %s", resp.Status)}
 	case json.Unmarshal(body, &p) != nil || p.PaymentID == "":
-		return verdict{kind: testserver.OutcomeUnknown, err: fmt.Errorf("malformed 201 body %q", body)}
+		return verdict{kind: testserver.OutcomeUnknown, err: fmt.Errorf("HTTP %s without a payment id: %q", resp.Status, body)}
 	}
 	return verdict{kind: testserver.OutcomeOK, paymentID: p.PaymentID}
 }
