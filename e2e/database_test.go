@@ -53,34 +53,22 @@ func withParams(t *testing.T, dbURL string, params map[string]string) string {
 	return u.String()
 }
 
-// payment is a row of the payments table: one effect.
-type payment struct {
-	id, key, account string
-	amount           int64
-}
-
-// payments reads every payment of the tenant.
-func (d *database) payments(t *testing.T) []payment {
+// payments reads every payment of the tenant: the effects.
+func (d *database) payments(t *testing.T) []api.Payment {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rows, err := d.pool.Query(ctx, `SELECT id, coalesce(idempotency_key, ''), account_id, amount_cents
-		FROM payments WHERE tenant = $1`, tenant)
-	require.NoError(t, err)
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (payment, error) {
-		var p payment
-		return p, row.Scan(&p.id, &p.key, &p.account, &p.amount)
-	})
+	out, err := api.NewPostgresBackend(d.pool).Payments(ctx, tenant)
 	require.NoError(t, err)
 	return out
 }
 
 // ledger records every payment as an effect of the operation whose key it
 // was made under: the ground truth for testserver.Check.
-func ledger(payments []payment) *testserver.Ledger {
+func ledger(payments []api.Payment) *testserver.Ledger {
 	var l testserver.Ledger
 	for _, p := range payments {
-		l.Record(p.key, p.id)
+		l.Record(p.Key, p.ID)
 	}
 	return &l
 }
@@ -88,7 +76,7 @@ func ledger(payments []payment) *testserver.Ledger {
 // requireConsistent checks that the database holds no partial state: each
 // account's balance is its initial balance less the payments made from it,
 // and each payment moved what its operation asked for, from its account.
-func (d *database) requireConsistent(t *testing.T, ops []operation, payments []payment) {
+func (d *database) requireConsistent(t *testing.T, ops []operation, payments []api.Payment) {
 	t.Helper()
 	byKey := make(map[string]operation, len(ops))
 	for _, op := range ops {
@@ -96,9 +84,9 @@ func (d *database) requireConsistent(t *testing.T, ops []operation, payments []p
 	}
 	want := initialBalances()
 	for _, p := range payments {
-		want[p.account] -= p.amount
-		if op, ok := byKey[p.key]; ok && (op.account != p.account || op.amount != p.amount) {
-			t.Errorf("payment %s of %s: %d from %s, want %d from %s", p.id, p.key, p.amount, p.account, op.amount, op.account)
+		want[p.AccountID] -= p.AmountCents
+		if op, ok := byKey[p.Key]; ok && (op.account != p.AccountID || op.amount != p.AmountCents) {
+			t.Errorf("payment %s of %s: %d from %s, want %d from %s", p.ID, p.Key, p.AmountCents, p.AccountID, op.amount, op.account)
 		}
 	}
 	require.Equal(t, want, d.balances(t), "account balances, want the initial balances less the payments")

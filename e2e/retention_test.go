@@ -52,7 +52,7 @@ func TestRetention(t *testing.T) {
 	payments := db.payments(t)
 	effects := map[string]int{}
 	for _, p := range payments {
-		effects[p.key]++
+		effects[p.Key]++
 	}
 	assert.Equal(t, map[string]int{ops[0].key: 2, ops[1].key: 1}, effects, "payments by key")
 	db.requireConsistent(t, ops, payments)
