@@ -48,6 +48,7 @@ func TestProcessCrash(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			verdicts := runLoad(ctx, p, ops, crashWorkers, nil)
+			require.NoError(t, sup.failed())
 			require.NoError(t, ctx.Err(), "the payments did not finish within 2 minutes; log:\n%s", sup.logTail())
 			sup.stop()
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -57,6 +58,7 @@ type supervisor struct {
 	mu       sync.Mutex
 	child    *exec.Cmd
 	exits    []*os.ProcessState
+	failure  error // why a restart failed, nil when none did
 	stopping bool
 	done     chan struct{} // closed when the supervision loop ended
 }
@@ -71,6 +73,9 @@ func supervise(t *testing.T, bin string, env []string, args ...string) *supervis
 	t.Cleanup(func() { _ = log.Close() })
 	s := &supervisor{bin: bin, args: args, log: log, done: make(chan struct{})}
 	first, listening := s.start(env)
+	if first != nil { // killed even if it never listens (then no loop waits for it)
+		t.Cleanup(func() { _ = first.Process.Kill() })
+	}
 	select {
 	case err := <-listening:
 		require.NoError(t, err, "the server program did not start; log:\n%s", s.logTail())
@@ -111,6 +116,9 @@ func (s *supervisor) start(env []string) (*exec.Cmd, <-chan error) {
 	}()
 	s.mu.Lock()
 	s.child = cmd
+	if s.stopping { // stop ran after loop decided to restart: it signalled the old child
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+	}
 	s.mu.Unlock()
 	return cmd, listening
 }
@@ -132,8 +140,30 @@ func (s *supervisor) loop(child *exec.Cmd) {
 			return
 		}
 		fmt.Fprintf(s.log, "supervisor: the child exited (%v); restarting it without the crash switch\n", child.ProcessState)
-		child, _ = s.start(nil) // the clients retry until it listens
+		var listening <-chan error
+		child, listening = s.start(nil) // the clients retry until it listens
+		if child == nil {
+			s.fail(<-listening)
+			return
+		}
 	}
+}
+
+// fail notes and logs why a restart failed: the supervision ends, and
+// failed reports it.
+func (s *supervisor) fail(err error) {
+	err = fmt.Errorf("supervisor: cannot restart the child: %w", err)
+	fmt.Fprintln(s.log, err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failure = err
+}
+
+// failed returns why a restart failed, nil when none did.
+func (s *supervisor) failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failure
 }
 
 // stop kills the child and ends the supervision. It is safe to call more
@@ -175,4 +205,33 @@ func (s *supervisor) logText() string {
 func (s *supervisor) logTail() string {
 	text := s.logText()
 	return text[max(0, len(text)-8<<10):]
+}
+
+// A restart that fails ends the supervision, and the supervisor says why,
+// in failed and in the log. The child is a script that listens (prints the
+// line) and exits when the test writes to its fifo; by then its program is
+// gone, so the restart cannot start it.
+func TestSupervisorReportsARestartFailure(t *testing.T) {
+	dir := t.TempDir()
+	bin, fifo := filepath.Join(dir, "server"), filepath.Join(dir, "exit")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	script := "#!/bin/sh\necho 'payments server: listening on http://127.0.0.1:1'\nread _ < '" + fifo + "'\nexit 3\n"
+	require.NoError(t, os.WriteFile(bin, []byte(script), 0o700))
+	s := supervise(t, bin, nil)
+
+	require.NoError(t, os.Remove(bin))
+	go func() {
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil { // waits for the child to open it
+			_ = w.Close() // the child reads EOF and exits
+		}
+	}()
+	select {
+	case <-s.done:
+	case <-time.After(listenTimeout):
+		t.Fatalf("the supervision did not end within %s; log:\n%s", listenTimeout, s.logTail())
+	}
+	require.Error(t, s.failed(), "log:\n%s", s.logTail())
+	assert.ErrorIs(t, s.failed(), os.ErrNotExist)
+	assert.Contains(t, s.logText(), "supervisor: cannot restart the child: ")
+	assert.Len(t, s.exited(), 1, "the script's exit")
 }
