@@ -56,8 +56,10 @@ func chaosMix(attemptTimeout time.Duration) []testserver.Chance {
 		f(1, testserver.Fault{Kind: testserver.FaultSlowBody, Bytes: 32, Delay: time.Millisecond}),
 		f(1, testserver.Fault{Kind: testserver.FaultStatusAfter, Status: 502}),
 		// Races: the attempt is held until its retry arrives, then both
-		// run on the two nodes (round-robin), the first with a head start
-		// to the account's row lock, or the retry first.
+		// run, the first with a head start to the account's row lock, or
+		// the retry first. The proxy's round robin is over all requests,
+		// so a race's two attempts may meet on one node: TestChaos
+		// requires some races to cross the two nodes (crossNodeRaces).
 		f(1, testserver.Fault{Kind: testserver.FaultHold, Delay: 5 * time.Millisecond}),
 		f(0.5, testserver.Fault{Kind: testserver.FaultHold, RetryFirst: true}),
 	}
@@ -102,10 +104,14 @@ func runChaos(t *testing.T, seed uint64, n int) chaosRun {
 	return run
 }
 
-// minCoverageOps is the smallest run that must meet every fault kind: at
-// 1,000 payments (some 1,150 attempts) each kind, at 1% of the attempts or
-// more, is expected 11 times or more, and all 15 are met but for a chance
-// of about 1 in 6,000 (a seed that misses, misses again on a rerun).
+// minCoverageOps is the smallest run that must meet every fault kind of
+// testserver.Kinds() and a hold race across the nodes: at 1,000 payments
+// (some 1,150 attempts) each kind, at 1% of the attempts or more, is
+// expected 11 times or more and missed with a chance of about 1 in 100,000
+// (0.99^1150), so one of the kinds is missed with a chance of about
+// len(testserver.Kinds()) in 100,000; the 17 or so hold races all stay on
+// one node with a chance of about 1 in 2^17 (a seed that misses, misses
+// again on a rerun).
 const minCoverageOps = 1000
 
 // TestChaos: through a seeded mix of every fault, each payment takes
@@ -127,7 +133,43 @@ func TestChaos(t *testing.T) {
 			t.Errorf("no %s fault in %d requests (IDEM_SEED=%d): the run does not cover it", kind, summary.Requests, seed)
 		}
 	}
-	t.Logf("event log:\n%s", summary)
+	races, crossed := crossNodeRaces(run.events)
+	if crossed == 0 {
+		t.Errorf("none of the %d hold races ran its attempts on both nodes (IDEM_SEED=%d)", races, seed)
+	}
+	t.Logf("event log (%d of %d hold races across the nodes):\n%s", crossed, races, summary)
+}
+
+// crossNodeRaces counts the hold races of the events (a held attempt that
+// reached a node, and the next attempt of its operation, which reached a
+// node while the held one ran) and those whose two attempts went to
+// different nodes.
+func crossNodeRaces(events []testserver.Event) (races, crossed int) {
+	byOp := map[string][]testserver.Event{}
+	for _, e := range events {
+		if e.Op != "" && e.Upstream != "" {
+			byOp[e.Op] = append(byOp[e.Op], e)
+		}
+	}
+	for _, held := range events {
+		if held.Fault.Kind != testserver.FaultHold || held.Upstream == "" {
+			continue
+		}
+		var retry *testserver.Event
+		for i, e := range byOp[held.Op] {
+			if e.Attempt > held.Attempt && (retry == nil || e.Attempt < retry.Attempt) {
+				retry = &byOp[held.Op][i]
+			}
+		}
+		if retry == nil || !retry.Time.Before(held.End) {
+			continue // no retry came while it was held: no race
+		}
+		races++
+		if retry.Upstream != held.Upstream {
+			crossed++
+		}
+	}
+	return races, crossed
 }
 
 // TestChaosMixCoversEveryKind keeps the mix in step with testserver: a new
