@@ -27,8 +27,10 @@ type Event struct {
 
 // Hooks observe the steps of a keyed request. Every field is optional. They
 // run synchronously on the request's goroutine, so they must be quick; they
-// see but never change the outcome. The crash tests of this module use
-// Claimed, Handled and Committed to kill a server at exact points.
+// see but never change the outcome, except that a Claimed or Handled hook
+// that panics releases the attempt as a panicking handler does. The crash
+// tests of this module use Claimed, Handled and Committed to kill a server
+// at exact points.
 type Hooks struct {
 	// Claimed runs after the request claimed its key (in Transactional mode
 	// with Postgres: inside the open transaction) and before the handler

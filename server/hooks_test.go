@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,5 +95,37 @@ func TestRefusalEventsCarryTheScope(t *testing.T) {
 	for _, e := range seen {
 		assert.Equal(t, "acme", e.Tenant, "problem %s", e.Problem)
 		assert.Equal(t, "alice", e.Principal, "problem %s", e.Problem)
+	}
+}
+
+// A hook that panics before the outcome is settled releases the attempt as
+// a panicking handler does: the retry runs, and no connection, transaction
+// or scope lock is left held.
+func TestPanickingHookReleasesTheAttempt(t *testing.T) {
+	for _, name := range []string{"Claimed", "Handled"} {
+		t.Run(name, func(t *testing.T) {
+			eachStore(t, func(t *testing.T, k *kit) {
+				var once sync.Once
+				panicOnce := func(context.Context, Event) { once.Do(func() { panic("hook bug") }) }
+				var hooks Hooks
+				if name == "Claimed" {
+					hooks.Claimed = panicOnce
+				} else {
+					hooks.Handled = panicOnce
+				}
+				mux, p := payServer(t, k, Config{Hooks: hooks, WaitBound: 100 * time.Millisecond})
+				srv := serve(t, mux)
+				first := post(t, srv, "/v1/payments", "k-hook", `{"amount": 1}`)
+				require.Error(t, first.err, "the panic aborts the response")
+				retry := post(t, srv, "/v1/payments", "k-hook", `{"amount": 1}`)
+				assert.Equal(t, http.StatusCreated, retry.status, "the retry runs: %s", retry.body)
+				assert.False(t, retry.replayed())
+				if k.pool != nil {
+					assert.EqualValues(t, 0, k.pool.Stat().AcquiredConns(), "connections still acquired")
+					assert.Equal(t, 1, k.count(t, "pay"), "only the retry's effect committed")
+				}
+				assert.Equal(t, map[string]int64{"Claimed": 1, "Handled": 2}[name], p.runs.Load(), "handler runs")
+			})
+		})
 	}
 }

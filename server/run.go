@@ -21,7 +21,7 @@ type runner struct {
 	att     attempt
 	ctx     context.Context
 	ev      Event
-	settled bool // the outcome was committed or released: never touch att again
+	settled bool // att completed or aborted: never touch it again
 }
 
 func (h *handler) run(w http.ResponseWriter, r *http.Request, c *claimArgs, att attempt) {
@@ -29,13 +29,13 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, c *claimArgs, att 
 	x.ev.Attempt = att.number()
 	x.cw = newCapture(w, h.s.MaxResponseBytes)
 	x.cw.onStream = x.settleEarly
+	defer x.onPanic() // also for a hook that panics
 	call(h.s.Hooks.Claimed, x.ctx, x.ev)
 	if att.number() > 1 {
 		h.s.log(x.ctx, slog.LevelWarn, "idem: took over an expired lease", x.ev)
 	} else {
 		h.s.log(x.ctx, slog.LevelDebug, "idem: claimed", x.ev)
 	}
-	defer x.onPanic()
 	h.next.ServeHTTP(x.cw, r.WithContext(x.ctx))
 	x.finish()
 }
@@ -45,7 +45,6 @@ func (x *runner) finish() {
 	if x.settled {
 		return // settled when the response started streaming
 	}
-	x.settled = true
 	x.cw.finish()
 	x.ev.Status = x.cw.status
 	call(x.h.s.Hooks.Handled, x.ctx, x.ev)
@@ -69,7 +68,6 @@ func (x *runner) finish() {
 // retry never runs it again; a 5xx or a rejection status rolls back or
 // releases as it would unstreamed, so a retry runs afresh.
 func (x *runner) settleEarly() error {
-	x.settled = true
 	x.ev.Status = x.cw.status
 	call(x.h.s.Hooks.Handled, x.ctx, x.ev)
 	switch x.h.s.outcome(x.cw.status) {
@@ -89,7 +87,9 @@ func (x *runner) settleEarly() error {
 func (x *runner) complete(state recordState) error {
 	ctx, cancel := detached(x.ctx)
 	defer cancel()
-	if err := x.att.complete(ctx, x.cw.response(state, x.h.s.allow)); err != nil {
+	err := x.att.complete(ctx, x.cw.response(state, x.h.s.allow))
+	x.settled = true
+	if err != nil {
 		return err
 	}
 	call(x.h.s.Hooks.Committed, x.ctx, x.ev)
@@ -120,19 +120,19 @@ func (x *runner) release(reject bool, cause error) {
 	ctx, cancel := detached(x.ctx)
 	defer cancel()
 	x.ev.Err = errors.Join(cause, x.att.abort(ctx, reject))
+	x.settled = true
 	call(x.h.s.Hooks.Released, x.ctx, x.ev)
 	x.h.s.log(x.ctx, slog.LevelInfo, "idem: released", x.ev)
 }
 
-// onPanic releases the attempt of a handler that panicked, unless its
-// outcome was already settled, and panics on.
+// onPanic releases the attempt of a handler or hook that panicked, unless
+// the attempt was already completed or aborted, and panics on.
 func (x *runner) onPanic() {
 	p := recover()
 	if p == nil {
 		return
 	}
 	if !x.settled {
-		x.settled = true
 		x.release(false, fmt.Errorf("server: handler panicked: %v", p))
 	}
 	panic(p)
