@@ -35,7 +35,8 @@ var _ DB = (*pgxpool.Pool)(nil)
 // use; should an application's two-int4 lock share a key, a claim only
 // waits for it. It is safe for concurrent use.
 type PostgresStore struct {
-	db DB
+	db    DB
+	local localClaims
 	// clock is added to the database's statement_timestamp(); tests move
 	// time with it. Nil means zero.
 	clock func() time.Duration
@@ -71,6 +72,9 @@ func (s *PostgresStore) claim(ctx context.Context, c *claimArgs) (claimResult, e
 	}
 	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "55P03" {
 		return inFlight(0), nil // lock_timeout: the first request's transaction is still open
+	}
+	if errors.Is(err, errPoolBusy) && s.local.has(c.scope) {
+		return inFlight(0), nil // no connection, and an attempt of the key runs here
 	}
 	return res, err
 }

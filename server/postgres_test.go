@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -252,6 +253,41 @@ func TestStoreUnavailable(t *testing.T) {
 	assert.Equal(t, problemStoreUnavailable, problemName(t, r))
 	assert.Equal(t, "1", r.header.Get("Retry-After"))
 	assert.EqualValues(t, 0, p.runs.Load(), "nothing runs without a claim")
+}
+
+// The wait bound covers the wait for a pool connection: with both
+// connections held (the first request, and a duplicate waiting for its
+// lock), a duplicate gets 409 and a request of another key gets 503 within
+// the bound, instead of queueing for a connection until the first ends.
+func TestWaitForAPoolConnectionIsBounded(t *testing.T) {
+	url, app := appURL(t, pgtest.SchemaURL(t))
+	k := postgresKitOn(t, pgtest.NewPool(t, url+"&pool_max_conns=2"))
+	k.watch(t, app)
+	g := newGate(t, k)
+	patient := gateServer(t, k, g, time.Minute)
+	hasty := gateServer(t, k, g, 100*time.Millisecond)
+	async := func(srv *httptest.Server, key string) <-chan reply {
+		ch := make(chan reply, 1)
+		go func() { ch <- post(t, srv, "/v1/payments", key, "{}") }()
+		return ch
+	}
+	first := async(patient, "k-pool")
+	recv(t, g.entered)
+	waiter := async(patient, "k-pool")
+	k.waitForWaiters(t, 1) // the pool's two connections are taken
+
+	dup := recv(t, async(hasty, "k-pool"))
+	assert.Equal(t, http.StatusConflict, dup.status, dup.body)
+	assert.Equal(t, wire.ProblemKeyInFlight, problemName(t, dup))
+	other := recv(t, async(hasty, "k-pool-other"))
+	assert.Equal(t, http.StatusServiceUnavailable, other.status, other.body)
+	assert.Equal(t, problemStoreUnavailable, problemName(t, other))
+	assert.Equal(t, "1", other.header.Get("Retry-After"))
+
+	g.open()
+	assert.Equal(t, http.StatusCreated, recv(t, first).status)
+	assert.True(t, recv(t, waiter).replayed(), "the duplicate that held a connection waited and replays")
+	assert.EqualValues(t, 1, g.runs.Load(), "handler runs")
 }
 
 func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {

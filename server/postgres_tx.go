@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -11,11 +13,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// errPoolBusy is returned by a claim that got no pool connection within
+// the wait bound.
+var errPoolBusy = errors.New("server: no database connection free within the wait bound")
+
 // claimTx begins the transaction, tries the scope's lock and reads the
 // record in one round trip; the transaction stays open for the handler
-// when the claim is won. A new key writes nothing until the commit.
+// when the claim is won. A new key writes nothing until the commit. The
+// wait bound covers the wait for a connection and for the lock together.
 func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult, error) {
-	conn, err := s.db.Acquire(ctx)
+	deadline := time.Now().Add(c.wait)
+	conn, err := s.acquire(ctx, c.wait)
 	if err != nil {
 		return claimResult{}, err
 	}
@@ -42,22 +50,70 @@ func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult,
 	var res claimResult
 	var att *pgTxAttempt
 	if err == nil {
-		res, att, err = s.settleTx(ctx, tx, c, token, locked, f)
+		res, att, err = s.settleTx(ctx, tx, c, token, locked, f, deadline)
 	}
 	if err != nil || res.verdict != vClaimed {
 		endTx(ctx, conn, tx)
 		return res, err
 	}
 	att.s, att.conn, att.tx, att.guard = s, conn, tx, &guardTx{Tx: tx}
+	s.local.add(c.scope)
 	res.att = att
 	return res, nil
+}
+
+// acquire takes a pool connection, waiting at most wait when it is
+// positive (the request's context bounds the wait too): errPoolBusy past
+// it. A request that waits for a connection holds nothing.
+func (s *PostgresStore) acquire(ctx context.Context, wait time.Duration) (*pgxpool.Conn, error) {
+	if wait <= 0 {
+		return s.db.Acquire(ctx)
+	}
+	bounded, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	conn, err := s.db.Acquire(bounded)
+	if err != nil && ctx.Err() == nil && bounded.Err() != nil {
+		return nil, fmt.Errorf("%w: %w", errPoolBusy, err)
+	}
+	return conn, err
+}
+
+// localClaims are the scopes whose Transactional attempts run on this
+// store now, each holding a connection and its scope's lock: a request
+// that gets no connection within the wait bound and whose scope is here is
+// a duplicate (409 key-in-flight); any other gets 503 store-unavailable.
+type localClaims struct {
+	mu     sync.Mutex
+	scopes map[[32]byte]struct{}
+}
+
+func (l *localClaims) add(scope [32]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.scopes == nil {
+		l.scopes = make(map[[32]byte]struct{})
+	}
+	l.scopes[scope] = struct{}{}
+}
+
+func (l *localClaims) remove(scope [32]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.scopes, scope)
+}
+
+func (l *localClaims) has(scope [32]byte) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.scopes[scope]
+	return ok
 }
 
 // settleTx turns what the first round trip found into a verdict: a record
 // that answers the request, or a claim of a new key or of an expired
 // record or lease, which needs the scope's lock. Without it, it waits for
 // the lock (another claim of the scope is running) and looks again.
-func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, token uuid.UUID, locked bool, f *found) (claimResult, *pgTxAttempt, error) {
+func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, token uuid.UUID, locked bool, f *found, deadline time.Time) (claimResult, *pgTxAttempt, error) {
 	var err error
 	for range maxClaimRounds {
 		v := vClaimed // no record: a new key
@@ -68,7 +124,7 @@ func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, t
 		case v != vClaimed && v != vReclaim && v != vTakeover:
 			return f.result(v), nil, nil
 		case !locked:
-			if f, err = s.waitAndRead(ctx, tx, c); err != nil {
+			if f, err = s.waitAndRead(ctx, tx, c, time.Until(deadline)); err != nil {
 				return claimResult{}, nil, err
 			}
 			locked = true
@@ -90,12 +146,12 @@ func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, t
 	return claimResult{}, nil, errClaimContention
 }
 
-// waitAndRead waits for the scope's lock, at most the wait bound (SQLSTATE
-// 55P03 past it), and reads the record again, in one round trip.
-func (s *PostgresStore) waitAndRead(ctx context.Context, tx pgx.Tx, c *claimArgs) (*found, error) {
+// waitAndRead waits for the scope's lock, at most wait (SQLSTATE 55P03
+// past it), and reads the record again, in one round trip.
+func (s *PostgresStore) waitAndRead(ctx context.Context, tx pgx.Tx, c *claimArgs, wait time.Duration) (*found, error) {
 	lockA, lockB := c.lockKeys()
 	b := &pgx.Batch{}
-	b.Queue(sqlWaitLock, lockA, lockB, lockTimeout(c.wait))
+	b.Queue(sqlWaitLock, lockA, lockB, lockTimeout(wait))
 	b.Queue(sqlSelect, c.scope[:], s.offset())
 	br := tx.SendBatch(ctx, b)
 	_, err := br.Exec()
@@ -158,6 +214,7 @@ func (a *pgTxAttempt) complete(ctx context.Context, res *response) error {
 		err = cerr
 	}
 	endTx(ctx, a.conn, a.tx) // rolls back only what did not commit
+	a.s.local.remove(a.c.scope)
 	if err != nil {
 		return fmt.Errorf("server: commit: %w", err)
 	}
@@ -169,6 +226,7 @@ func (a *pgTxAttempt) abort(ctx context.Context, reject bool) error {
 	a.guard.close()
 	err := a.tx.Rollback(ctx)
 	a.conn.Release()
+	a.s.local.remove(a.c.scope)
 	if err != nil {
 		return fmt.Errorf("server: rollback: %w", err)
 	}
