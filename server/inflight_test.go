@@ -139,6 +139,47 @@ func TestWaitingDuplicateRunsWhenTheFirstFails(t *testing.T) {
 	})
 }
 
+// A corrected retry that arrives while the request it corrects is still
+// running waits for it, whatever its fingerprint: when the first ends in a
+// rejection status the retry is processed (CONTRACT section 4), not
+// refused as a reused key.
+func TestCorrectedRetryWaitsForTheRejectedRequest(t *testing.T) {
+	eachStore(t, func(t *testing.T, k *kit) {
+		entered, release := make(chan struct{}, 1), make(chan struct{})
+		var runs atomic.Int64
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			runs.Add(1)
+			if r.Header.Get("X-Amount") == "-5" {
+				entered <- struct{}{}
+				hold(t, release)
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			assert.NoError(t, k.effect(r.Context(), "pay"))
+			w.WriteHeader(http.StatusCreated)
+		})
+		mux := http.NewServeMux()
+		mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{WaitBound: time.Minute,
+			FingerprintHeaders: []string{"X-Amount"}}))(h))
+		srv := serve(t, mux)
+
+		first := make(chan reply)
+		go func() { first <- post(t, srv, "/v1/payments", "k-fix", "{}", "X-Amount", "-5") }()
+		recv(t, entered)
+		k.drainWaiters()
+		fixed := make(chan reply)
+		go func() { fixed <- post(t, srv, "/v1/payments", "k-fix", "{}", "X-Amount", "5") }()
+		k.waitForWaiters(t, 1)
+		close(release)
+		assert.Equal(t, http.StatusBadRequest, recv(t, first).status)
+		r := recv(t, fixed)
+		assert.Equal(t, http.StatusCreated, r.status, "the corrected retry is processed: %s", r.body)
+		assert.False(t, r.replayed())
+		assert.EqualValues(t, 2, runs.Load(), "handler runs")
+		assert.Equal(t, 1, k.count(t, "pay"))
+	})
+}
+
 // TestStreamedResults: a response that streams (over the cap, flushed,
 // hijacked) settles when it starts streaming, by its status: the
 // operation's own outcome commits as result-unavailable and never runs

@@ -101,19 +101,22 @@ const (
 	vTakeover                   // an expired lease: take it over
 )
 
-// decide judges a found record for c.
+// decide judges a found record for c. A request waits for an open attempt
+// whatever its fingerprint, as it waits for a Postgres transaction's lock:
+// a corrected retry of a request that ends in a rejection status is then
+// processed instead of refused with 422 (CONTRACT section 4).
 func decide(f *found, c *claimArgs) verdict {
 	switch {
 	case f.expired && !f.open:
 		return vReclaim
+	case f.open:
+		return vWait
 	case !c.matches(f.fpAlg, f.fp):
 		return vMismatch
 	case f.state == stateDone:
 		return vReplay
 	case f.state == stateUnavailable:
 		return vUnavailable
-	case f.open:
-		return vWait
 	case f.leaseLeft > 0:
 		return vInFlight
 	default:
