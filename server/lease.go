@@ -125,9 +125,12 @@ func LeaseFrom(ctx context.Context) (*Lease, bool) {
 // to, when its store is a PostgresStore. The handler makes its mutations in
 // it; the middleware commits them together with the stored response, or
 // rolls them back. The transaction is the middleware's: its Commit and
-// Rollback return ErrTxManaged, and every method returns pgx.ErrTxClosed
-// once the handler has returned. Tx returns nil, false with a MemoryStore,
-// on a Leased route, and outside the middleware.
+// Rollback return ErrTxManaged (those of a savepoint begun from it work),
+// and once the handler has returned every method of it and of its
+// savepoints returns pgx.ErrTxClosed (Conn nil, LargeObjects an unusable
+// zero value). Do not keep a *pgx.Conn or LargeObjects taken from it past
+// the handler: the connection goes back to the pool. Tx returns nil, false
+// with a MemoryStore, on a Leased route, and outside the middleware.
 func Tx(ctx context.Context) (pgx.Tx, bool) {
 	if att := attemptFrom(ctx); att != nil && att.handlerTx() != nil {
 		return att.handlerTx(), true

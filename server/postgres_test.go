@@ -168,13 +168,14 @@ func TestBackendKilledBeforeCommit(t *testing.T) {
 
 func TestHandlerTxBelongsToTheMiddleware(t *testing.T) {
 	k := postgresKit(t)
-	kept := make(chan pgx.Tx, 1)
+	kept := make(chan [2]pgx.Tx, 1) // the Tx and an open savepoint
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		tx, ok := Tx(ctx)
 		if !assert.True(t, ok) {
 			return
 		}
+		assert.NotNil(t, tx.Conn(), "Conn while the handler runs")
 		assert.ErrorIs(t, tx.Commit(ctx), ErrTxManaged)
 		assert.ErrorIs(t, tx.Rollback(ctx), ErrTxManaged)
 		var timeout string
@@ -186,8 +187,16 @@ func TestHandlerTxBelongsToTheMiddleware(t *testing.T) {
 			assert.NoError(t, err)
 			assert.NoError(t, nested.Rollback(ctx))
 		}
+		released, err := tx.Begin(ctx)
+		if assert.NoError(t, err) {
+			_, err = released.Exec(ctx, `INSERT INTO effects (label) VALUES ('released')`)
+			assert.NoError(t, err)
+			assert.NoError(t, released.Commit(ctx), "a savepoint is the handler's to release")
+		}
+		open, err := tx.Begin(ctx)
+		assert.NoError(t, err)
 		assert.NoError(t, k.effect(ctx, "pay"))
-		kept <- tx
+		kept <- [2]pgx.Tx{tx, open}
 		w.WriteHeader(http.StatusCreated)
 	})
 	mux := http.NewServeMux()
@@ -196,13 +205,20 @@ func TestHandlerTxBelongsToTheMiddleware(t *testing.T) {
 	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-tx", "{}").status)
 	assert.Equal(t, 1, k.count(t, "pay"))
 	assert.Equal(t, 0, k.count(t, "undone"), "the savepoint rolled back")
+	assert.Equal(t, 1, k.count(t, "released"), "the released savepoint committed with the transaction")
 
-	tx, ctx := recv(t, kept), context.Background()
-	_, err := tx.Exec(ctx, `SELECT 1`)
-	assert.ErrorIs(t, err, pgx.ErrTxClosed, "a kept Tx cannot reach a pooled connection")
-	assert.ErrorIs(t, tx.QueryRow(ctx, `SELECT 1`).Scan(new(int)), pgx.ErrTxClosed)
-	assert.ErrorIs(t, tx.SendBatch(ctx, &pgx.Batch{}).Close(), pgx.ErrTxClosed)
-	assert.ErrorIs(t, tx.Commit(ctx), pgx.ErrTxClosed)
+	txs, ctx := recv(t, kept), context.Background()
+	for i, tx := range txs {
+		_, err := tx.Exec(ctx, `SELECT 1`)
+		assert.ErrorIs(t, err, pgx.ErrTxClosed, "%d: a kept Tx cannot reach a pooled connection", i)
+		assert.ErrorIs(t, tx.QueryRow(ctx, `SELECT 1`).Scan(new(int)), pgx.ErrTxClosed, i)
+		assert.ErrorIs(t, tx.SendBatch(ctx, &pgx.Batch{}).Close(), pgx.ErrTxClosed, i)
+		assert.ErrorIs(t, tx.Commit(ctx), pgx.ErrTxClosed, i)
+		_, err = tx.Begin(ctx)
+		assert.ErrorIs(t, err, pgx.ErrTxClosed, i)
+		assert.Nil(t, tx.Conn(), "%d: Conn of a kept Tx", i)
+		assert.Equal(t, pgx.LargeObjects{}, tx.LargeObjects(), "%d: LargeObjects of a kept Tx", i)
+	}
 }
 
 func TestTxIsAbsentWithoutPostgres(t *testing.T) {

@@ -56,7 +56,7 @@ func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult,
 		endTx(ctx, conn, tx)
 		return res, err
 	}
-	att.s, att.conn, att.tx, att.guard = s, conn, tx, &guardTx{Tx: tx}
+	att.s, att.conn, att.tx, att.guard = s, conn, tx, newGuardTx(tx)
 	s.local.add(c.scope)
 	res.att = att
 	return res, nil
