@@ -94,11 +94,11 @@ type Config struct {
 	Route func(r *http.Request) string
 
 	// Retention is how long a record answers retries. A retry after it runs
-	// the handler again. Zero: DefaultRetention.
+	// the handler again. Zero or negative: DefaultRetention.
 	Retention time.Duration
 
 	// Lease is the length of a Leased-mode claim, judged by the database
-	// clock; the handler may extend it. Zero: DefaultLease.
+	// clock; the handler may extend it. Zero or negative: DefaultLease.
 	Lease time.Duration
 
 	// WaitBound is how long a duplicate of a Transactional request that is
@@ -114,14 +114,16 @@ type Config struct {
 	WaitBound time.Duration
 
 	// MaxRequestBytes caps the request body, which the middleware reads to
-	// fingerprint it; a larger body gets 413. Zero: DefaultMaxRequestBytes.
+	// fingerprint it; a larger body gets 413. Zero or negative:
+	// DefaultMaxRequestBytes.
 	MaxRequestBytes int64
 
 	// MaxResponseBytes caps a stored response body. A response that outgrows
 	// it is committed as it stands, marked result-unavailable, and streamed
 	// to the client; a retry then gets 500 result-unavailable and the
 	// handler never runs again (a 5xx or a rejection status rolls back
-	// instead, and a retry runs afresh). Zero: DefaultMaxResponseBytes.
+	// instead, and a retry runs afresh). Zero or negative:
+	// DefaultMaxResponseBytes.
 	MaxResponseBytes int
 
 	// ReplayHeaders are response headers replayed besides Content-Type,
@@ -167,7 +169,9 @@ func newSettings(cfg Config) *settings {
 	s := &settings{Config: cfg}
 	s.Retention = orDefault(s.Retention, DefaultRetention)
 	s.Lease = orDefault(s.Lease, DefaultLease)
-	s.WaitBound = orDefault(s.WaitBound, DefaultWaitBound)
+	if s.WaitBound == 0 { // negative means no wait
+		s.WaitBound = DefaultWaitBound
+	}
 	s.MaxRequestBytes = orDefault(s.MaxRequestBytes, DefaultMaxRequestBytes)
 	s.MaxResponseBytes = orDefault(s.MaxResponseBytes, DefaultMaxResponseBytes)
 	if s.ProblemPrefix == "" {
@@ -194,8 +198,9 @@ func newSettings(cfg Config) *settings {
 	return s
 }
 
+// orDefault is v, or def when v is zero or negative.
 func orDefault[T int | int64 | time.Duration](v, def T) T {
-	if v == 0 {
+	if v <= 0 {
 		return def
 	}
 	return v

@@ -35,6 +35,32 @@ func TestConfigDefaults(t *testing.T) {
 	assert.False(t, newSettings(Config{ReplayHeaders: []string{"set-cookie"}}).allow("Set-Cookie"))
 }
 
+// A zero or negative size, duration or count means its default (a negative
+// cap made every request 413, a negative Batch was a Postgres LIMIT error,
+// a negative Interval panicked); only a negative WaitBound has a meaning
+// of its own: no wait.
+func TestNegativeConfigMeansTheDefault(t *testing.T) {
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"Retention", newSettings(Config{Retention: -time.Hour}).Retention, DefaultRetention},
+		{"Lease", newSettings(Config{Lease: -time.Second}).Lease, DefaultLease},
+		{"MaxRequestBytes", newSettings(Config{MaxRequestBytes: -1}).MaxRequestBytes, int64(DefaultMaxRequestBytes)},
+		{"MaxResponseBytes", newSettings(Config{MaxResponseBytes: -1}).MaxResponseBytes, DefaultMaxResponseBytes},
+		{"WaitBound", newSettings(Config{WaitBound: -time.Second}).waitBound(), time.Duration(0)},
+		{"Interval", SweepConfig{Interval: -time.Second}.withDefaults().Interval, time.Minute},
+		{"Batch", SweepConfig{Batch: -1}.withDefaults().Batch, 1000},
+		{"MaxBatches", SweepConfig{MaxBatches: -1}.withDefaults().MaxBatches, 100},
+		{"zero Interval", SweepConfig{}.withDefaults().Interval, time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.got)
+		})
+	}
+}
+
 func TestRoute(t *testing.T) {
 	s := newSettings(Config{})
 	tests := []struct{ pattern, method, target, want string }{

@@ -9,12 +9,13 @@ import (
 // SweepConfig configures RunSweeper. Its zero value sweeps every minute in
 // batches of 1000.
 type SweepConfig struct {
-	// Interval is the time between sweeps. Zero: one minute.
+	// Interval is the time between sweeps. Zero or negative: one minute.
 	Interval time.Duration
-	// Batch is the most records one statement deletes. Zero: 1000.
+	// Batch is the most records one statement deletes. Zero or negative:
+	// 1000.
 	Batch int
 	// MaxBatches bounds the batches of one sweep, so that a large backlog
-	// is worked off over several intervals. Zero: 100.
+	// is worked off over several intervals. Zero or negative: 100.
 	MaxBatches int
 	// Logger receives a record for each sweep that deleted something or
 	// failed. Nil: slog.Default().
@@ -29,12 +30,7 @@ type SweepConfig struct {
 // holds, until ctx is done; it returns ctx's error. Run it in a goroutine
 // of one or more nodes: concurrent sweepers skip each other's rows.
 func RunSweeper(ctx context.Context, store Store, cfg SweepConfig) error {
-	cfg.Interval = orDefault(cfg.Interval, time.Minute)
-	cfg.Batch = orDefault(cfg.Batch, 1000)
-	cfg.MaxBatches = orDefault(cfg.MaxBatches, 100)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg = cfg.withDefaults()
 	ticker := time.NewTicker(cfg.Interval)
 	defer ticker.Stop()
 	for {
@@ -53,6 +49,17 @@ func RunSweeper(ctx context.Context, store Store, cfg SweepConfig) error {
 		case <-ticker.C:
 		}
 	}
+}
+
+// withDefaults is cfg with its zero and negative fields resolved.
+func (cfg SweepConfig) withDefaults() SweepConfig {
+	cfg.Interval = orDefault(cfg.Interval, time.Minute)
+	cfg.Batch = orDefault(cfg.Batch, 1000)
+	cfg.MaxBatches = orDefault(cfg.MaxBatches, 100)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return cfg
 }
 
 // sweepBatches sweeps batch after batch until one comes back short.
