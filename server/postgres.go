@@ -83,11 +83,11 @@ func (s *PostgresStore) claim(ctx context.Context, c *claimArgs) (claimResult, e
 // the lease is durable before the handler runs.
 func (s *PostgresStore) claimLeased(ctx context.Context, c *claimArgs) (claimResult, error) {
 	token := uuid.New()
-	inserted, err := s.insert(ctx, s.db, c, token)
+	inserted, err := s.insert(ctx, c, token)
 	if err != nil {
 		return claimResult{}, err
 	}
-	res, g, err := s.settle(ctx, s.db, c, token, inserted)
+	res, g, err := s.settle(ctx, c, token, inserted)
 	if err != nil || res.verdict != vClaimed {
 		return res, err
 	}
@@ -119,19 +119,19 @@ type grant struct {
 
 // settle turns a Leased claim that did not insert into a verdict: it reads
 // the record, and reclaims an expired one or takes over an expired lease,
-// or claims again when the record vanished; each read also puts back the
-// session's lock_timeout that the lost statement left at the bound.
-func (s *PostgresStore) settle(ctx context.Context, q querier, c *claimArgs, token uuid.UUID, inserted bool) (claimResult, grant, error) {
+// or claims again when the record vanished. Every statement commits on its
+// own.
+func (s *PostgresStore) settle(ctx context.Context, c *claimArgs, token uuid.UUID, inserted bool) (claimResult, grant, error) {
 	for range maxClaimRounds {
 		if inserted {
 			return claimResult{verdict: vClaimed}, grant{attempt: 1}, nil
 		}
-		f, err := s.read(ctx, q, c)
+		f, err := s.read(ctx, s.db, c)
 		if err != nil {
 			return claimResult{}, grant{}, err
 		}
 		if f == nil { // swept since the INSERT saw it
-			if inserted, err = s.insert(ctx, q, c, token); err != nil {
+			if inserted, err = s.insert(ctx, c, token); err != nil {
 				return claimResult{}, grant{}, err
 			}
 			continue
@@ -140,7 +140,7 @@ func (s *PostgresStore) settle(ctx context.Context, q querier, c *claimArgs, tok
 		if v != vReclaim && v != vTakeover {
 			return f.result(v), grant{}, nil
 		}
-		g, won, err := s.steal(ctx, q, c, token, f, v)
+		g, won, err := s.steal(ctx, s.db, c, token, f, v)
 		if err != nil {
 			return claimResult{}, grant{}, err
 		}
@@ -152,7 +152,8 @@ func (s *PostgresStore) settle(ctx context.Context, q querier, c *claimArgs, tok
 }
 
 // steal reclaims an expired record or takes over an expired lease; won is
-// false when another request got there first.
+// false when another request got there first. q is the pool (Leased) or
+// the claim's transaction, which holds the scope's lock (Transactional).
 func (s *PostgresStore) steal(ctx context.Context, q querier, c *claimArgs, token uuid.UUID, f *found, v verdict) (grant, bool, error) {
 	var row pgx.Row
 	if v == vReclaim {
@@ -160,13 +161,12 @@ func (s *PostgresStore) steal(ctx context.Context, q querier, c *claimArgs, toke
 	} else {
 		lockA, lockB := c.lockKeys()
 		row = q.QueryRow(ctx, sqlTakeover, c.scope[:], [16]byte(token), leaseArg(c), s.offset(), [16]byte(f.token),
-			lockTimeout(c.wait), lockA, lockB)
+			boundArg(c), lockA, lockB)
 	}
 	var g grant
 	var point *string
 	var data []byte
-	var restored string
-	err := row.Scan(&g.attempt, &point, &data, &restored)
+	err := row.Scan(&g.attempt, &point, &data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return grant{}, false, nil
 	}
@@ -183,12 +183,21 @@ func (s *PostgresStore) steal(ctx context.Context, q querier, c *claimArgs, toke
 }
 
 // leaseArg is the lease length of a claim: NULL in Transactional mode,
-// whose records are never seen running by others.
+// whose running records no other request ever sees (they commit done).
 func leaseArg(c *claimArgs) any {
 	if c.mode != Leased {
 		return nil
 	}
 	return c.lease
+}
+
+// boundArg is the wait bound of a claim statement's lock: NULL in
+// Transactional mode, whose reclaims and takeovers hold the lock already.
+func boundArg(c *claimArgs) any {
+	if c.mode != Leased {
+		return nil
+	}
+	return lockTimeout(c.wait)
 }
 
 // claimValues are the arguments of sqlInsert and sqlReclaim. Tokens go as
@@ -197,7 +206,7 @@ func leaseArg(c *claimArgs) any {
 func (s *PostgresStore) claimValues(c *claimArgs, token uuid.UUID) []any {
 	lockA, lockB := c.lockKeys()
 	return []any{c.scope[:], c.tenant, c.principal, c.route, c.key, fingerprintAlg, c.fp,
-		[16]byte(token), leaseArg(c), c.retention, s.offset(), lockTimeout(c.wait), lockA, lockB}
+		[16]byte(token), leaseArg(c), c.retention, s.offset(), boundArg(c), lockA, lockB}
 }
 
 // lockKeys are the keys of the scope's advisory lock: the first eight

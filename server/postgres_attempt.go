@@ -10,54 +10,49 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// insert tries to claim the key: true when this request now owns it.
-func (s *PostgresStore) insert(ctx context.Context, q querier, c *claimArgs, token uuid.UUID) (bool, error) {
-	return scanClaim(q.QueryRow(ctx, sqlInsert, s.claimValues(c, token)...))
-}
-
-// scanClaim reads the RETURNING row of sqlInsert: none when the key is taken.
-func scanClaim(row pgx.Row) (bool, error) {
-	var restored string
-	err := row.Scan(&restored)
+// insert tries to claim the key in Leased mode: true when this request now
+// owns it, false when the key is taken.
+func (s *PostgresStore) insert(ctx context.Context, c *claimArgs, token uuid.UUID) (bool, error) {
+	var inserted bool
+	err := s.db.QueryRow(ctx, sqlInsert, s.claimValues(c, token)...).Scan(&inserted)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
-	return err == nil, err
+	return inserted, err
 }
 
 // read reads the record as it stands, in a statement of its own so that it
-// sees a claim that committed while an earlier statement waited, and puts
-// back the session's lock_timeout; nil when there is none.
+// sees a claim that committed while an earlier statement waited; nil when
+// there is none.
 func (s *PostgresStore) read(ctx context.Context, q querier, c *claimArgs) (*found, error) {
-	return scanFound(q.QueryRow(ctx, sqlSelect, c.scope[:], s.offset()))
+	return scanFound(q.QueryRow(ctx, sqlRead, c.scope[:], s.offset()))
 }
 
-// recordRow is a row of sqlSelect or sqlRead, scanned into one value.
+// recordRow is a row of sqlRead, scanned into one value.
 type recordRow struct {
-	present      bool
-	fpAlg, state *string
+	fpAlg, state string
 	fp           []byte
-	token        *[16]byte
-	attempt      *int
-	expired      *bool
-	leftMicros   *int64
-	status       *int
+	token        [16]byte
+	attempt      int
+	expired      bool
+	leftMicros   *int64 // NULL: no lease
+	status       *int   // NULL: running
 	header, body []byte
 }
 
-// scanFound reads the row of sqlSelect or sqlRead: nil when no record.
+// scanFound reads the row of sqlRead: nil when no record.
 func scanFound(row pgx.Row) (*found, error) {
 	var r recordRow
-	err := row.Scan(&r.present, &r.fpAlg, &r.fp, &r.state, &r.token, &r.attempt, &r.expired, &r.leftMicros,
+	err := row.Scan(&r.fpAlg, &r.fp, &r.state, &r.token, &r.attempt, &r.expired, &r.leftMicros,
 		&r.status, &r.header, &r.body)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
-	if err != nil || !r.present {
+	if err != nil {
 		return nil, err
 	}
-	f := &found{fpAlg: *r.fpAlg, fp: r.fp, state: recordState(*r.state), token: uuid.UUID(*r.token),
-		attempt: *r.attempt, expired: *r.expired}
+	f := &found{fpAlg: r.fpAlg, fp: r.fp, state: recordState(r.state), token: uuid.UUID(r.token),
+		attempt: r.attempt, expired: r.expired}
 	if r.leftMicros != nil {
 		f.leaseLeft = time.Duration(*r.leftMicros) * time.Microsecond
 	}

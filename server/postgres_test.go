@@ -348,5 +348,5 @@ func TestHandlerKeepsTheSessionLockTimeout(t *testing.T) {
 	assert.Equal(t, "7s", recv(t, seen), "after a first claim")
 	k.clock.Advance(2 * time.Hour)
 	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-lt", "{}").status)
-	assert.Equal(t, "7s", recv(t, seen), "after a lost INSERT, a read and a reclaim")
+	assert.Equal(t, "7s", recv(t, seen), "after a reclaim of an expired record")
 }

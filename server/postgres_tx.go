@@ -152,7 +152,7 @@ func (s *PostgresStore) waitAndRead(ctx context.Context, tx pgx.Tx, c *claimArgs
 	lockA, lockB := c.lockKeys()
 	b := &pgx.Batch{}
 	b.Queue(sqlWaitLock, lockA, lockB, lockTimeout(wait))
-	b.Queue(sqlSelect, c.scope[:], s.offset())
+	b.Queue(sqlRead, c.scope[:], s.offset())
 	br := tx.SendBatch(ctx, b)
 	_, err := br.Exec()
 	var f *found
