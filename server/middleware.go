@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -63,8 +64,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, r, ev, keyInFlight(res.retryAfter))
 	case res.verdict == vMismatch:
 		h.refuse(w, r, ev, keyReused())
-	default:
+	case res.verdict == vUnavailable:
 		h.refuse(w, r, ev, resultUnavailable())
+	default:
+		panic(fmt.Sprintf("server: a store answered a claim with verdict %d", res.verdict))
 	}
 }
 

@@ -95,15 +95,17 @@ func (s *PostgresStore) claimLeased(ctx context.Context, c *claimArgs) (claimRes
 	return res, nil
 }
 
-// endTx rolls back a transaction that claimed nothing, and frees its
-// connection.
-func endTx(ctx context.Context, conn *pgxpool.Conn, tx pgx.Tx) {
+// endTx rolls back what of tx did not commit, and frees its connection. A
+// rollback that fails closes the connection, which rolls back too.
+func endTx(ctx context.Context, conn *pgxpool.Conn, tx pgx.Tx) error {
+	var err error
 	if tx != nil && !conn.Conn().IsClosed() && conn.Conn().PgConn().TxStatus() != 'I' {
 		ctx, cancel := detached(ctx)
-		_ = tx.Rollback(ctx) // on failure pgx closes the connection, which rolls back
+		err = tx.Rollback(ctx)
 		cancel()
 	}
 	conn.Release()
+	return err
 }
 
 // querier is a pool or a transaction.

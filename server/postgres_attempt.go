@@ -33,7 +33,6 @@ type recordRow struct {
 	fpAlg, state string
 	fp           []byte
 	token        [16]byte
-	attempt      int
 	expired      bool
 	leftMicros   *int64 // NULL: no lease
 	status       *int   // NULL: running
@@ -43,7 +42,7 @@ type recordRow struct {
 // scanFound reads the row of sqlRead: nil when no record.
 func scanFound(row pgx.Row) (*found, error) {
 	var r recordRow
-	err := row.Scan(&r.fpAlg, &r.fp, &r.state, &r.token, &r.attempt, &r.expired, &r.leftMicros,
+	err := row.Scan(&r.fpAlg, &r.fp, &r.state, &r.token, &r.expired, &r.leftMicros,
 		&r.status, &r.header, &r.body)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -52,7 +51,7 @@ func scanFound(row pgx.Row) (*found, error) {
 		return nil, err
 	}
 	f := &found{fpAlg: r.fpAlg, fp: r.fp, state: recordState(r.state), token: uuid.UUID(r.token),
-		attempt: r.attempt, expired: r.expired}
+		expired: r.expired}
 	if r.leftMicros != nil {
 		f.leaseLeft = time.Duration(*r.leftMicros) * time.Microsecond
 	}

@@ -84,7 +84,7 @@ RETURNING 1, NULL::text, NULL::jsonb`
 // sqlRead reads a record, no row when there is none, in a plain index
 // scan: $1 scope_hash, $2 clock offset. It runs as a statement of its own,
 // so that after a lock wait it sees a record that committed meanwhile.
-const sqlRead = `SELECT r.fp_alg, r.fingerprint, r.state, r.token, r.attempt,
+const sqlRead = `SELECT r.fp_alg, r.fingerprint, r.state, r.token,
     r.expires_at <= statement_timestamp() + $2::interval,
     (extract(epoch FROM r.locked_until - (statement_timestamp() + $2::interval)) * 1000000)::bigint,
     r.status, r.headers, r.body

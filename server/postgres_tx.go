@@ -53,7 +53,7 @@ func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult,
 		res, att, err = s.settleTx(ctx, tx, c, token, locked, f, deadline)
 	}
 	if err != nil || res.verdict != vClaimed {
-		endTx(ctx, conn, tx)
+		_ = endTx(ctx, conn, tx)
 		return res, err
 	}
 	att.s, att.conn, att.tx, att.guard = s, conn, tx, newGuardTx(tx)
@@ -213,7 +213,7 @@ func (a *pgTxAttempt) complete(ctx context.Context, res *response) error {
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	endTx(ctx, a.conn, a.tx) // rolls back only what did not commit
+	_ = endTx(ctx, a.conn, a.tx) // rolls back only what did not commit
 	a.s.local.remove(a.c.scope)
 	if err != nil {
 		return fmt.Errorf("server: commit: %w", err)
@@ -224,8 +224,7 @@ func (a *pgTxAttempt) complete(ctx context.Context, res *response) error {
 // abort rolls the transaction back: claim and effects vanish together.
 func (a *pgTxAttempt) abort(ctx context.Context, reject bool) error {
 	a.guard.close()
-	err := a.tx.Rollback(ctx)
-	a.conn.Release()
+	err := endTx(ctx, a.conn, a.tx)
 	a.s.local.remove(a.c.scope)
 	if err != nil {
 		return fmt.Errorf("server: rollback: %w", err)

@@ -23,14 +23,14 @@ type problem struct {
 	name       string
 	title      string
 	detail     string
-	retryAfter time.Duration // sent as Retry-After and retry_after when > 0
+	retryAfter int64 // seconds, sent as Retry-After and retry_after when > 0
 }
 
 func (s *settings) writeProblem(w http.ResponseWriter, p problem) {
 	doc := wire.Problem{Type: s.ProblemPrefix + p.name, Title: p.title, Status: p.status, Detail: p.detail}
 	if p.retryAfter > 0 {
-		doc.RetryAfter = wire.RetryAfterSeconds(p.retryAfter)
-		w.Header().Set(wire.HeaderRetryAfter, wire.FormatRetryAfter(p.retryAfter))
+		doc.RetryAfter = p.retryAfter
+		w.Header().Set(wire.HeaderRetryAfter, strconv.FormatInt(p.retryAfter, 10))
 	}
 	wire.WriteProblem(w, doc)
 }
@@ -49,10 +49,12 @@ func keyReused() problem {
 		detail: "this key was already used for a different request (method, path, body or selected headers); use a new key for a new operation"}
 }
 
+// keyInFlight is the 409 answer, to retry after the given time in whole
+// seconds, at least one.
 func keyInFlight(retryAfter time.Duration) problem {
 	return problem{status: http.StatusConflict, name: wire.ProblemKeyInFlight, title: "Request in progress",
 		detail:     "a request with this key is still being processed; retry after Retry-After seconds with the same key",
-		retryAfter: max(retryAfter, time.Second)}
+		retryAfter: wire.RetryAfterSeconds(retryAfter)}
 }
 
 func resultUnavailable() problem {
@@ -67,7 +69,7 @@ func tooLarge(limit int64) problem {
 
 func storeUnavailable() problem {
 	return problem{status: http.StatusServiceUnavailable, name: problemStoreUnavailable, title: "Idempotency store unavailable",
-		detail: "the request was not processed; retry with the same key", retryAfter: time.Second}
+		detail: "the request was not processed; retry with the same key", retryAfter: 1}
 }
 
 func commitFailed() problem {

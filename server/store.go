@@ -83,7 +83,6 @@ type found struct {
 	open      bool          // running in an open in-memory transaction: wait for it
 	leaseLeft time.Duration // running under a lease: time left (<= 0: expired)
 	token     uuid.UUID
-	attempt   int
 	resp      *response
 }
 
@@ -132,20 +131,18 @@ type claimResult struct {
 	att        attempt // set with vClaimed
 }
 
-// inFlight is the 409 answer; a wait of at least a second.
+// inFlight is the 409 answer, to retry after left (at least a second).
 func inFlight(left time.Duration) claimResult {
-	return claimResult{verdict: vInFlight, retryAfter: max(left, time.Second)}
+	return claimResult{verdict: vInFlight, retryAfter: left}
 }
 
-// result turns a final verdict on f into a claimResult.
+// result turns a final verdict on f (not vWait) into a claimResult.
 func (f *found) result(v verdict) claimResult {
 	switch v {
 	case vReplay:
 		return claimResult{verdict: vReplay, resp: f.resp}
 	case vInFlight:
 		return inFlight(f.leaseLeft)
-	case vWait:
-		return inFlight(0)
 	default:
 		return claimResult{verdict: v}
 	}
