@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -102,6 +103,35 @@ func TestReplayIsByteForByte(t *testing.T) {
 		assert.Equal(t, strconv.Itoa(len(first.body)), again.header.Get("Content-Length"))
 		assert.EqualValues(t, 1, p.runs.Load(), "handler runs")
 		assert.Equal(t, 1, k.count(t, "pay"), "effects")
+	})
+}
+
+// scribbler is an outer middleware's ResponseWriter that rewrites header
+// values in place as the response starts.
+type scribbler struct{ http.ResponseWriter }
+
+func (s scribbler) WriteHeader(code int) {
+	for _, values := range s.Header() {
+		for i := range values {
+			values[i] = "scribbled"
+		}
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func TestReplayedHeadersAreTheResponses(t *testing.T) {
+	eachStore(t, func(t *testing.T, k *kit) {
+		mux, _ := payServer(t, k, Config{})
+		outer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { mux.ServeHTTP(scribbler{w}, r) })
+		srv := httptest.NewServer(outer)
+		t.Cleanup(srv.Close)
+		require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-hdr", `{"amount": 1}`).status)
+		post(t, srv, "/v1/payments", "k-hdr", `{"amount": 1}`) // a replay the outer middleware scribbles on
+		direct := serve(t, mux)
+		again := post(t, direct, "/v1/payments", "k-hdr", `{"amount": 1}`)
+		require.True(t, again.replayed())
+		assert.Equal(t, []string{"first", "second"}, again.header.Values("X-Trace"), "the stored record changed")
+		assert.Equal(t, "application/json", again.header.Get("Content-Type"))
 	})
 }
 

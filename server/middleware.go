@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/idemkit/idem/internal/wire"
@@ -172,7 +173,7 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request, ev Event, res *
 	header := w.Header()
 	for name, values := range res.header {
 		if h.s.allow(name) {
-			header[name] = values
+			header[name] = slices.Clone(values) // the MemoryStore's record must not change with them
 		}
 	}
 	header.Set(wire.HeaderReplayed, "true")
