@@ -1,13 +1,19 @@
 package server
 
 import (
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/wire"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -106,4 +112,33 @@ func TestRequestBodyCap(t *testing.T) {
 	assert.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
 	assert.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
 	assert.Equal(t, 0, runs)
+}
+
+// A body that fails to read is refused with 400 request-unreadable, and
+// nothing is claimed: a retry that can be read runs.
+func TestUnreadableRequestBody(t *testing.T) {
+	k := memoryKit(t)
+	var runs int
+	h := Middleware(k.store, quiet(Config{}))(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		runs++
+		w.WriteHeader(http.StatusCreated)
+	}))
+	broken := io.MultiReader(strings.NewReader(`{"amount":`), iotest.ErrReader(errors.New("connection reset")))
+	for i, body := range []io.Reader{broken, strings.NewReader(`{"amount": 1}`)} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/x", body)
+		req.Header.Set("Idempotency-Key", "k-unreadable")
+		h.ServeHTTP(rec, req)
+		if i == 0 {
+			assert.Equal(t, http.StatusBadRequest, rec.Code)
+			p, ok := wire.ReadProblem(rec.Header().Get("Content-Type"), rec.Body, 1<<16)
+			require.True(t, ok, "a problem document: %s", rec.Body)
+			assert.Equal(t, problemUnreadable, p.Name())
+			assert.Contains(t, p.Detail, "connection reset")
+			assert.Equal(t, 0, runs, "the handler does not run")
+		} else {
+			assert.Equal(t, http.StatusCreated, rec.Code, "the retry runs: nothing was claimed")
+		}
+	}
+	assert.Equal(t, 1, runs)
 }

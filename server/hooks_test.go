@@ -91,6 +91,8 @@ func TestRefusalEventsCarryTheScope(t *testing.T) {
 	srv := serve(t, mux)
 	post(t, srv, "/v1/payments", "", `{}`)
 	post(t, srv, "/v1/payments", "bad key", `{}`)
+	mu.Lock()
+	defer mu.Unlock()
 	require.Len(t, seen, 2)
 	for _, e := range seen {
 		assert.Equal(t, "acme", e.Tenant, "problem %s", e.Problem)

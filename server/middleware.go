@@ -144,8 +144,8 @@ func readBody(r *http.Request, limit int64) ([]byte, *problem) {
 		p := tooLarge(limit)
 		return nil, &p
 	case err != nil:
-		return nil, &problem{status: http.StatusBadRequest, name: "request-unreadable",
-			title: "Request body unreadable", detail: "the request body could not be read: " + err.Error()}
+		p := unreadable(err)
+		return nil, &p
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }

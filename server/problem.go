@@ -12,9 +12,10 @@ import (
 // that the client already treats by status (413 is final; 500 and 503 are
 // retried with the same key, which is safe).
 const (
-	problemTooLarge         = "request-too-large" // 413: the body is over MaxRequestBytes
-	problemStoreUnavailable = "store-unavailable" // 503: the claim failed; nothing ran
-	problemCommitFailed     = "commit-failed"     // 500: the outcome did not commit (or is unknown)
+	problemTooLarge         = "request-too-large"  // 413: the body is over MaxRequestBytes
+	problemUnreadable       = "request-unreadable" // 400: reading the body failed
+	problemStoreUnavailable = "store-unavailable"  // 503: the claim failed; nothing ran
+	problemCommitFailed     = "commit-failed"      // 500: the outcome did not commit (or is unknown)
 )
 
 // problem is a problem the middleware answers with.
@@ -65,6 +66,11 @@ func resultUnavailable() problem {
 func tooLarge(limit int64) problem {
 	return problem{status: http.StatusRequestEntityTooLarge, name: problemTooLarge, title: "Request body too large",
 		detail: "the request body is larger than " + strconv.FormatInt(limit, 10) + " bytes"}
+}
+
+func unreadable(err error) problem {
+	return problem{status: http.StatusBadRequest, name: problemUnreadable, title: "Request body unreadable",
+		detail: "the request body could not be read: " + err.Error()}
 }
 
 func storeUnavailable() problem {
