@@ -129,8 +129,10 @@ func (c *call) settle(resp *http.Response, done context.CancelFunc, res *result)
 		return
 	}
 	res.resp = resp
-	if p, ok := wire.ReadProblem(resp.Header.Get("Content-Type"), bytes.NewReader(buf), maxProblemBytes); ok {
-		res.problem = p.Name()
+	if ct := resp.Header.Get("Content-Type"); wire.IsProblem(ct) {
+		if p, ok := wire.ReadProblem(ct, bytes.NewReader(buf), maxProblemBytes); ok {
+			res.problem = p.Name()
+		}
 	}
 }
 
