@@ -105,10 +105,11 @@ type Config struct {
 	// still running waits for it before it gets 409 key-in-flight. With a
 	// PostgresStore each waiting duplicate holds a pool connection and an
 	// open transaction while it waits, so size the pool for the duplicates
-	// too; and the bound also covers the wait for a pool connection: a
-	// request that gets none within it gets 409 key-in-flight when an
-	// attempt of its key runs on this store, else 503 store-unavailable
-	// (Retry-After 1), and holds nothing while it waits. Zero:
+	// too. In both modes the bound also covers the wait for a pool
+	// connection: a request that gets none within it gets 409 key-in-flight
+	// when a Transactional attempt of its key runs on this store, else 503
+	// store-unavailable (Retry-After 1), and holds nothing while it waits.
+	// Zero:
 	// DefaultWaitBound; negative: no wait for a running duplicate (a wait
 	// for a pool connection is then bounded only by the request's context).
 	WaitBound time.Duration

@@ -80,14 +80,21 @@ func (s *PostgresStore) claim(ctx context.Context, c *claimArgs) (claimResult, e
 }
 
 // claimLeased claims the key in statements that commit on their own, so
-// the lease is durable before the handler runs.
+// the lease is durable before the handler runs. They run on one pool
+// connection, which the claim waits for at most the wait bound, as a
+// Transactional claim does, and gives back before the handler runs.
 func (s *PostgresStore) claimLeased(ctx context.Context, c *claimArgs) (claimResult, error) {
-	token := uuid.New()
-	inserted, err := s.insert(ctx, c, token)
+	conn, err := s.acquire(ctx, c.wait)
 	if err != nil {
 		return claimResult{}, err
 	}
-	res, g, err := s.settle(ctx, c, token, inserted)
+	defer conn.Release()
+	token := uuid.New()
+	inserted, err := s.insert(ctx, conn, c, token)
+	if err != nil {
+		return claimResult{}, err
+	}
+	res, g, err := s.settle(ctx, conn, c, token, inserted)
 	if err != nil || res.verdict != vClaimed {
 		return res, err
 	}
@@ -123,17 +130,17 @@ type grant struct {
 // the record, and reclaims an expired one or takes over an expired lease,
 // or claims again when the record vanished. Every statement commits on its
 // own.
-func (s *PostgresStore) settle(ctx context.Context, c *claimArgs, token uuid.UUID, inserted bool) (claimResult, grant, error) {
+func (s *PostgresStore) settle(ctx context.Context, q querier, c *claimArgs, token uuid.UUID, inserted bool) (claimResult, grant, error) {
 	for range maxClaimRounds {
 		if inserted {
 			return claimResult{verdict: vClaimed}, grant{attempt: 1}, nil
 		}
-		f, err := s.read(ctx, s.db, c)
+		f, err := s.read(ctx, q, c)
 		if err != nil {
 			return claimResult{}, grant{}, err
 		}
 		if f == nil { // swept since the INSERT saw it
-			if inserted, err = s.insert(ctx, c, token); err != nil {
+			if inserted, err = s.insert(ctx, q, c, token); err != nil {
 				return claimResult{}, grant{}, err
 			}
 			continue
@@ -142,7 +149,7 @@ func (s *PostgresStore) settle(ctx context.Context, c *claimArgs, token uuid.UUI
 		if v != vReclaim && v != vTakeover {
 			return f.result(v), grant{}, nil
 		}
-		g, won, err := s.steal(ctx, s.db, c, token, f, v)
+		g, won, err := s.steal(ctx, q, c, token, f, v)
 		if err != nil {
 			return claimResult{}, grant{}, err
 		}
@@ -154,7 +161,7 @@ func (s *PostgresStore) settle(ctx context.Context, c *claimArgs, token uuid.UUI
 }
 
 // steal reclaims an expired record or takes over an expired lease; won is
-// false when another request got there first. q is the pool (Leased) or
+// false when another request got there first. q is the claim's connection (Leased) or
 // the claim's transaction, which holds the scope's lock (Transactional).
 func (s *PostgresStore) steal(ctx context.Context, q querier, c *claimArgs, token uuid.UUID, f *found, v verdict) (grant, bool, error) {
 	var row pgx.Row

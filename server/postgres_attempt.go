@@ -12,9 +12,9 @@ import (
 
 // insert tries to claim the key in Leased mode: true when this request now
 // owns it, false when the key is taken.
-func (s *PostgresStore) insert(ctx context.Context, c *claimArgs, token uuid.UUID) (bool, error) {
+func (s *PostgresStore) insert(ctx context.Context, q querier, c *claimArgs, token uuid.UUID) (bool, error) {
 	var inserted bool
-	err := s.db.QueryRow(ctx, sqlInsert, s.claimValues(c, token)...).Scan(&inserted)
+	err := q.QueryRow(ctx, sqlInsert, s.claimValues(c, token)...).Scan(&inserted)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

@@ -350,3 +350,32 @@ func TestHandlerKeepsTheSessionLockTimeout(t *testing.T) {
 	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-lt", "{}").status)
 	assert.Equal(t, "7s", recv(t, seen), "after a reclaim of an expired record")
 }
+
+// A Leased claim's wait for a pool connection is bounded as a
+// Transactional one's is: with the pool's only connection taken, the
+// request gets 503 store-unavailable, and runs nothing, instead of queueing
+// until the connection comes back. (The held connection goes back after a
+// minute at the latest, so that a wait that is not bounded ends, answered
+// 201, and fails the test instead of hanging it.)
+func TestLeasedWaitForAPoolConnectionIsBounded(t *testing.T) {
+	url, _ := appURL(t, pgtest.SchemaURL(t))
+	k := postgresKitOn(t, pgtest.NewPool(t, url+"&pool_max_conns=1"))
+	mux, p := payServer(t, k, Config{Mode: Leased, WaitBound: 100 * time.Millisecond})
+	srv := serve(t, mux)
+	held, err := k.pool.Acquire(context.Background())
+	require.NoError(t, err)
+	var once sync.Once
+	release := func() { once.Do(held.Release) }
+	defer time.AfterFunc(time.Minute, release).Stop()
+
+	r := post(t, srv, "/v1/payments", "k-leased-pool", `{"amount": 1}`)
+	release()
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, r.body)
+	assert.Equal(t, problemStoreUnavailable, problemName(t, r))
+	assert.Equal(t, "1", r.header.Get("Retry-After"))
+	assert.EqualValues(t, 0, p.runs.Load(), "nothing runs without a claim")
+
+	r = post(t, srv, "/v1/payments", "k-leased-pool", `{"amount": 1}`)
+	assert.Equal(t, http.StatusCreated, r.status, r.body)
+	assert.EqualValues(t, 1, p.runs.Load())
+}
