@@ -52,25 +52,40 @@ func (c *call) attempt(ctx context.Context) result {
 	if c.t.cfg.AttemptTimeout > 0 {
 		actx, done = context.WithTimeout(ctx, c.t.cfg.AttemptTimeout)
 	}
-	report, err := c.t.breakers.allow(c.req.URL)
+	var res result
+	err := c.t.breakers.through(c.req.URL, func() error {
+		var outcome error
+		res, outcome = c.exchange(ctx, actx, done)
+		return outcome
+	})
 	if err != nil {
 		done()
 		return result{certainty: NotSent, err: err, open: true}
 	}
+	return res
+}
+
+// exchange builds and sends the request of one attempt, under actx. It
+// returns what the attempt produced, and what its host's breaker is told.
+func (c *call) exchange(ctx, actx context.Context, done context.CancelFunc) (result, error) {
 	trace := newWireTrace()
 	actx = httptrace.WithClientTrace(actx, &trace.hooks)
-	start := c.t.now()
+	timed := c.t.cfg.Observer.seesAttempts()
+	var start time.Time
+	if timed {
+		start = c.t.now()
+	}
 	req, err := c.request(actx)
 	if err != nil {
 		done()
-		report(errAttemptExcluded)
-		return result{certainty: NotSent, err: err}
+		return result{certainty: NotSent, err: err}, errAttemptExcluded
 	}
 	c.last = req
 	res := c.send(req, trace, done)
-	res.elapsed = c.t.now().Sub(start)
-	report(res.outcome(ctx.Err() != nil))
-	return res
+	if timed {
+		res.elapsed = c.t.now().Sub(start)
+	}
+	return res, res.outcome(ctx.Err() != nil)
 }
 
 // send runs the base transport for one attempt and settles its response.
@@ -111,8 +126,10 @@ func (c *call) request(ctx context.Context) (*http.Request, error) {
 // A body cut short turns the attempt ambiguous.
 func (c *call) settle(resp *http.Response, done context.CancelFunc, res *result) {
 	res.status = resp.StatusCode
-	if ra, ok := wire.ParseRetryAfter(resp.Header.Get(wire.HeaderRetryAfter), c.t.now()); ok {
-		res.retryAfter = ra
+	if v := resp.Header.Get(wire.HeaderRetryAfter); v != "" { // the clock only when needed
+		if ra, ok := wire.ParseRetryAfter(v, c.t.now()); ok {
+			res.retryAfter = ra
+		}
 	}
 	limit := c.readAheadLimit(resp)
 	if limit <= 0 {

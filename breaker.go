@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sony/gobreaker/v2"
 
@@ -73,7 +74,7 @@ type BreakerConfig struct {
 }
 
 // breaker is the gobreaker of one host.
-type breaker = gobreaker.TwoStepCircuitBreaker[struct{}]
+type breaker = gobreaker.CircuitBreaker[struct{}]
 
 // breakerOutcome values are reported to a breaker when an attempt ends.
 var (
@@ -127,9 +128,16 @@ func newBreakers(cfg BreakerConfig, onChange func(host string, from, to gobreake
 
 // get returns the breaker of host, creating it when needed.
 func (r *breakers) get(host string) *breaker {
+	return r.lookup([]byte(host))
+}
+
+// lookup returns the breaker of the host named by key (see appendHostKey),
+// creating it when needed. A hit allocates nothing: the map is indexed by the
+// bytes of key, which are copied into a string only for a new entry.
+func (r *breakers) lookup(key []byte) *breaker {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e, ok := r.byHost[host]; ok {
+	if e, ok := r.byHost[string(key)]; ok {
 		r.lru.MoveToFront(e)
 		return e.Value.(*hostBreaker).cb
 	}
@@ -138,19 +146,36 @@ func (r *breakers) get(host string) *breaker {
 		r.lru.Remove(oldest)
 		delete(r.byHost, oldest.Value.(*hostBreaker).host)
 	}
-	hb := &hostBreaker{host: host, cb: gobreaker.NewTwoStepCircuitBreaker[struct{}](r.settings(host))}
+	host := string(key)
+	hb := &hostBreaker{host: host, cb: gobreaker.NewCircuitBreaker[struct{}](r.settings(host))}
 	r.byHost[host] = r.lru.PushFront(hb)
 	return hb.cb
 }
 
-// allow asks the breaker of u's host to let an attempt through. It returns
-// the function that reports the attempt's outcome, or the breaker's error
-// when it refuses. A nil registry (breakers disabled) allows everything.
-func (r *breakers) allow(u *url.URL) (report func(error), err error) {
+// through runs send, an attempt to u's host, through that host's breaker.
+// send returns what the breaker is told of the attempt: nil for a success,
+// errAttemptFailed, or errAttemptExcluded. When the breaker refuses the
+// attempt, send is not run and through returns the breaker's error. A panic
+// in send counts as a failure and goes on (gobreaker's Execute). A nil
+// registry (breakers disabled) runs every send.
+//
+// Execute, unlike the TwoStep breaker's Allow, allocates no closure per
+// attempt, and the key is built in a buffer on the stack.
+func (r *breakers) through(u *url.URL, send func() error) (refused error) {
 	if r == nil {
-		return func(error) {}, nil
+		send()
+		return nil
 	}
-	return r.get(hostKey(u)).Allow()
+	var buf [64]byte // room for most keys, so that building one allocates nothing
+	ran := false
+	_, err := r.lookup(appendHostKey(buf[:0], u)).Execute(func() (struct{}, error) {
+		ran = true
+		return struct{}{}, send()
+	})
+	if ran {
+		return nil
+	}
+	return err
 }
 
 // len returns how many breakers the registry holds.
@@ -204,16 +229,46 @@ func (res *result) outcome(callerDone bool) error {
 // hostKey names the breaker of a URL: scheme://host:port, lower case, with
 // the scheme's default port made explicit.
 func hostKey(u *url.URL) string {
-	scheme := strings.ToLower(u.Scheme)
-	host, port := strings.ToLower(u.Hostname()), u.Port()
+	var buf [64]byte
+	return string(appendHostKey(buf[:0], u))
+}
+
+// appendHostKey appends the hostKey of u to dst.
+func appendHostKey(dst []byte, u *url.URL) []byte {
+	start := len(dst)
+	dst = appendLower(dst, u.Scheme)
+	host, port := u.Hostname(), u.Port()
 	if port == "" {
 		port = "80"
-		if scheme == "https" {
+		if string(dst[start:]) == "https" {
 			port = "443"
 		}
 	}
+	dst = append(dst, "://"...)
 	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
+		dst = append(dst, '[')
+		dst = appendLower(dst, host)
+		dst = append(dst, ']')
+	} else {
+		dst = appendLower(dst, host)
 	}
-	return scheme + "://" + host + ":" + port
+	dst = append(dst, ':')
+	return append(dst, port...)
+}
+
+// appendLower appends s in lower case to dst, as strings.ToLower would.
+func appendLower(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return append(dst, strings.ToLower(s)...)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }

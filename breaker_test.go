@@ -221,17 +221,51 @@ func TestBreakerRegistryBounded(t *testing.T) {
 
 func TestHostKey(t *testing.T) {
 	tests := map[string]string{
-		"http://API.example.com/x":     "http://api.example.com:80",
-		"https://api.example.com/x":    "https://api.example.com:443",
-		"https://api.example.com:8443": "https://api.example.com:8443",
-		"http://[::1]:9000/":           "http://[::1]:9000",
-		"http://user:pw@h.test/?q=1":   "http://h.test:80",
+		"http://API.example.com/x":                        "http://api.example.com:80",
+		"https://api.example.com/x":                       "https://api.example.com:443",
+		"https://api.example.com:8443":                    "https://api.example.com:8443",
+		"http://[::1]:9000/":                              "http://[::1]:9000",
+		"http://user:pw@h.test/?q=1":                      "http://h.test:80",
+		"HTTPS://API.Example.COM/x":                       "https://api.example.com:443",
+		"http://[FE80::1]:9000/":                          "http://[fe80::1]:9000",
+		"http://ÄPI.test/":                                "http://äpi.test:80",
+		"http://" + strings.Repeat("Long", 20) + ".test/": "http://" + strings.Repeat("long", 20) + ".test:80",
 	}
 	for raw, want := range tests {
 		if got := hostKey(mustURL(t, raw)); got != want {
 			t.Errorf("hostKey(%s) = %s, want %s", raw, got, want)
 		}
 	}
+	// A hand-built URL with an upper-case scheme gets the default port of
+	// its lower-case form.
+	if got := hostKey(&url.URL{Scheme: "HTTPS", Host: "h.test"}); got != "https://h.test:443" {
+		t.Errorf("hostKey(HTTPS://h.test) = %s, want https://h.test:443", got)
+	}
+}
+
+// The spellings of one host share its breaker.
+func TestBreakerSharedAcrossSpellings(t *testing.T) {
+	host := &fakeHost{}
+	host.status.Store(200)
+	tr := NewTransport(Config{Base: host, NoBudget: true})
+	for _, raw := range []string{"http://API.test/a", "http://api.test:80/b", "HTTP://api.TEST/c"} {
+		resp, err := tr.RoundTrip(mustGet(t, raw))
+		require.NoError(t, err)
+		discard(resp)
+	}
+	assert.Equal(t, 1, tr.breakers.len())
+	assert.EqualValues(t, 3, tr.breakers.get("http://api.test:80").Counts().TotalSuccesses)
+}
+
+// A base transport that panics fails the attempt in the breaker's counts,
+// and the panic goes on to the caller.
+func TestBreakerCountsPanicAsFailure(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { panic("base broke") })
+	tr := NewTransport(Config{Base: base, NoBudget: true})
+	assert.PanicsWithValue(t, "base broke", func() {
+		tr.RoundTrip(mustGet(t, "http://api.test/"))
+	})
+	assert.EqualValues(t, 1, tr.breakers.get("http://api.test:80").Counts().TotalFailures)
 }
 
 // The stack's order: the key is attached before the retry loop, every

@@ -176,3 +176,29 @@ func TestBodyClosedWhenNeverSent(t *testing.T) {
 		assert.EqualValues(t, 1, body.closes.Load())
 	})
 }
+
+// An observer sees each attempt's Elapsed, read from the Transport's clock;
+// without one, the clock is not read for it.
+func TestAttemptElapsed(t *testing.T) {
+	clk := newFakeClock()
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		clk.advance(250 * time.Millisecond)
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
+	})
+	tr, _ := newTestTransport(t, Config{Base: base})
+	var reads atomic.Int32
+	tr.now = func() time.Time { reads.Add(1); return clk.now() }
+
+	resp, err := tr.RoundTrip(mustGet(t, "http://api.test/"))
+	require.NoError(t, err)
+	discard(resp)
+	assert.Zero(t, reads.Load(), "no observer, no Retry-After: the clock is not read")
+
+	var seen []Attempt
+	tr.cfg.Observer.OnAttempt = func(at Attempt) { seen = append(seen, at) }
+	resp, err = tr.RoundTrip(mustGet(t, "http://api.test/"))
+	require.NoError(t, err)
+	discard(resp)
+	require.Len(t, seen, 1)
+	assert.Equal(t, 250*time.Millisecond, seen[0].Elapsed)
+}

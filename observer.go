@@ -57,6 +57,12 @@ type Observer struct {
 	OnBreakerChange func(host string, from, to gobreaker.State)
 }
 
+// seesAttempts reports whether some hook receives Attempts, and so needs
+// their Elapsed (which costs two readings of the clock per attempt).
+func (o *Observer) seesAttempts() bool {
+	return o.OnAttempt != nil || o.OnRetry != nil || o.OnGiveUp != nil
+}
+
 func (o *Observer) attempt(a Attempt) {
 	if o.OnAttempt != nil {
 		o.OnAttempt(a)

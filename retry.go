@@ -37,12 +37,14 @@ const (
 	fail                  // return an error
 )
 
-func (t *Transport) newCall(req *http.Request) (*call, error) {
+// newCall returns the call of req. It returns a value, not a pointer, so
+// that the call can live on RoundTrip's stack.
+func (t *Transport) newCall(req *http.Request) (call, error) {
 	key, field, err := t.requestKey(req)
 	if err != nil {
-		return nil, &Error{Method: req.Method, URL: redact(req), Certainty: NotSent, Reason: ErrKeyInvalid, Err: err}
+		return call{}, &Error{Method: req.Method, URL: redact(req), Certainty: NotSent, Reason: ErrKeyInvalid, Err: err}
 	}
-	return &call{
+	return call{
 		t: t, req: req, key: key, field: field,
 		safe: key != "" || isIdempotent(req.Method),
 		body: newRequestBody(req),
