@@ -219,6 +219,22 @@ func TestBreakerRegistryBounded(t *testing.T) {
 	assert.Equal(t, DefaultBreakerMaxHosts, def.breakers.len())
 }
 
+// A hit makes a host the most recently used: the registry drops the least
+// recently used, not the oldest.
+func TestBreakerRegistryDropsLeastRecentlyUsed(t *testing.T) {
+	r := newBreakers(BreakerConfig{MaxHosts: 3}, nil)
+	a := r.get("http://a.test:80")
+	r.get("http://b.test:80")
+	r.get("http://c.test:80")
+	var buf [64]byte
+	assert.Same(t, a, r.lookup(appendHostKey(buf[:0], mustURL(t, "http://A.test/x"))), "a hit, by another spelling")
+	r.get("http://d.test:80") // drops b, the least recently used
+	assert.Equal(t, 3, r.len())
+	assert.Contains(t, r.byHost, "http://a.test:80")
+	assert.NotContains(t, r.byHost, "http://b.test:80")
+	assert.Same(t, a, r.get("http://a.test:80"), "a kept its breaker")
+}
+
 func TestHostKey(t *testing.T) {
 	tests := map[string]string{
 		"http://API.example.com/x":                        "http://api.example.com:80",
