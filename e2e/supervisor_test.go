@@ -18,17 +18,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/gobuild"
 )
 
 // buildServerProgram compiles examples/payments/server into a temporary
 // directory of t and returns the binary's path.
 func buildServerProgram(t *testing.T) string {
 	t.Helper()
-	goCmd, err := exec.LookPath("go")
-	require.NoError(t, err, "the go command builds the server program")
 	bin := filepath.Join(t.TempDir(), "payments-server")
-	out, err := exec.Command(goCmd, "build", "-o", bin, "github.com/idemkit/idem/examples/payments/server").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	require.NoError(t, gobuild.Build("github.com/idemkit/idem/examples/payments/server", bin))
 	return bin
 }
 

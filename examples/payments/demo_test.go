@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/internal/gobuild"
 	"github.com/idemkit/idem/internal/pgtest"
 	"github.com/idemkit/idem/testserver"
 )
@@ -84,11 +85,8 @@ func TestDemoFailsWhenTheServerIgnoresKeys(t *testing.T) {
 // The program itself, built and run in its short form: exit status 0 with
 // a report, 2 for bad flags.
 func TestDemoProgram(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "payments")
-	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	require.NoError(t, gobuild.Build(".", bin))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -99,7 +97,7 @@ func TestDemoProgram(t *testing.T) {
 	assert.Contains(t, stdout.String(), "seed 42 ")
 	assert.Contains(t, stdout.String(), "idem client: no violation")
 
-	err = exec.CommandContext(ctx, bin, "-faults", "lots").Run()
+	err := exec.CommandContext(ctx, bin, "-faults", "lots").Run()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 2, exit.ExitCode())

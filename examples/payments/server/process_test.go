@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/internal/gobuild"
 )
 
 // build is the program, compiled once for all the tests of the package
@@ -44,18 +44,11 @@ func TestMain(m *testing.M) {
 func buildServer(t *testing.T) string {
 	t.Helper()
 	build.once.Do(func() {
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			build.err = fmt.Errorf("the go command is needed to build the server: %w", err)
-			return
-		}
 		if build.dir, build.err = os.MkdirTemp("", "payments-server-test-"); build.err != nil {
 			return
 		}
 		build.bin = filepath.Join(build.dir, "server")
-		if out, err := exec.Command(goBin, "build", "-o", build.bin, ".").CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build: %w: %s", err, out)
-		}
+		build.err = gobuild.Build(".", build.bin)
 	})
 	require.NoError(t, build.err)
 	return build.bin

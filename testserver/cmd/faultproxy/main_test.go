@@ -18,20 +18,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemkit/idem/internal/gobuild"
 	"github.com/idemkit/idem/testserver"
 )
 
 // buildProxy compiles the program into a temporary directory.
 func buildProxy(t *testing.T) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to build faultproxy: %v", err)
-	}
 	bin := filepath.Join(t.TempDir(), "faultproxy")
-	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := gobuild.Build(".", bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
