@@ -21,7 +21,9 @@ const migrateLock = 0x6964656d5f6d6967 // "idem_mig"
 func Schema() string { return schemaSQL }
 
 // Migrate creates the table of PostgresStore in the first schema of the
-// search_path, if it is missing. It is idempotent and safe to call from
+// search_path, if it is missing, and converts in place a table made by an
+// earlier version (headers kept as jsonb), whose records keep replaying.
+// It is idempotent and safe to call from
 // several processes at once; ctx governs it. *pgxpool.Pool and *pgx.Conn
 // satisfy db.
 func Migrate(ctx context.Context, db interface {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -377,5 +378,50 @@ func TestLeasedWaitForAPoolConnectionIsBounded(t *testing.T) {
 
 	r = post(t, srv, "/v1/payments", "k-leased-pool", `{"amount": 1}`)
 	assert.Equal(t, http.StatusCreated, r.status, r.body)
+	assert.EqualValues(t, 1, p.runs.Load())
+}
+
+// A table made by a version that stored headers as jsonb and fingerprints
+// as sha256-v1 (testdata/schema-jsonb-headers.sql): Migrate converts the
+// column in place, the old record still replays with its headers, and new
+// requests are stored in the new form.
+func TestMigrateConvertsATableOfAnOlderVersion(t *testing.T) {
+	url, _ := appURL(t, pgtest.SchemaURL(t))
+	pool := pgtest.NewPool(t, url)
+	ctx := context.Background()
+	old, err := os.ReadFile("testdata/schema-jsonb-headers.sql")
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, string(old))
+	require.NoError(t, err)
+	scope := scopeHash("", "", "POST /v1/payments", "k-old")
+	fp := fingerprintV1(&fpInput{method: "POST", route: "POST /v1/payments", body: []byte(`{"amount": 1}`)})
+	_, err = pool.Exec(ctx, `INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key, fp_alg,
+		fingerprint, state, token, attempt, created_at, expires_at, status, headers, body)
+		VALUES ($1, '', '', 'POST /v1/payments', 'k-old', $2, $3, 'done', gen_random_uuid(), 1, now(),
+		now() + interval '1 hour', 201, '{"X-Trace": ["a", "b"], "Content-Type": ["application/json"]}', '{"old":true}')`,
+		scope[:], fingerprintAlgV1, fp)
+	require.NoError(t, err)
+
+	k := postgresKitOn(t, pool) // runs Migrate
+	require.NoError(t, Migrate(ctx, pool), "again: idempotent")
+	var typ string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT data_type FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'idem_records' AND column_name = 'headers'`).Scan(&typ))
+	assert.Equal(t, "bytea", typ)
+
+	mux, p := payServer(t, k, Config{})
+	srv := serve(t, mux)
+	r := post(t, srv, "/v1/payments", "k-old", ` {"amount":1}`)
+	assert.True(t, r.replayed(), "the old record replays: %d %s", r.status, r.body)
+	assert.Equal(t, http.StatusCreated, r.status)
+	assert.Equal(t, `{"old":true}`, r.body)
+	assert.Equal(t, []string{"a", "b"}, r.header.Values("X-Trace"))
+	assert.EqualValues(t, 0, p.runs.Load())
+
+	fresh := post(t, srv, "/v1/payments", "k-new", `{"amount": 1}`)
+	require.Equal(t, http.StatusCreated, fresh.status, fresh.body)
+	again := post(t, srv, "/v1/payments", "k-new", `{"amount": 1}`)
+	assert.True(t, again.replayed())
+	assert.Equal(t, fresh.body, again.body)
 	assert.EqualValues(t, 1, p.runs.Load())
 }

@@ -41,3 +41,14 @@ CREATE TABLE IF NOT EXISTS idem_records (
 ) WITH (fillfactor = 90);
 
 CREATE INDEX IF NOT EXISTS idem_records_expires_at ON idem_records (expires_at);
+
+-- Versions before the binary header block stored the headers as jsonb. The
+-- column becomes bytea holding that JSON's text, which decodeHeader still
+-- reads, so that their records keep replaying. A no-op on a new table.
+DO $$
+BEGIN
+    IF (SELECT a.atttypid FROM pg_attribute AS a
+        WHERE a.attrelid = 'idem_records'::regclass AND a.attname = 'headers') = 'jsonb'::regtype THEN
+        ALTER TABLE idem_records ALTER COLUMN headers TYPE bytea USING convert_to(headers::text, 'UTF8');
+    END IF;
+END $$;

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"maps"
 	"net/http"
@@ -15,6 +16,11 @@ import (
 // not UTF-8 (obs-text), which JSON cannot carry, and the replay must give
 // back every value as the handler set it.
 const headerFormat = 1
+
+// legacyHeaderFormat is the first byte of the headers of a record stored
+// by a version that kept them as jsonb (converted to bytes by Migrate): a
+// JSON object of arrays of strings.
+const legacyHeaderFormat = '{'
 
 // errStoredHeader is returned for a header block this version cannot read.
 var errStoredHeader = errors.New("server: stored headers are corrupt or of an unknown format")
@@ -48,6 +54,12 @@ func appendString(b []byte, s string) []byte {
 func decodeHeader(b []byte) (http.Header, error) {
 	h := http.Header{}
 	if len(b) == 0 {
+		return h, nil
+	}
+	if b[0] == legacyHeaderFormat {
+		if err := json.Unmarshal(b, &h); err != nil {
+			return nil, errStoredHeader
+		}
 		return h, nil
 	}
 	if b[0] != headerFormat {

@@ -40,8 +40,16 @@ func TestStoredHeaderRejectsCorruptBlocks(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range [][]byte{block[:len(block)-1], {2}, {headerFormat, 0xff}, {headerFormat, 1, 'A', 0xff, 0xff, 0xff, 0xff, 0x0f}} {
+	for _, bad := range [][]byte{block[:len(block)-1], {2}, {headerFormat, 0xff}, []byte(`{"X-Trace": "a"}`), []byte(`{"X`), {headerFormat, 1, 'A', 0xff, 0xff, 0xff, 0xff, 0x0f}} {
 		_, err := decodeHeader(bad)
 		assert.ErrorIs(t, err, errStoredHeader, "decodeHeader(%q)", bad)
 	}
+}
+
+// Headers stored by a version that kept them as jsonb, as Migrate converts
+// them (the JSON's text), still decode.
+func TestStoredHeaderReadsTheJSONOfOlderVersions(t *testing.T) {
+	got, err := decodeHeader([]byte(`{"X-Trace": ["a", "b"], "Content-Type": ["application/json"]}`))
+	require.NoError(t, err)
+	assert.Equal(t, http.Header{"X-Trace": {"a", "b"}, "Content-Type": {"application/json"}}, got)
 }
