@@ -321,3 +321,42 @@ func TestRetentionExpiryRunsAgain(t *testing.T) {
 		assert.EqualValues(t, 2, p.runs.Load())
 	})
 }
+
+// The Scope func (often an auth lookup) runs only for requests the
+// middleware handles, not for those that pass straight through.
+func TestScopeOnlyForHandledRequests(t *testing.T) {
+	k := memoryKit(t)
+	var calls atomic.Int32
+	scope := func(*http.Request) (string, string) { calls.Add(1); return "t", "p" }
+	mux, _ := payServer(t, k, Config{Scope: scope, Keys: KeyOptional})
+	srv := serve(t, mux)
+	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "", `{"amount": 1}`).status)
+	assert.Zero(t, calls.Load(), "a request without a key on an optional route passes through")
+	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-scope", `{"amount": 1}`).status)
+	assert.EqualValues(t, 1, calls.Load())
+}
+
+// A replay's header values are the replay's own: code after the middleware
+// that changes them in place does not change the stored record.
+func TestReplayedHeaderIsACopy(t *testing.T) {
+	eachStore(t, func(t *testing.T, k *kit) {
+		inner, _ := payServer(t, k, Config{})
+		outer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inner.ServeHTTP(w, r)
+			if v := w.Header()["X-Trace"]; len(v) > 0 {
+				v[0] = "changed after the replay"
+			}
+		})
+		mux := http.NewServeMux()
+		mux.Handle("/", outer)
+		srv := serve(t, mux)
+		first := post(t, srv, "/v1/payments", "k-copy", `{"amount": 1}`)
+		require.Equal(t, http.StatusCreated, first.status)
+		require.NotEmpty(t, first.header.Values("X-Trace"))
+		for range 2 {
+			r := post(t, srv, "/v1/payments", "k-copy", `{"amount": 1}`)
+			require.True(t, r.replayed())
+			assert.Equal(t, first.header.Values("X-Trace"), r.header.Values("X-Trace"))
+		}
+	})
+}

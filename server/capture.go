@@ -27,8 +27,10 @@ const (
 // capture is the ResponseWriter a claimed handler writes to. It holds the
 // response until the middleware has committed its outcome, so that a client
 // never sees a result that did not commit. A handler that flushes, hijacks,
-// or outgrows the cap makes it settle early: onStream commits the record as
-// result-unavailable and from then on output streams through.
+// or outgrows the cap makes it settle early, by the status it chose
+// (onStream: the operation's own outcome commits as result-unavailable, a
+// 5xx or a rejection rolls back or releases), and from then on output
+// streams through.
 type capture struct {
 	rw       http.ResponseWriter
 	header   http.Header

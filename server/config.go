@@ -109,9 +109,9 @@ type Config struct {
 	// connection: a request that gets none within it gets 409 key-in-flight
 	// when a Transactional attempt of its key runs on this store, else 503
 	// store-unavailable (Retry-After 1), and holds nothing while it waits.
-	// Zero:
-	// DefaultWaitBound; negative: no wait for a running duplicate (a wait
-	// for a pool connection is then bounded only by the request's context).
+	// Zero: DefaultWaitBound; negative: no wait for a running duplicate (a
+	// wait for a pool connection is then bounded only by the request's
+	// context).
 	WaitBound time.Duration
 
 	// MaxRequestBytes caps the request body, which the middleware reads to

@@ -50,7 +50,7 @@ type memRecord struct {
 
 func (r *memRecord) found(now time.Time) *found {
 	return &found{
-		fpAlg: r.fpAlg, fp: r.fp, state: r.state, token: r.token, resp: r.resp,
+		fpAlg: r.fpAlg, fp: r.fp, state: r.state, token: r.token, resp: r.resp.ownHeader(),
 		expired:   !now.Before(r.expiresAt),
 		open:      r.state == stateRunning && r.mode == Transactional,
 		leaseLeft: r.lockedUntil.Sub(now),

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 
 	"github.com/idemkit/idem/internal/wire"
@@ -84,11 +83,12 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *claimArgs, a
 		return nil, false
 	}
 	fields := r.Header.Values(wire.HeaderKey)
+	if len(fields) == 0 && (h.s.Keys == KeyOptional || r.Method == http.MethodPut || r.Method == http.MethodDelete) {
+		return nil, false // passes through: no need of its scope
+	}
 	tenant, principal := h.s.scope(r)
 	ev := Event{Tenant: tenant, Principal: principal, Route: route, Mode: h.s.Mode}
 	switch {
-	case len(fields) == 0 && (h.s.Keys == KeyOptional || r.Method == http.MethodPut || r.Method == http.MethodDelete):
-		return nil, false
 	case len(fields) == 0:
 		h.refuse(w, r, ev, keyMissing(route))
 		return nil, true
@@ -173,7 +173,7 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request, ev Event, res *
 	header := w.Header()
 	for name, values := range res.header {
 		if h.s.allow(name) {
-			header[name] = slices.Clone(values) // the MemoryStore's record must not change with them
+			header[name] = values
 		}
 	}
 	header.Set(wire.HeaderReplayed, "true")

@@ -14,12 +14,13 @@ import (
 )
 
 // DB is what PostgresStore needs of a connection pool; *pgxpool.Pool has
-// it. The store runs each Transactional request on a connection of its own
-// (Acquire) so that it can begin the transaction in the claim's round trip
-// and commit it in the stored response's.
+// it. The store claims each key on a connection of its own (Acquire): a
+// Transactional request keeps it, to begin the transaction in the claim's
+// round trip and commit it in the stored response's; a Leased claim gives
+// it back before the handler runs. The lease's later statements and the
+// sweep use Exec.
 type DB interface {
 	Acquire(ctx context.Context) (*pgxpool.Conn, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
@@ -115,7 +116,7 @@ func endTx(ctx context.Context, conn *pgxpool.Conn, tx pgx.Tx) error {
 	return err
 }
 
-// querier is a pool or a transaction.
+// querier is a claim's connection (Leased) or transaction (Transactional).
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }

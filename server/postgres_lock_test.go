@@ -80,3 +80,17 @@ func TestRecordWrittenWithoutTheLockFailsTheCommit(t *testing.T) {
 	assert.Equal(t, "foreign", retry.body, "the record that committed first stands")
 	assert.Equal(t, 1, runs)
 }
+
+// A scope claimed twice on this store (a duplicate that won the lock
+// before the first attempt removed its claim) stays claimed until both
+// are removed.
+func TestLocalClaimsCountEachClaim(t *testing.T) {
+	var l localClaims
+	scope := scopeHash("t", "p", "POST /x", "k")
+	l.add(scope)
+	l.add(scope)
+	l.remove(scope)
+	assert.True(t, l.has(scope), "the second claim still runs")
+	l.remove(scope)
+	assert.False(t, l.has(scope))
+}

@@ -82,31 +82,34 @@ func (s *PostgresStore) acquire(ctx context.Context, wait time.Duration) (*pgxpo
 // store now, each holding a connection and its scope's lock: a request
 // that gets no connection within the wait bound and whose scope is here is
 // a duplicate (409 key-in-flight); any other gets 503 store-unavailable.
+// Each scope is counted, because a waiting duplicate can win the lock and
+// add its claim before the attempt that released the lock removes its own.
 type localClaims struct {
 	mu     sync.Mutex
-	scopes map[[32]byte]struct{}
+	scopes map[[32]byte]int
 }
 
 func (l *localClaims) add(scope [32]byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.scopes == nil {
-		l.scopes = make(map[[32]byte]struct{})
+		l.scopes = make(map[[32]byte]int)
 	}
-	l.scopes[scope] = struct{}{}
+	l.scopes[scope]++
 }
 
 func (l *localClaims) remove(scope [32]byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.scopes, scope)
+	if l.scopes[scope]--; l.scopes[scope] <= 0 {
+		delete(l.scopes, scope)
+	}
 }
 
 func (l *localClaims) has(scope [32]byte) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, ok := l.scopes[scope]
-	return ok
+	return l.scopes[scope] > 0
 }
 
 // settleTx turns what the first round trip found into a verdict: a record

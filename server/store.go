@@ -74,6 +74,18 @@ type response struct {
 	body   []byte
 }
 
+// ownHeader returns r with a header of its own: a replay hands the header's
+// slices to a ResponseWriter, and a record kept in memory must not change
+// with them. The body is shared: nothing writes to it.
+func (r *response) ownHeader() *response {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.header = r.header.Clone()
+	return &c
+}
+
 // found is an existing record as a store read it, judged at the store's now.
 type found struct {
 	fpAlg     string
