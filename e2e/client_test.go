@@ -26,10 +26,11 @@ import (
 // clamped to 2 s. The retry budget earns half a retry per first attempt:
 // the suite's fault rates (10 to 20% of attempts) are far above a healthy
 // service's, and the default 10% would deny retries the faults make
-// necessary. The breaker trips on 50 failures in a row (the default 5 is
-// for a client with a few calls in flight; with 16 in flight and one
-// attempt in seven failing, 5 in a row happen by chance) and probes again
-// after 250 ms, so that a restarted server is noticed soon.
+// necessary. The breaker trips on 50 failures in a row (the default 10 suits
+// a client with a few calls in flight; here 16 calls share a host whose
+// attempts fail one in seven, and a server restart fails all of them at
+// once) and probes again after 250 ms, so that a restarted server is
+// noticed soon.
 func clientConfig(attemptTimeout time.Duration) idem.Config {
 	return idem.Config{
 		MaxAttempts:    8,

@@ -120,6 +120,7 @@ func New(cfg Config) http.Handler {
 	mw := server.Config{
 		Keys: cfg.Keys, Scope: scope, Retention: cfg.Retention, Lease: cfg.Lease,
 		Hooks: cfg.Hooks, Logger: cfg.Logger,
+		MaxRequestBytes: maxBodyBytes, // the handlers' own cap: one limit, one answer (413)
 	}
 	transactional := server.Middleware(cfg.Store, mw)
 

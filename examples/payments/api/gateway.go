@@ -75,7 +75,7 @@ func NewGateway(cfg GatewayConfig) *Gateway {
 	if cfg.Store == nil {
 		cfg.Store = server.NewMemoryStore()
 	}
-	idempotent := server.Middleware(cfg.Store, server.Config{Logger: cfg.Logger})
+	idempotent := server.Middleware(cfg.Store, server.Config{Logger: cfg.Logger, MaxRequestBytes: maxBodyBytes})
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/charges", idempotent(http.HandlerFunc(g.charge)))
 	mux.HandleFunc("GET /v1/charges", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, g.Stats()) })

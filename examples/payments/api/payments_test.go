@@ -180,3 +180,16 @@ func TestAccounts(t *testing.T) {
 		})
 	}
 }
+
+// A keyed body over the handlers' cap gets the middleware's 413, whatever
+// its size past the cap, and nothing is stored: the same key with a
+// corrected body is then processed.
+func TestOversizedPaymentBody(t *testing.T) {
+	h := New(newConfig(t, "memory"))
+	putAccount(t, h, "acc-1", 10000)
+	big := `{"account_id":"acc-1","amount_cents":2500,"currency":"EUR","reference":"` + strings.Repeat("x", maxBodyBytes) + `"}`
+	r := do(t, h, call{method: "POST", path: "/v1/payments", key: "k-big", body: big})
+	assert.Equal(t, http.StatusRequestEntityTooLarge, r.Code, r.Body.String())
+	ok := do(t, h, call{method: "POST", path: "/v1/payments", key: "k-big", body: pay2500})
+	assert.Equal(t, http.StatusCreated, ok.Code, ok.Body.String())
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -139,8 +140,9 @@ func retryUntilDone(t *testing.T, url, key, body string) *http.Response {
 func TestGracefulShutdown(t *testing.T) {
 	gw := api.NewGateway(api.GatewayConfig{Logger: slog.New(slog.DiscardHandler)})
 	arrived, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once // a retry of the charge's gateway call arrives too
 	gwSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(arrived)
+		once.Do(func() { close(arrived) })
 		<-release
 		gw.ServeHTTP(w, r)
 	}))
