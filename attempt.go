@@ -18,6 +18,7 @@ const maxProblemBytes = 16 << 10
 
 // result is what one attempt produced.
 type result struct {
+	req        *http.Request  // the attempt's request; nil when none was built
 	resp       *http.Response // set when a complete response arrived (Responded)
 	status     int            // the status received, also when the body was then cut short
 	problem    string         // the problem name of a problem+json response
@@ -80,8 +81,8 @@ func (c *call) exchange(ctx, actx context.Context, done context.CancelFunc) (res
 		done()
 		return result{certainty: NotSent, err: err}, errAttemptExcluded
 	}
-	c.last = req
 	res := c.send(req, trace, done)
+	res.req = req
 	if timed {
 		res.elapsed = c.t.now().Sub(start)
 	}

@@ -19,7 +19,7 @@ type requestBody struct {
 	orig    io.ReadCloser
 	getBody func() (io.ReadCloser, error)
 	once    *onceBody // wraps orig when it cannot be rewound
-	used    bool      // orig was handed to the transport, which closes it
+	used    bool      // orig (with GetBody) was handed to the transport, which closes it
 }
 
 func newRequestBody(req *http.Request) requestBody {

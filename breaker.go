@@ -76,10 +76,12 @@ type BreakerConfig struct {
 // breaker is the gobreaker of one host.
 type breaker = gobreaker.CircuitBreaker[struct{}]
 
-// breakerOutcome values are reported to a breaker when an attempt ends.
+// What an attempt reports to its host's breaker, besides nil for a
+// success: a failure, or an attempt that says nothing of the host's health
+// (the caller ended it, or no request could be built).
 var (
 	errAttemptFailed   = errors.New("attempt failed")
-	errAttemptExcluded = errors.New("attempt ended by the caller")
+	errAttemptExcluded = errors.New("attempt not counted")
 )
 
 // breakers is a bounded, least-recently-used registry of per-host breakers.
@@ -124,11 +126,6 @@ func newBreakers(cfg BreakerConfig, onChange func(host string, from, to gobreake
 		cfg.MaxHosts = DefaultBreakerMaxHosts
 	}
 	return &breakers{cfg: cfg, onChange: onChange, byHost: map[string]*list.Element{}}
-}
-
-// get returns the breaker of host, creating it when needed.
-func (r *breakers) get(host string) *breaker {
-	return r.lookup([]byte(host))
 }
 
 // lookup returns the breaker of the host named by key (see appendHostKey),
@@ -226,14 +223,8 @@ func (res *result) outcome(callerDone bool) error {
 	return nil
 }
 
-// hostKey names the breaker of a URL: scheme://host:port, lower case, with
-// the scheme's default port made explicit.
-func hostKey(u *url.URL) string {
-	var buf [64]byte
-	return string(appendHostKey(buf[:0], u))
-}
-
-// appendHostKey appends the hostKey of u to dst.
+// appendHostKey appends to dst the name of u's breaker: scheme://host:port,
+// lower case, with the scheme's default port made explicit.
 func appendHostKey(dst []byte, u *url.URL) []byte {
 	start := len(dst)
 	dst = appendLower(dst, u.Scheme)

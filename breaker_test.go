@@ -37,6 +37,8 @@ func TestBreakerStopsRequestsToFailingHost(t *testing.T) {
 	require.EqualValues(t, DefaultBreakerConsecutiveFailures, a.requests.Load())
 	assert.Equal(t, []string{hostKey(mustURL(t, srv.URL)) + " closed->open"}, changes)
 
+	var refused []Attempt // an observer sees the caller's request: none was built
+	tr.cfg.Observer.OnGiveUp = func(a Attempt, _ error) { refused = append(refused, a) }
 	for range 20 {
 		_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
 		require.ErrorIs(t, err, ErrCircuitOpen)
@@ -47,6 +49,11 @@ func TestBreakerStopsRequestsToFailingHost(t *testing.T) {
 		assert.Zero(t, e.Attempts)
 	}
 	assert.EqualValues(t, DefaultBreakerConsecutiveFailures, a.requests.Load(), "no request reaches the server while open")
+	require.Len(t, refused, 20)
+	for _, at := range refused {
+		require.NotNil(t, at.Request)
+		assert.Equal(t, mustURL(t, srv.URL).Host, at.Request.URL.Host)
+	}
 }
 
 // fakeHost is a base RoundTripper that plays a server in memory, for tests
@@ -315,4 +322,16 @@ func mustURL(t *testing.T, raw string) *url.URL {
 	u, err := url.Parse(raw)
 	require.NoError(t, err)
 	return u
+}
+
+// get returns the breaker of host (a key as appendHostKey makes it),
+// creating it when needed.
+func (r *breakers) get(host string) *breaker {
+	return r.lookup([]byte(host))
+}
+
+// hostKey names the breaker of a URL, as the registry does.
+func hostKey(u *url.URL) string {
+	var buf [64]byte
+	return string(appendHostKey(buf[:0], u))
 }

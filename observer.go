@@ -9,8 +9,10 @@ import (
 
 // Attempt describes one attempt of a call, as reported to an Observer.
 type Attempt struct {
-	// Request is the request of this attempt, with its Idempotency-Key. An
-	// observer must not modify it or read its body.
+	// Request is the request of this attempt, with its Idempotency-Key; the
+	// caller's request when no request was built for the attempt (the
+	// breaker refused it, or the context ended first). An observer must not
+	// modify it or read its body.
 	Request *http.Request
 	// Key is the bare idempotency key, "" when the request has none.
 	Key string

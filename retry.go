@@ -18,13 +18,11 @@ type call struct {
 	key, field string        // the bare key and the header value; "" for none
 	safe       bool          // keyed or idempotent: an ambiguous attempt may be retried
 	body       requestBody
-	last       *http.Request // the request of the latest attempt
 
 	attempts  int           // requests put on the wire
 	retries   int           // retries made
 	prevWait  time.Duration // the previous backoff wait
 	mayActed  bool          // some attempt may have taken effect
-	actedOnce bool          // an attempt before the latest may have taken effect
 	lastRetry time.Duration // the latest Retry-After seen
 }
 
@@ -64,6 +62,7 @@ func (c *call) run() (*http.Response, error) {
 			return nil, c.giveUp(result{certainty: NotSent}, nil, err, "the context ended before the attempt")
 		}
 		res := c.attempt(ctx)
+		actedBefore := c.mayActed // an attempt before this one may have taken effect
 		c.record(res)
 		v, reason, detail := c.judge(res)
 		if ctx.Err() != nil && v != finish {
@@ -77,7 +76,7 @@ func (c *call) run() (*http.Response, error) {
 			discard(res.resp)
 			return nil, c.giveUp(res, reason, res.err, detail)
 		case c.attempts >= c.t.cfg.MaxAttempts:
-			return c.exhausted(res)
+			return c.exhausted(res, actedBefore)
 		}
 		if err := c.wait(ctx, res); err != nil {
 			return nil, err
@@ -88,7 +87,6 @@ func (c *call) run() (*http.Response, error) {
 // record counts an attempt and reports it to the Observer.
 func (c *call) record(res result) {
 	c.attempts += res.wire
-	c.actedOnce = c.mayActed
 	if res.retryAfter > 0 {
 		c.lastRetry = res.retryAfter
 	}
@@ -142,10 +140,12 @@ func (c *call) retryIfBody() (verdict, error, string) {
 
 // exhausted ends a call whose last allowed attempt asked for a retry. The
 // last response is returned as it is, unless an earlier attempt may have
-// acted (a 5xx, a lost response): then the last response says nothing of
-// the operation's outcome, and the error says that it may have taken effect.
-func (c *call) exhausted(res result) (*http.Response, error) {
-	if res.resp != nil && !c.actedOnce {
+// acted (actedBefore: a 5xx, a lost response), when the last response says
+// nothing of the operation's outcome, or it is a 409 key-in-flight, which
+// says that an attempt of the key is still running: then the error says
+// that it may have taken effect.
+func (c *call) exhausted(res result, actedBefore bool) (*http.Response, error) {
+	if res.resp != nil && !actedBefore && res.problem != wire.ProblemKeyInFlight {
 		return res.resp, nil
 	}
 	discard(res.resp)
@@ -212,8 +212,12 @@ func (c *call) giveUp(res result, reason, cause error, detail string) error {
 
 // describe reports an attempt to the Observer.
 func (c *call) describe(res result) Attempt {
+	req := res.req
+	if req == nil {
+		req = c.req
+	}
 	return Attempt{
-		Request: c.last, Key: c.key, Number: c.attempts, Wire: res.wire,
+		Request: req, Key: c.key, Number: c.attempts, Wire: res.wire,
 		Certainty: res.certainty, Status: res.status, Problem: res.problem,
 		RetryAfter: res.retryAfter, Err: res.err, Elapsed: res.elapsed,
 	}

@@ -239,6 +239,39 @@ func TestKeyInFlightWaitsRetryAfterWithSameKey(t *testing.T) {
 	assert.Equal(t, k, <-a.keys)
 }
 
+// A 409 key-in-flight on the last attempt says that an attempt of the key
+// still runs: the call ends with ErrKeyInFlight even when no earlier
+// attempt may have acted (one attempt allowed, or a 429 before it).
+func TestKeyInFlightOnTheLastAttempt(t *testing.T) {
+	inFlight := func(w http.ResponseWriter) {
+		wire.WriteProblem(w, wire.Problem{Type: wire.DefaultProblemPrefix + wire.ProblemKeyInFlight, Status: 409})
+	}
+	for name, tt := range map[string]struct {
+		attempts int
+		first    func(w http.ResponseWriter)
+	}{
+		"only attempt": {1, inFlight},
+		"after a 429":  {2, func(w http.ResponseWriter) { w.WriteHeader(http.StatusTooManyRequests) }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := &api{before: func(n int, w http.ResponseWriter) bool {
+				if n == 1 {
+					tt.first(w)
+				} else {
+					inFlight(w)
+				}
+				return true
+			}}
+			srv := a.start(t)
+			tr, _ := newTestTransport(t, Config{MaxAttempts: tt.attempts})
+			resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
+			assert.Nil(t, resp)
+			require.ErrorIs(t, err, ErrKeyInFlight)
+			assert.ErrorIs(t, err, ErrOutcomeUnknown)
+		})
+	}
+}
+
 func TestKeyInFlightExhausted(t *testing.T) {
 	a := &api{before: func(n int, w http.ResponseWriter) bool {
 		wire.WriteProblem(w, wire.Problem{Type: wire.DefaultProblemPrefix + wire.ProblemKeyInFlight, Status: 409})

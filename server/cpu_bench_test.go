@@ -5,7 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,9 +28,7 @@ type cpuSample struct {
 
 func (m cpuMeter) read(b *testing.B) cpuSample {
 	b.Helper()
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	s := cpuSample{self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), backends: map[int]time.Duration{}}
+	s := cpuSample{self: processCPU(), backends: map[int]time.Duration{}}
 	rows, err := m.pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, m.app)
 	if err != nil {
 		b.Fatal(err)
