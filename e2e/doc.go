@@ -4,11 +4,13 @@
 // server takes effect exactly once, and the client never reports a success
 // that did not happen or a failure that did.
 //
-// The package holds tests only. Every test runs on loopback against real
-// PostgreSQL (DATABASE_URL, each test in a schema of its own, see
-// internal/pgtest), uses the payments API of examples/payments/api as the
-// application, and takes its ground truth from the database (the payments
-// rows and the account balances), never from the client:
+// The package holds tests only. The suites below run on loopback against
+// real PostgreSQL (DATABASE_URL, each test in a schema of its own, see
+// internal/pgtest; TestPostgresRestart in a private cluster it starts),
+// use the payments API of examples/payments/api as the application, and
+// take their ground truth from the database (the payments rows and the
+// account balances), never from the client; the rest are unit tests of the
+// suites' own helpers:
 //
 //   - TestChaos: the idem client, a fault-injecting proxy (testserver) in
 //     front of two server nodes with separate connection pools, one
