@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idem/internal/proccpu"
 )
 
 // The client stack's cost per successful request, against its bare twin:
@@ -44,8 +46,8 @@ func benchmarkPOST(b *testing.B, stack func(*http.Transport) http.RoundTripper) 
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: stack(base)}
 	b.ReportAllocs()
-	cpu := cpuTime()
-	defer func() { b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op") }()
+	cpu := proccpu.Used()
+	defer func() { b.ReportMetric(float64((proccpu.Used()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op") }()
 	for b.Loop() {
 		postOnce(b, client, srv.URL)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/internal/proccpu"
 )
 
 // cpuMeter measures the CPU a benchmark spends: this process (server and
@@ -28,7 +30,7 @@ type cpuSample struct {
 
 func (m cpuMeter) read(b *testing.B) cpuSample {
 	b.Helper()
-	s := cpuSample{self: processCPU(), backends: map[int]time.Duration{}}
+	s := cpuSample{self: proccpu.Used(), backends: map[int]time.Duration{}}
 	rows, err := m.pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, m.app)
 	if err != nil {
 		b.Fatal(err)
