@@ -111,7 +111,7 @@ func (c *call) send(req *http.Request, trace *wireTrace, done context.CancelFunc
 func (c *call) request(ctx context.Context) (*http.Request, error) {
 	r := c.req.Clone(ctx)
 	if c.field != "" {
-		r.Header.Set(KeyHeader, c.field)
+		r.Header[KeyHeader] = []string{c.field} // Set, without canonicalising a canonical name
 	}
 	body, err := c.body.next()
 	if err != nil {
@@ -127,12 +127,13 @@ func (c *call) request(ctx context.Context) (*http.Request, error) {
 // A body cut short turns the attempt ambiguous.
 func (c *call) settle(resp *http.Response, done context.CancelFunc, res *result) {
 	res.status = resp.StatusCode
-	if v := resp.Header.Get(wire.HeaderRetryAfter); v != "" { // the clock only when needed
+	if v := firstValue(resp.Header, wire.HeaderRetryAfter); v != "" { // the clock only when needed
 		if ra, ok := wire.ParseRetryAfter(v, c.t.now()); ok {
 			res.retryAfter = ra
 		}
 	}
-	limit := c.readAheadLimit(resp)
+	problem := resp.StatusCode >= 400 && wire.IsProblem(firstValue(resp.Header, "Content-Type"))
+	limit := c.readAheadLimit(resp.StatusCode, problem)
 	if limit <= 0 {
 		if c.t.cfg.AttemptTimeout > 0 {
 			resp.Body = &cancelOnClose{ReadCloser: resp.Body, done: done}
@@ -147,22 +148,22 @@ func (c *call) settle(resp *http.Response, done context.CancelFunc, res *result)
 		return
 	}
 	res.resp = resp
-	if ct := resp.Header.Get("Content-Type"); wire.IsProblem(ct) {
-		if p, ok := wire.ReadProblem(ct, bytes.NewReader(buf), maxProblemBytes); ok {
+	if problem {
+		if p, ok := wire.ReadProblem(firstValue(resp.Header, "Content-Type"), bytes.NewReader(buf), maxProblemBytes); ok {
 			res.problem = p.Name()
 		}
 	}
 }
 
-// readAheadLimit says how much of resp's body to read before deciding: a
-// problem document where the status can carry a contract problem, the
-// whole body (up to MaxBufferedBody) where resp may be returned and a cut
-// could be retried, else nothing.
-func (c *call) readAheadLimit(resp *http.Response) int64 {
-	code := resp.StatusCode
+// readAheadLimit says how much of a response's body to read before
+// deciding: a problem document (problem: its Content-Type says so) where
+// the status code can carry a contract problem, the whole body (up to
+// MaxBufferedBody) where the response may be returned and a cut could be
+// retried, else nothing.
+func (c *call) readAheadLimit(code int, problem bool) int64 {
 	if retryableStatus(code) || code == http.StatusBadRequest ||
 		code == http.StatusConflict || code == http.StatusUnprocessableEntity {
-		if wire.IsProblem(resp.Header.Get("Content-Type")) {
+		if problem {
 			return maxProblemBytes
 		}
 		return 0
@@ -171,6 +172,16 @@ func (c *call) readAheadLimit(resp *http.Response) int64 {
 		return c.t.cfg.MaxBufferedBody
 	}
 	return 0
+}
+
+// firstValue returns the first value of h's field key, which must be in
+// canonical form (as net/http stores received fields): Header.Get without
+// canonicalising the name on every call.
+func firstValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // retryableStatus reports whether a response with this status may be

@@ -61,7 +61,7 @@ func isIdempotent(method string) bool {
 // method is idempotent, else a new one. It returns the bare key and the
 // header value to send ("" for none), or why the caller's key is invalid.
 func (t *Transport) requestKey(req *http.Request) (key, field string, err error) {
-	if fields := req.Header.Values(KeyHeader); len(fields) > 0 {
+	if fields := req.Header[KeyHeader]; len(fields) > 0 { // KeyHeader is canonical
 		if len(fields) > 1 {
 			return "", "", fmt.Errorf("the request has %d Idempotency-Key headers, want one", len(fields))
 		}
