@@ -46,15 +46,32 @@ func clientConfig(attemptTimeout time.Duration) idem.Config {
 type verdict struct {
 	kind   testserver.OutcomeKind
 	status int    // the last status received, 0 when none
-	result string // the payment id (OutcomeOK only)
+	result string // the id of the effect, a payment's or a charge's (OutcomeOK only)
 	// replayed is true when the response was a stored one
 	// (Idempotent-Replayed: true).
 	replayed bool
 	err      error // why, for the other kinds
 }
 
-// payer makes payments through an idem client, as an application does: one
-// stored key per payment (idem.WithKey), each call bounded by a deadline,
+// route is an operation's endpoint of the payments API: the path it is
+// POSTed to, its body, and the member of the 201 body that names the effect.
+type route struct {
+	path    string
+	idField string
+	body    func(op operation) map[string]any
+}
+
+// paymentsRoute makes an operation a payment: POST /v1/payments.
+var paymentsRoute = route{
+	path:    "/v1/payments",
+	idField: "payment_id",
+	body: func(op operation) map[string]any {
+		return map[string]any{"account_id": op.account, "amount_cents": op.amount, "currency": "EUR", "reference": op.key}
+	},
+}
+
+// payer makes payments (or, with another route, charges) through an idem
+// client, as an application does: one stored key per payment (idem.WithKey), each call bounded by a deadline,
 // and, when resendFor is set, a payment whose outcome is unknown is sent
 // again with its key until the answer is definite or resendFor has passed
 // (the client's retry budget or breaker may end a call early; the key
@@ -62,6 +79,7 @@ type verdict struct {
 type payer struct {
 	client    *http.Client
 	url       string        // the API's base URL
+	route     route         // what an operation calls: paymentsRoute unless set after newPayer
 	deadline  time.Duration // bounds each call, retries and waits included
 	resendFor time.Duration // zero: never resend
 
@@ -73,7 +91,7 @@ type payer struct {
 const resendPause = 100 * time.Millisecond
 
 func newPayer(url string, cfg idem.Config, deadline, resendFor time.Duration) *payer {
-	p := &payer{url: url, deadline: deadline, resendFor: resendFor, tries: map[string]int{}}
+	p := &payer{url: url, route: paymentsRoute, deadline: deadline, resendFor: resendFor, tries: map[string]int{}}
 	cfg.Observer.OnAttempt = func(a idem.Attempt) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -110,13 +128,11 @@ func (p *payer) pay(ctx context.Context, op operation) verdict {
 func (p *payer) call(ctx context.Context, op operation) verdict {
 	ctx, cancel := context.WithTimeout(idem.WithKey(ctx, op.key), p.deadline)
 	defer cancel()
-	body, err := json.Marshal(map[string]any{
-		"account_id": op.account, "amount_cents": op.amount, "currency": "EUR", "reference": op.key,
-	})
+	body, err := json.Marshal(p.route.body(op))
 	if err != nil {
 		return verdict{kind: testserver.OutcomeFailed, err: err}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url+"/v1/payments", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url+p.route.path, bytes.NewReader(body))
 	if err != nil {
 		return verdict{kind: testserver.OutcomeFailed, err: err}
 	}
@@ -126,7 +142,7 @@ func (p *payer) call(ctx context.Context, op operation) verdict {
 	if err != nil {
 		return errorVerdict(err)
 	}
-	return responseVerdict(resp)
+	return responseVerdict(resp, p.route.idField)
 }
 
 // errorVerdict concludes from a call that ended without a response, with
@@ -146,19 +162,17 @@ func errorVerdict(err error) verdict {
 }
 
 // responseVerdict concludes from a response, with the same rules as the
-// demo's: a 2xx with a payment id is ok; a 4xx is a definite failure (402
+// demo's: a 2xx with the effect's id (the idField member of its JSON body:
+// a payment id, a charge id) is ok; a 4xx is a definite failure (402
 // is the payment's outcome, 400 a refusal that stored nothing; the idem
 // client turns a 4xx that follows an attempt that may have acted into an
 // error instead); anything else (a 3xx, a 5xx, a body cut short or without
-// a payment id) leaves the outcome unknown.
-func responseVerdict(resp *http.Response) verdict {
+// the id) leaves the outcome unknown.
+func responseVerdict(resp *http.Response, idField string) verdict {
 	defer resp.Body.Close()
 	code := resp.StatusCode
 	v := verdict{kind: testserver.OutcomeUnknown, status: code, replayed: resp.Header.Get(wire.HeaderReplayed) == "true"}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var created struct {
-		PaymentID string `json:"payment_id"`
-	}
 	switch {
 	case err != nil:
 		v.err = fmt.Errorf("%d with a body cut short: %w", code, err)
@@ -166,12 +180,23 @@ func responseVerdict(resp *http.Response) verdict {
 		v.kind, v.err = testserver.OutcomeFailed, fmt.Errorf("%d: %s", code, data)
 	case code < 200 || code >= 300:
 		v.err = fmt.Errorf("%d: %s", code, data)
-	case json.Unmarshal(data, &created) != nil || created.PaymentID == "":
-		v.err = fmt.Errorf("%d without a payment id: %q", code, data)
+	case effectID(data, idField) == "":
+		v.err = fmt.Errorf("%d without a %s: %q", code, idField, data)
 	default:
-		v.kind, v.result = testserver.OutcomeOK, created.PaymentID
+		v.kind, v.result = testserver.OutcomeOK, effectID(data, idField)
 	}
 	return v
+}
+
+// effectID returns the string member idField of a JSON object, "" when
+// data is no such object.
+func effectID(data []byte, idField string) string {
+	var created map[string]any
+	if json.Unmarshal(data, &created) != nil {
+		return ""
+	}
+	id, _ := created[idField].(string)
+	return id
 }
 
 // retriedOps counts the operations for which p put more than one request
@@ -195,15 +220,17 @@ func TestResponseAndErrorVerdicts(t *testing.T) {
 		v    verdict
 		want testserver.OutcomeKind
 	}{
-		{"201 with a payment id", responseVerdict(response(201, strings.NewReader(paid))), testserver.OutcomeOK},
-		{"200 with a payment id", responseVerdict(response(200, strings.NewReader(paid))), testserver.OutcomeOK},
-		{"201 without a payment id", responseVerdict(response(201, strings.NewReader(`{"id":1}`))), testserver.OutcomeUnknown},
-		{"201 cut short", responseVerdict(response(201, io.MultiReader(strings.NewReader(paid[:4]), iotest.ErrReader(io.ErrUnexpectedEOF)))), testserver.OutcomeUnknown},
-		{"303", responseVerdict(response(303, strings.NewReader(paid))), testserver.OutcomeUnknown},
-		{"400", responseVerdict(response(400, strings.NewReader(""))), testserver.OutcomeFailed},
-		{"402", responseVerdict(response(402, strings.NewReader(""))), testserver.OutcomeFailed},
-		{"422", responseVerdict(response(422, strings.NewReader(""))), testserver.OutcomeFailed},
-		{"503", responseVerdict(response(503, strings.NewReader(""))), testserver.OutcomeUnknown},
+		{"201 with a payment id", responseVerdict(response(201, strings.NewReader(paid)), "payment_id"), testserver.OutcomeOK},
+		{"200 with a payment id", responseVerdict(response(200, strings.NewReader(paid)), "payment_id"), testserver.OutcomeOK},
+		{"201 with a charge id", responseVerdict(response(201, strings.NewReader(`{"charge_id":"ch_1"}`)), "charge_id"), testserver.OutcomeOK},
+		{"201 with a payment id, want a charge id", responseVerdict(response(201, strings.NewReader(paid)), "charge_id"), testserver.OutcomeUnknown},
+		{"201 without a payment id", responseVerdict(response(201, strings.NewReader(`{"id":1}`)), "payment_id"), testserver.OutcomeUnknown},
+		{"201 cut short", responseVerdict(response(201, io.MultiReader(strings.NewReader(paid[:4]), iotest.ErrReader(io.ErrUnexpectedEOF))), "payment_id"), testserver.OutcomeUnknown},
+		{"303", responseVerdict(response(303, strings.NewReader(paid)), "payment_id"), testserver.OutcomeUnknown},
+		{"400", responseVerdict(response(400, strings.NewReader("")), "payment_id"), testserver.OutcomeFailed},
+		{"402", responseVerdict(response(402, strings.NewReader("")), "payment_id"), testserver.OutcomeFailed},
+		{"422", responseVerdict(response(422, strings.NewReader("")), "payment_id"), testserver.OutcomeFailed},
+		{"503", responseVerdict(response(503, strings.NewReader("")), "payment_id"), testserver.OutcomeUnknown},
 		{"idem error, may have acted", errorVerdict(&url.Error{Err: &idem.Error{Status: 502, MayHaveTakenEffect: true}}), testserver.OutcomeUnknown},
 		{"idem error, certainly did not", errorVerdict(&url.Error{Err: &idem.Error{Status: 503}}), testserver.OutcomeFailed},
 		{"another error", errorVerdict(errors.New("boom")), testserver.OutcomeUnknown},

@@ -63,6 +63,25 @@ func (d *database) payments(t *testing.T) []api.Payment {
 	return out
 }
 
+// charges reads every charge of the tenant (the charges table of
+// POST /v1/charges, which api.Backend does not list), oldest first.
+func (d *database) charges(t *testing.T) []api.Charge {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := d.pool.Query(ctx, `
+SELECT id, account_id, amount_cents, currency, balance_cents, gateway_charge_id, coalesce(idempotency_key, '')
+FROM charges WHERE tenant = $1 ORDER BY created_at, id`, tenant)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (api.Charge, error) {
+		c := api.Charge{Tenant: tenant}
+		err := row.Scan(&c.ID, &c.AccountID, &c.AmountCents, &c.Currency, &c.BalanceCents, &c.GatewayChargeID, &c.Key)
+		return c, err
+	})
+	require.NoError(t, err)
+	return out
+}
+
 // ledger records every payment as an effect of the operation whose key it
 // was made under: the ground truth for testserver.Check.
 func ledger(payments []api.Payment) *testserver.Ledger {

@@ -8,14 +8,20 @@
 // real PostgreSQL (DATABASE_URL, each test in a schema of its own, see
 // internal/pgtest; TestPostgresRestart in a private cluster it starts),
 // use the payments API of examples/payments/api as the application, and
-// take their ground truth from the database (the payments rows and the
-// account balances), never from the client; the rest are unit tests of the
+// take their ground truth from the database (the payments or charges
+// rows and the account balances), never from the client; the rest are unit tests of the
 // suites' own helpers:
 //
 //   - TestChaos: the idem client, a fault-injecting proxy (testserver) in
 //     front of two server nodes with separate connection pools, one
 //     database, and a seeded mix of every fault kind of testserver,
 //     including the hold-until-retry race. 2,000 operations by default.
+//   - TestChaosCharges: the same chaos on POST /v1/charges, a Leased route
+//     that charges a fake card gateway (api.Gateway) before it credits the
+//     account, with a second fault proxy, under the same mix, on the nodes'
+//     gateway leg: a failed gateway call ends the lease, and the retry takes
+//     the operation over from its recovery point. Its ground truth adds the
+//     gateway's count and total of charges. 500 operations.
 //   - TestChaosReplaysWithSeed: two runs with one seed meet the same fault
 //     at every (operation, attempt).
 //   - TestProcessCrash: the server program (examples/payments/server) is
