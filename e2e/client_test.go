@@ -71,11 +71,12 @@ var paymentsRoute = route{
 }
 
 // payer makes payments (or, with another route, charges) through an idem
-// client, as an application does: one stored key per payment (idem.WithKey), each call bounded by a deadline,
-// and, when resendFor is set, a payment whose outcome is unknown is sent
-// again with its key until the answer is definite or resendFor has passed
-// (the client's retry budget or breaker may end a call early; the key
-// makes the resend safe). It is safe for concurrent use.
+// client, as an application does: one stored key per operation
+// (idem.WithKey), each call bounded by a deadline, and, when resendFor is
+// set, an operation whose outcome is unknown is sent again with its key
+// until the answer is definite or resendFor has passed (the client's retry
+// budget or breaker may end a call early; the key makes the resend safe).
+// It is safe for concurrent use.
 type payer struct {
 	client    *http.Client
 	url       string        // the API's base URL
