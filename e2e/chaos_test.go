@@ -65,11 +65,12 @@ func chaosMix(attemptTimeout time.Duration) []testserver.Chance {
 	}
 }
 
-// chaosRules apply the mix to the payments.
-func chaosRules(attemptTimeout time.Duration) []testserver.Rule {
+// chaosRules apply the mix to the POSTs to path (the payments, or the
+// charges and the gateway's charges).
+func chaosRules(path string, attemptTimeout time.Duration) []testserver.Rule {
 	return []testserver.Rule{{
 		Name:  "chaos",
-		Match: testserver.Match{Method: "POST", Path: "/v1/payments"},
+		Match: testserver.Match{Method: "POST", Path: path},
 		Mix:   chaosMix(attemptTimeout),
 	}}
 }
@@ -90,7 +91,7 @@ func runChaos(t *testing.T, seed uint64, n int) chaosRun {
 	t.Helper()
 	run := chaosRun{ops: workload(seed, n), db: openDatabase(t, pgtest.SchemaURL(t))}
 	ns := startNodes(t, run.db.url, 2, api.Config{})
-	proxy := balancer(t, ns, testserver.Config{Seed: seed, Rules: chaosRules(chaosAttemptTimeout), HoldTimeout: 2 * time.Second})
+	proxy := balancer(t, ns, testserver.Config{Seed: seed, Rules: chaosRules("/v1/payments", chaosAttemptTimeout), HoldTimeout: 2 * time.Second})
 	p := newPayer(proxy.URL, clientConfig(chaosAttemptTimeout), chaosDeadline, chaosResendFor)
 
 	bound := 30*time.Second + time.Duration(n)*20*time.Millisecond
@@ -185,5 +186,5 @@ func TestChaosMixCoversEveryKind(t *testing.T) {
 		require.True(t, slices.Contains(kinds, kind), "chaosMix has no %s fault", kind)
 	}
 	require.InDelta(t, 0.15, total, 0.01, "chaosMix: the share of attempts that meet a fault")
-	require.NoError(t, testserver.ValidateRules(chaosRules(chaosAttemptTimeout)))
+	require.NoError(t, testserver.ValidateRules(chaosRules("/v1/payments", chaosAttemptTimeout)))
 }

@@ -39,16 +39,6 @@ var chargesRoute = route{
 	},
 }
 
-// chargesRules apply the chaos mix to POST /v1/charges: the API's route in
-// front of the nodes, and the gateway's behind them.
-func chargesRules(attemptTimeout time.Duration) []testserver.Rule {
-	return []testserver.Rule{{
-		Name:  "chaos",
-		Match: testserver.Match{Method: "POST", Path: "/v1/charges"},
-		Mix:   chaosMix(attemptTimeout),
-	}}
-}
-
 // The shares of the charges that the gateway declines (402, stored and
 // replayed) and that name an account that does not exist (400, a
 // rejection: nothing stored, the gateway never called).
@@ -103,7 +93,7 @@ func runChargesChaos(t *testing.T, seed uint64, n int) chargesRun {
 	gw := httptest.NewServer(run.gateway)
 	t.Cleanup(gw.Close)
 	gwProxy, err := testserver.NewProxy([]string{gw.URL}, testserver.Config{
-		Seed: seed, Rules: chargesRules(gatewayTimeout), HoldTimeout: 2 * time.Second,
+		Seed: seed, Rules: chaosRules("/v1/charges", gatewayTimeout), HoldTimeout: 2 * time.Second,
 	})
 	require.NoError(t, err)
 	t.Cleanup(gwProxy.Close)
@@ -116,7 +106,7 @@ func runChargesChaos(t *testing.T, seed uint64, n int) chargesRun {
 		Hooks:         run.leases.hooks(),
 		OnStep:        run.leases.onStep,
 	})
-	front := balancer(t, ns, testserver.Config{Seed: seed, Rules: chargesRules(chaosAttemptTimeout), HoldTimeout: 2 * time.Second})
+	front := balancer(t, ns, testserver.Config{Seed: seed, Rules: chaosRules("/v1/charges", chaosAttemptTimeout), HoldTimeout: 2 * time.Second})
 	p := newPayer(front.URL, clientConfig(chaosAttemptTimeout), chaosDeadline, chaosResendFor)
 	p.route = chargesRoute
 
