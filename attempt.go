@@ -132,7 +132,8 @@ func (c *call) settle(resp *http.Response, done context.CancelFunc, res *result)
 			res.retryAfter = ra
 		}
 	}
-	problem := resp.StatusCode >= 400 && wire.IsProblem(firstValue(resp.Header, "Content-Type"))
+	ct := firstValue(resp.Header, "Content-Type")
+	problem := resp.StatusCode >= 400 && wire.IsProblem(ct)
 	limit := c.readAheadLimit(resp.StatusCode, problem)
 	if limit <= 0 {
 		if c.t.cfg.AttemptTimeout > 0 {
@@ -149,7 +150,7 @@ func (c *call) settle(resp *http.Response, done context.CancelFunc, res *result)
 	}
 	res.resp = resp
 	if problem {
-		if p, ok := wire.ReadProblem(firstValue(resp.Header, "Content-Type"), bytes.NewReader(buf), maxProblemBytes); ok {
+		if p, ok := wire.ReadProblem(ct, bytes.NewReader(buf), maxProblemBytes); ok {
 			res.problem = p.Name()
 		}
 	}

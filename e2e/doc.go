@@ -9,8 +9,8 @@
 // internal/pgtest; TestPostgresRestart in a private cluster it starts),
 // use the payments API of examples/payments/api as the application, and
 // take their ground truth from the database (the payments or charges
-// rows and the account balances), never from the client; the rest are unit tests of the
-// suites' own helpers:
+// rows and the account balances), never from the client; the rest are
+// unit tests of the suites' own helpers:
 //
 //   - TestChaos: the idem client, a fault-injecting proxy (testserver) in
 //     front of two server nodes with separate connection pools, one
