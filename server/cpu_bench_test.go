@@ -48,14 +48,13 @@ func (m cpuMeter) read(b *testing.B) cpuSample {
 }
 
 // used is the CPU this process and the backends spent since before.
-func (m cpuMeter) used(b *testing.B, before cpuSample) time.Duration {
+func (m cpuMeter) used(b *testing.B, before cpuSample) (self, pg time.Duration) {
 	b.Helper()
 	after := m.read(b)
-	used := after.self - before.self
 	for pid, cpu := range after.backends {
-		used += cpu - before.backends[pid]
+		pg += cpu - before.backends[pid]
 	}
-	return used
+	return after.self - before.self, pg
 }
 
 // report adds go-cpu-us/req and, when /proc shows the backends,

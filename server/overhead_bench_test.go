@@ -56,7 +56,9 @@ func BenchmarkPaymentOverhead(b *testing.B) {
 		start := time.Now()
 		v.run(b, client, n, workers)
 		v.wall += time.Since(start)
-		v.cpu += cpu.used(b, before)
+		self, pg := cpu.used(b, before)
+		v.cpu += self + pg
+		v.pgCPU += pg
 		v.requests += n
 	}
 	b.StopTimer()
@@ -64,6 +66,7 @@ func BenchmarkPaymentOverhead(b *testing.B) {
 	for _, v := range variants {
 		b.ReportMetric(float64(v.requests)/v.wall.Seconds(), v.name+"-req/s")
 		b.ReportMetric(v.cpuPerRequest(), v.name+"-cpu-us/req")
+		b.ReportMetric(float64(v.pgCPU.Microseconds())/float64(v.requests), v.name+"-pg-cpu-us/req")
 	}
 	b.ReportMetric(100*float64(idem.requests)/idem.wall.Seconds()/(float64(plain.requests)/plain.wall.Seconds()), "tput-%")
 	b.ReportMetric(100*plain.cpuPerRequest()/idem.cpuPerRequest(), "cpu-%")
@@ -78,7 +81,8 @@ type overheadVariant struct {
 	srv      *httptest.Server
 	requests int
 	wall     time.Duration
-	cpu      time.Duration
+	cpu      time.Duration // this process and the backends
+	pgCPU    time.Duration // the backends
 }
 
 func (v *overheadVariant) cpuPerRequest() float64 {

@@ -103,13 +103,15 @@ func (s *PostgresStore) claimLeased(ctx context.Context, c *claimArgs) (claimRes
 	return res, nil
 }
 
-// endTx rolls back what of tx did not commit, and frees its connection. A
-// rollback that fails closes the connection, which rolls back too.
-func endTx(ctx context.Context, conn *pgxpool.Conn, tx pgx.Tx) error {
+// endTx rolls back what of the connection's transaction did not commit,
+// and frees the connection. A rollback that fails closes the connection,
+// which rolls back too. It rolls back on the connection, never through the
+// pgx.Tx that the store keeps for the connection (begin).
+func endTx(ctx context.Context, conn *pgxpool.Conn) error {
 	var err error
-	if tx != nil && !conn.Conn().IsClosed() && conn.Conn().PgConn().TxStatus() != 'I' {
+	if pc := conn.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
 		ctx, cancel := detached(ctx)
-		err = tx.Rollback(ctx)
+		_, err = pc.Exec(ctx, "rollback").ReadAll()
 		cancel()
 	}
 	conn.Release()

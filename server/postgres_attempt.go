@@ -50,6 +50,11 @@ func scanFound(row pgx.Row) (*found, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.found()
+}
+
+// found is the record of r.
+func (r *recordRow) found() (*found, error) {
 	f := &found{fpAlg: r.fpAlg, fp: r.fp, state: recordState(r.state), token: uuid.UUID(r.token),
 		expired: r.expired}
 	if r.leftMicros != nil {

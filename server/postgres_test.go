@@ -425,3 +425,70 @@ func TestMigrateConvertsATableOfAnOlderVersion(t *testing.T) {
 	assert.Equal(t, fresh.body, again.body)
 	assert.EqualValues(t, 1, p.runs.Load())
 }
+
+// The store keeps one pgx.Tx per connection and hands it to the handler of
+// every transaction on that connection (begin in postgres_tx.go): on a pool
+// of one connection, each request's savepoints and large objects work, a
+// rolled-back request leaves nothing, and the next commits.
+func TestConnectionTxServesEveryTransaction(t *testing.T) {
+	url, _ := appURL(t, pgtest.SchemaURL(t)+"&pool_max_conns=1")
+	k := postgresKitOn(t, pgtest.NewPool(t, url))
+	ctx := context.Background()
+	_, err := k.pool.Exec(ctx, `CREATE TABLE objects (label text PRIMARY KEY, oid oid NOT NULL)`)
+	require.NoError(t, err)
+	var failedOID atomic.Uint32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, label := r.Context(), r.Header.Get("Idempotency-Key")
+		tx, _ := Tx(ctx)
+		sp, err := tx.Begin(ctx)
+		if !assert.NoError(t, err) {
+			return
+		}
+		_, err = sp.Exec(ctx, `INSERT INTO effects (label) VALUES ($1)`, label)
+		assert.NoError(t, err)
+		assert.NoError(t, sp.Commit(ctx))
+		los := tx.LargeObjects()
+		oid, err := los.Create(ctx, 0)
+		if !assert.NoError(t, err) {
+			return
+		}
+		obj, err := los.Open(ctx, oid, pgx.LargeObjectModeWrite)
+		if assert.NoError(t, err) {
+			_, err = obj.Write([]byte(label))
+			assert.NoError(t, err)
+			assert.NoError(t, obj.Close())
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO objects (label, oid) VALUES ($1, $2)`, label, oid)
+		assert.NoError(t, err)
+		if label == "k-fails" {
+			failedOID.Store(oid)
+			w.WriteHeader(http.StatusServiceUnavailable) // rolls back
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{}))(h))
+	srv := serve(t, mux)
+	for _, c := range []struct {
+		key    string
+		status int
+	}{{"k-first", http.StatusCreated}, {"k-fails", http.StatusServiceUnavailable}, {"k-third", http.StatusCreated}} {
+		assert.Equal(t, c.status, post(t, srv, "/v1/payments", c.key, "{}").status, c.key)
+	}
+	for label, want := range map[string]int{"k-first": 1, "k-fails": 0, "k-third": 1} {
+		assert.Equal(t, want, k.count(t, label), label)
+		var content []byte
+		err := k.pool.QueryRow(ctx, `SELECT lo_get(oid) FROM objects WHERE label = $1`, label).Scan(&content)
+		if want == 0 {
+			assert.ErrorIs(t, err, pgx.ErrNoRows, label)
+		} else if assert.NoError(t, err, label) {
+			assert.Equal(t, label, string(content))
+		}
+	}
+	var left bool
+	require.NotZero(t, failedOID.Load())
+	require.NoError(t, k.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_largeobject_metadata WHERE oid = $1)`,
+		failedOID.Load()).Scan(&left))
+	assert.False(t, left, "the rolled-back request's large object went with it")
+}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -18,8 +17,8 @@ import (
 var errPoolBusy = errors.New("server: no database connection free within the wait bound")
 
 // claimTx begins the transaction, tries the scope's lock and reads the
-// record in one round trip; the transaction stays open for the handler
-// when the claim is won. A new key writes nothing until the commit. The
+// record in one round trip (begin); the transaction stays open for the
+// handler when the claim is won. A new key writes nothing until the commit. The
 // wait bound covers the wait for a connection and for the lock together.
 func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult, error) {
 	deadline := time.Now().Add(c.wait)
@@ -27,25 +26,7 @@ func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult,
 	if err != nil {
 		return claimResult{}, err
 	}
-	lockA, lockB := c.lockKeys()
-	b := &pgx.Batch{}
-	b.BeginTx(pgx.TxOptions{})
-	b.Queue(sqlTryLock, lockA, lockB)
-	b.Queue(sqlRead, c.scope[:], s.offset())
-	br := conn.SendBatch(ctx, b)
-	tx := br.Tx()
-	var locked bool
-	var f *found
-	_, err = br.Exec() // BEGIN
-	if err == nil {
-		err = br.QueryRow().Scan(&locked)
-	}
-	if err == nil {
-		f, err = scanFound(br.QueryRow())
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	tx, locked, f, err := s.begin(ctx, conn.Conn(), c)
 	token := uuid.New()
 	var res claimResult
 	var att *pgTxAttempt
@@ -53,10 +34,10 @@ func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult,
 		res, att, err = s.settleTx(ctx, tx, c, token, locked, f, deadline)
 	}
 	if err != nil || res.verdict != vClaimed {
-		_ = endTx(ctx, conn, tx)
+		_ = endTx(ctx, conn)
 		return res, err
 	}
-	att.s, att.conn, att.tx, att.guard = s, conn, tx, newGuardTx(tx)
+	att.s, att.conn, att.guard = s, conn, newGuardTx(tx)
 	s.local.add(c.scope)
 	res.att = att
 	return res, nil
@@ -174,7 +155,6 @@ func (s *PostgresStore) waitAndRead(ctx context.Context, tx pgx.Tx, c *claimArgs
 type pgTxAttempt struct {
 	s     *PostgresStore
 	conn  *pgxpool.Conn
-	tx    pgx.Tx
 	guard *guardTx
 	c     *claimArgs
 	token uuid.UUID
@@ -193,30 +173,8 @@ func (a *pgTxAttempt) lease() *Lease     { return nil }
 // whose effects may not have committed.
 func (a *pgTxAttempt) complete(ctx context.Context, res *response) error {
 	a.guard.close()
-	b := &pgx.Batch{}
-	if c := a.c; a.fresh {
-		b.Queue(sqlInsertDone, c.scope[:], c.tenant, c.principal, c.route, c.key, fingerprintAlg, c.fp,
-			string(res.state), [16]byte(a.token), a.s.offset(), c.retention, res.status, encodeHeader(res.header), res.body)
-	} else {
-		b.Queue(sqlComplete, c.scope[:], [16]byte(a.token), string(res.state), res.status, encodeHeader(res.header), res.body)
-	}
-	b.Queue("commit")
-	br := a.conn.SendBatch(ctx, b)
-	stored, err := br.Exec()
-	if err == nil && stored.RowsAffected() != 1 {
-		err = errors.New("the claimed record is gone")
-	}
-	if err == nil {
-		var committed pgconn.CommandTag
-		committed, err = br.Exec()
-		if err == nil && committed.String() != "COMMIT" {
-			err = fmt.Errorf("commit answered %s", committed)
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	_ = endTx(ctx, a.conn, a.tx) // rolls back only what did not commit
+	err := a.store(ctx, res)
+	_ = endTx(ctx, a.conn) // rolls back only what did not commit
 	a.s.local.remove(a.c.scope)
 	if err != nil {
 		return fmt.Errorf("server: commit: %w", err)
@@ -227,10 +185,89 @@ func (a *pgTxAttempt) complete(ctx context.Context, res *response) error {
 // abort rolls the transaction back: claim and effects vanish together.
 func (a *pgTxAttempt) abort(ctx context.Context, reject bool) error {
 	a.guard.close()
-	err := endTx(ctx, a.conn, a.tx)
+	err := endTx(ctx, a.conn)
 	a.s.local.remove(a.c.scope)
 	if err != nil {
 		return fmt.Errorf("server: rollback: %w", err)
 	}
 	return nil
+}
+
+// store writes the record and commits, in one round trip.
+func (a *pgTxAttempt) store(ctx context.Context, res *response) error {
+	b := wireBatch{conn: a.conn.Conn()}
+	c := a.c
+	var p *wireParams
+	st := wireComplete
+	if a.fresh {
+		st = wireInsertDone
+		p = newWireParams(14).bytes(c.scope[:]).text(c.tenant).text(c.principal).text(c.route).text(c.key).
+			text(fingerprintAlg).bytes(c.fp).text(string(res.state)).uuid(a.token).interval(a.s.offset()).
+			interval(c.retention).int4(res.status).bytes(encodeHeader(res.header)).bytes(res.body)
+	} else {
+		p = newWireParams(6).bytes(c.scope[:]).uuid(a.token).text(string(res.state)).int4(res.status).
+			bytes(encodeHeader(res.header)).bytes(res.body)
+	}
+	if err := b.queue(ctx, st, p, nil); err != nil {
+		return err
+	}
+	if err := b.queue(ctx, wireCommit, nil, nil); err != nil {
+		return err
+	}
+	tags, err := b.send(ctx)
+	if err != nil {
+		return err
+	}
+	if tags[0].RowsAffected() != 1 {
+		return errors.New("the claimed record is gone")
+	}
+	if tags[1].String() != "COMMIT" {
+		return fmt.Errorf("commit answered %s", tags[1])
+	}
+	return nil
+}
+
+// txKey is the key of a connection's pgx.Tx in its pgconn CustomData.
+const txKey = "github.com/idemkit/idem/server.tx"
+
+// begin begins a transaction on conn, tries the scope's lock and reads the
+// record, in one round trip of prepared statements (postgres_wire.go). It
+// returns the pgx.Tx that handlers use on conn. pgx makes a pgx.Tx only
+// with its own BEGIN, so the connection's first transaction begins through
+// pgx, and the store keeps that value in the connection's CustomData and
+// hands it out for every later transaction on the connection, which begin
+// on the wire. The store never commits or rolls back through it (endTx and
+// complete go to the connection), so pgx never marks it closed; its
+// savepoints and LargeObjects work in whichever transaction is open.
+func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *claimArgs) (tx pgx.Tx, locked bool, f *found, err error) {
+	b := wireBatch{conn: conn}
+	tx, _ = conn.PgConn().CustomData()[txKey].(pgx.Tx)
+	if tx == nil {
+		if tx, err = conn.BeginTx(ctx, pgx.TxOptions{}); err != nil {
+			return nil, false, nil, err
+		}
+		conn.PgConn().CustomData()[txKey] = tx
+	} else if err = b.queue(ctx, wireBegin, nil, nil); err != nil {
+		return nil, false, nil, err
+	}
+	lockA, lockB := c.lockKeys()
+	err = b.queue(ctx, wireTryLock, newWireParams(2).int4(int(lockA)).int4(int(lockB)), func(v [][]byte) error {
+		locked = len(v) == 1 && len(v[0]) == 1 && v[0][0] == 1
+		return nil
+	})
+	if err != nil {
+		return nil, false, nil, err
+	}
+	err = b.queue(ctx, wireRead, newWireParams(2).bytes(c.scope[:]).interval(s.offset()), func(v [][]byte) error {
+		r, err := decodeRecordRow(v)
+		if err == nil {
+			f, err = r.found()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, false, nil, err
+	}
+	_, err = b.send(ctx)
+	return tx, locked, f, err
 }

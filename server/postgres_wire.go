@@ -1,0 +1,170 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The round trips that every Transactional request makes (the claim, and
+// the stored response with the commit) go straight through pgconn: named
+// prepared statements, parameters encoded here in Postgres's binary format,
+// one pgconn.Batch per round trip. pgx's own batches do the same on the
+// wire, with a pipeline, argument encoding through its type map and a
+// result queue per statement, which cost about as much Go CPU per request as
+// the middleware's whole budget allows (BENCHMARKS.md §2).
+
+// wireStmt is a statement that the store prepares by name on each
+// connection it uses, once: pgx keeps a connection's named statements.
+type wireStmt struct {
+	name, sql string
+}
+
+// newWireStmt names sql after its digest, so that a statement whose text
+// changes (a new version of this package on a long-lived connection) gets a
+// name of its own.
+func newWireStmt(sql string) wireStmt {
+	digest := sha256.Sum256([]byte(sql))
+	return wireStmt{name: "idem_" + hex.EncodeToString(digest[:8]), sql: sql}
+}
+
+var (
+	wireBegin      = newWireStmt("begin")
+	wireTryLock    = newWireStmt(sqlTryLock)
+	wireRead       = newWireStmt(sqlRead)
+	wireInsertDone = newWireStmt(sqlInsertDone)
+	wireComplete   = newWireStmt(sqlComplete)
+	wireCommit     = newWireStmt("commit")
+)
+
+// wireBatch is one round trip of prepared statements with binary
+// parameters and results.
+type wireBatch struct {
+	conn  *pgx.Conn
+	batch pgconn.Batch
+	rows  []func(values [][]byte) error // per statement: takes its rows, or nil
+}
+
+// binaryFormat is the format code of every parameter and result column:
+// all binary.
+var binaryFormat = []int16{1}
+
+// queue adds st, preparing it on the connection when it is not yet; onRow,
+// when not nil, takes each row it returns (values are valid only during
+// the call).
+func (b *wireBatch) queue(ctx context.Context, st wireStmt, params *wireParams, onRow func(values [][]byte) error) error {
+	sd, err := b.conn.Prepare(ctx, st.name, st.sql)
+	if err != nil {
+		return fmt.Errorf("prepare %s: %w", st.name, err)
+	}
+	var values [][]byte
+	if params != nil {
+		values = params.values
+	}
+	var results []int16
+	if len(sd.Fields) > 0 {
+		results = binaryFormat
+	}
+	b.batch.ExecStatement(sd, values, binaryFormat, results)
+	b.rows = append(b.rows, onRow)
+	return nil
+}
+
+// send runs the batch and returns each statement's command tag. The first
+// error ends it: Postgres skips the rest of the batch.
+func (b *wireBatch) send(ctx context.Context) ([]pgconn.CommandTag, error) {
+	mrr := b.conn.PgConn().ExecBatch(ctx, &b.batch)
+	tags := make([]pgconn.CommandTag, 0, len(b.rows))
+	var err error
+	for i := 0; mrr.NextResult(); i++ {
+		rr := mrr.ResultReader()
+		for rr.NextRow() {
+			if err == nil && i < len(b.rows) && b.rows[i] != nil {
+				err = b.rows[i](rr.Values())
+			}
+		}
+		tag, rerr := rr.Close()
+		if err == nil {
+			err = rerr
+		}
+		tags = append(tags, tag)
+	}
+	if cerr := mrr.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && len(tags) != len(b.rows) {
+		err = fmt.Errorf("%d results for %d statements", len(tags), len(b.rows))
+	}
+	return tags, err
+}
+
+// wireParams are a statement's parameters in Postgres's binary format, in
+// order; a nil value is NULL.
+type wireParams struct {
+	values [][]byte
+}
+
+func newWireParams(n int) *wireParams { return &wireParams{values: make([][]byte, 0, n)} }
+
+// bytes is a bytea parameter (nil is NULL).
+func (p *wireParams) bytes(b []byte) *wireParams {
+	p.values = append(p.values, b)
+	return p
+}
+
+// text is a text parameter: its binary form is its bytes.
+func (p *wireParams) text(s string) *wireParams {
+	p.values = append(p.values, []byte(s))
+	return p
+}
+
+// int4 is an integer parameter.
+func (p *wireParams) int4(v int) *wireParams {
+	p.values = append(p.values, binary.BigEndian.AppendUint32(make([]byte, 0, 4), uint32(int32(v))))
+	return p
+}
+
+// uuid is a uuid parameter.
+func (p *wireParams) uuid(u [16]byte) *wireParams {
+	p.values = append(p.values, u[:])
+	return p
+}
+
+// interval is an interval parameter of d, in microseconds, as pgx encodes
+// a time.Duration.
+func (p *wireParams) interval(d time.Duration) *wireParams {
+	b := make([]byte, 16) // microseconds, days, months
+	binary.BigEndian.PutUint64(b, uint64(d.Microseconds()))
+	p.values = append(p.values, b)
+	return p
+}
+
+// decodeRecordRow decodes a row of sqlRead in binary format.
+func decodeRecordRow(v [][]byte) (recordRow, error) {
+	var r recordRow
+	if len(v) != 9 || len(v[3]) != 16 || len(v[4]) != 1 ||
+		(v[5] != nil && len(v[5]) != 8) || (v[6] != nil && len(v[6]) != 4) {
+		return r, errors.New("server: a record row of an unexpected shape")
+	}
+	r.fpAlg, r.fp, r.state = string(v[0]), bytes.Clone(v[1]), string(v[2])
+	copy(r.token[:], v[3])
+	r.expired = v[4][0] != 0
+	if v[5] != nil {
+		left := int64(binary.BigEndian.Uint64(v[5]))
+		r.leftMicros = &left
+	}
+	if v[6] != nil {
+		status := int(int32(binary.BigEndian.Uint32(v[6])))
+		r.status = &status
+	}
+	r.header, r.body = bytes.Clone(v[7]), bytes.Clone(v[8])
+	return r, nil
+}
