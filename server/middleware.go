@@ -137,7 +137,16 @@ func safeMethod(method string) bool {
 // readBody reads the whole body, at most limit bytes, and puts it back for
 // the handler.
 func readBody(r *http.Request, limit int64) ([]byte, *problem) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	var body []byte
+	var err error
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		// net/http ends the body at its Content-Length: read it into a
+		// buffer of its size.
+		body = make([]byte, n)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
+	}
 	var tooBig *http.MaxBytesError
 	switch {
 	case int64(len(body)) > limit || errors.As(err, &tooBig):

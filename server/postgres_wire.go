@@ -107,14 +107,29 @@ func (b *wireBatch) send(ctx context.Context) ([]pgconn.CommandTag, error) {
 }
 
 // wireParams are a statement's parameters in Postgres's binary format, in
-// order; a nil value is NULL.
+// order; a nil value is NULL. Fixed-size values and strings are copied into
+// one buffer, so that a statement's parameters cost two allocations.
 type wireParams struct {
 	values [][]byte
+	buf    []byte
 }
 
-func newWireParams(n int) *wireParams { return &wireParams{values: make([][]byte, 0, n)} }
+// wireParamsBuffer is the buffer's first capacity: room for the record's
+// scope names and fixed-size values.
+const wireParamsBuffer = 256
 
-// bytes is a bytea parameter (nil is NULL).
+func newWireParams(n int) *wireParams {
+	return &wireParams{values: make([][]byte, 0, n), buf: make([]byte, 0, wireParamsBuffer)}
+}
+
+// add appends the value that the buffer gained since start. Values taken
+// before the buffer grew keep the array they point to.
+func (p *wireParams) add(start int) *wireParams {
+	p.values = append(p.values, p.buf[start:len(p.buf):len(p.buf)])
+	return p
+}
+
+// bytes is a bytea parameter (nil is NULL), passed without a copy.
 func (p *wireParams) bytes(b []byte) *wireParams {
 	p.values = append(p.values, b)
 	return p
@@ -122,29 +137,32 @@ func (p *wireParams) bytes(b []byte) *wireParams {
 
 // text is a text parameter: its binary form is its bytes.
 func (p *wireParams) text(s string) *wireParams {
-	p.values = append(p.values, []byte(s))
-	return p
+	start := len(p.buf)
+	p.buf = append(p.buf, s...)
+	return p.add(start)
 }
 
 // int4 is an integer parameter.
 func (p *wireParams) int4(v int) *wireParams {
-	p.values = append(p.values, binary.BigEndian.AppendUint32(make([]byte, 0, 4), uint32(int32(v))))
-	return p
+	start := len(p.buf)
+	p.buf = binary.BigEndian.AppendUint32(p.buf, uint32(int32(v)))
+	return p.add(start)
 }
 
 // uuid is a uuid parameter.
 func (p *wireParams) uuid(u [16]byte) *wireParams {
-	p.values = append(p.values, u[:])
-	return p
+	start := len(p.buf)
+	p.buf = append(p.buf, u[:]...)
+	return p.add(start)
 }
 
-// interval is an interval parameter of d, in microseconds, as pgx encodes
-// a time.Duration.
+// interval is an interval parameter of d in microseconds (then zero days
+// and months), as pgx encodes a time.Duration.
 func (p *wireParams) interval(d time.Duration) *wireParams {
-	b := make([]byte, 16) // microseconds, days, months
-	binary.BigEndian.PutUint64(b, uint64(d.Microseconds()))
-	p.values = append(p.values, b)
-	return p
+	start := len(p.buf)
+	p.buf = binary.BigEndian.AppendUint64(p.buf, uint64(d.Microseconds()))
+	p.buf = append(p.buf, 0, 0, 0, 0, 0, 0, 0, 0)
+	return p.add(start)
 }
 
 // decodeRecordRow decodes a row of sqlRead in binary format.
