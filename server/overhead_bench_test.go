@@ -1,6 +1,7 @@
 package server
 
 import (
+	"flag"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -15,6 +16,10 @@ import (
 // overheadChunk is the number of requests of one turn of a variant.
 const overheadChunk = 1000
 
+// overheadAA runs BenchmarkPaymentOverhead with the plain endpoint in both
+// variants: its ratios then show the benchmark's own noise.
+var overheadAA = flag.Bool("bench.aa", false, "BenchmarkPaymentOverhead: plain against plain, to see the noise")
+
 // BenchmarkPaymentOverhead measures the goal "server with middleware >= 80%
 // of the throughput without it" on a machine shared with other work: the
 // payment endpoint of BenchmarkPayment, plain and behind the middleware
@@ -23,10 +28,13 @@ const overheadChunk = 1000
 // in the order plain, idem, idem, plain, ... so that a drift of the
 // machine's load falls on both alike. b.N is the number of requests of
 // each variant. It reports each variant's req/s and CPU per request (this
-// process, client included, plus the pool's Postgres backends), and two
+// process, client included, plus the pool's Postgres backends; the
+// backends' share apart as -pg-cpu-us/req), and two
 // ratios: "tput-%", idem req/s over plain req/s, and "cpu-%", plain CPU per
 // request over idem CPU per request, which is the throughput ratio when the
 // CPU is the bottleneck, as on this machine, and the steadier of the two.
+// With -bench.aa both variants are the plain endpoint, and the ratios show
+// the benchmark's noise.
 //
 //	go test -run '^$' -bench BenchmarkPaymentOverhead -benchtime 20000x -count 5 ./server/
 func BenchmarkPaymentOverhead(b *testing.B) {
@@ -35,6 +43,9 @@ func BenchmarkPaymentOverhead(b *testing.B) {
 	variants := [2]*overheadVariant{
 		{name: "plain", h: plainPayments(pool)},
 		{name: "idem", h: idemPayments(pool)},
+	}
+	if *overheadAA {
+		variants[1].h = plainPayments(pool)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	defer client.CloseIdleConnections()
