@@ -16,15 +16,14 @@ import (
 	"github.com/idemkit/idem/testserver"
 )
 
-// The charges chaos run: chargeOps charges (a few hundred keep the test
-// near 20 s under -race on two cores). The nodes call the gateway with a
+// The charges chaos run: chargeOps charges (500 by default; 2,000 take
+// about 20 s under -race on two cores; -e2e.charges for a soak run). The nodes call the gateway with a
 // plain client that makes one attempt of at most gatewayTimeout, so that
 // every fault of the gateway leg fails the node's attempt (502, the lease
 // ends) and the client's retry takes the operation over. Leases are
 // chargeLease long: a 409 key-in-flight makes the client wait no longer
 // than the lease left, and a lease outlives the gateway call by far.
 const (
-	chargeOps      = 500
 	gatewayTimeout = 500 * time.Millisecond
 	chargeLease    = 2 * time.Second
 )
@@ -134,7 +133,7 @@ func runChargesChaos(t *testing.T, seed uint64, n int) chargesRun {
 // recorded, the balances add up, and nearly every charge ends as designed.
 func TestChaosCharges(t *testing.T) {
 	seed := testserver.Seed(t)
-	run := runChargesChaos(t, seed, chargeOps)
+	run := runChargesChaos(t, seed, chargeOps(t))
 	client, gateway := testserver.Summarize(run.events), testserver.Summarize(run.gwLegs)
 	detail := "client leg:\n" + client.String() + "\ngateway leg:\n" + gateway.String() + "\nleases: " + run.leases.String()
 	requireChargedOnce(t, run, detail)

@@ -41,4 +41,5 @@
 //
 //	go test -race -run 'TestChaos$' -timeout 2h ./e2e -e2e.ops=100000
 //	IDEM_E2E_OPS=100000 go test -race -run 'TestChaos$' -timeout 2h ./e2e
+//	go test -race -run 'TestChaosCharges$' -timeout 2h ./e2e -e2e.charges=20000
 package e2e

@@ -83,31 +83,52 @@ func initialBalances() map[string]int64 {
 	return b
 }
 
-// opsFlag sets the operations of TestChaos, for soak runs; IDEM_E2E_OPS
-// does the same from the environment. (A flag is package state, as every
-// test flag is; it is read, never written, by the tests.)
-var opsFlag = flag.Int("e2e.ops", 0, "operations of TestChaos (0: $"+opsEnv+", else 2000; 300 with -short)")
+// opsFlag sets the operations of TestChaos, and chargesFlag those of
+// TestChaosCharges, for soak runs; IDEM_E2E_OPS and IDEM_E2E_CHARGES do the
+// same from the environment. (A flag is package state, as every test flag
+// is; it is read, never written, by the tests.)
+var (
+	opsFlag     = flag.Int("e2e.ops", 0, "operations of TestChaos (0: $"+opsEnv+", else 2000; 300 with -short)")
+	chargesFlag = flag.Int("e2e.charges", 0, "charges of TestChaosCharges (0: $"+chargesEnv+", else 500; 200 with -short)")
+)
 
-const opsEnv = "IDEM_E2E_OPS"
+const (
+	opsEnv     = "IDEM_E2E_OPS"
+	chargesEnv = "IDEM_E2E_CHARGES"
+)
 
 // chaosOps returns the operations TestChaos makes: -e2e.ops, else
 // $IDEM_E2E_OPS, else 2000 (300 with -short).
 func chaosOps(t *testing.T) int {
 	t.Helper()
-	if *opsFlag > 0 {
-		return *opsFlag
+	return opsSetting(t, *opsFlag, opsEnv, 2000, 300)
+}
+
+// chargeOps returns the charges TestChaosCharges makes: -e2e.charges, else
+// $IDEM_E2E_CHARGES, else 500 (200 with -short).
+func chargeOps(t *testing.T) int {
+	t.Helper()
+	return opsSetting(t, *chargesFlag, chargesEnv, 500, 200)
+}
+
+// opsSetting is the flag's value when it is set, else the environment
+// variable's, else dflt (short with -short).
+func opsSetting(t *testing.T, flagValue int, env string, dflt, short int) int {
+	t.Helper()
+	if flagValue > 0 {
+		return flagValue
 	}
-	if s := os.Getenv(opsEnv); s != "" {
+	if s := os.Getenv(env); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a positive number of operations", opsEnv, s)
+			t.Fatalf("%s=%q: want a positive number of operations", env, s)
 		}
 		return n
 	}
 	if testing.Short() {
-		return 300
+		return short
 	}
-	return 2000
+	return dflt
 }
 
 func TestWorkloadIsTheSeeds(t *testing.T) {
