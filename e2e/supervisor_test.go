@@ -71,7 +71,7 @@ func supervise(t *testing.T, bin string, env []string, args ...string) *supervis
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = log.Close() })
 	s := &supervisor{bin: bin, args: args, log: log, done: make(chan struct{})}
-	first, listening := s.start(env)
+	first, listening, drained := s.start(env)
 	if first != nil { // killed even if it never listens (then no loop waits for it)
 		t.Cleanup(func() { _ = first.Process.Kill() })
 	}
@@ -81,7 +81,7 @@ func supervise(t *testing.T, bin string, env []string, args ...string) *supervis
 	case <-time.After(listenTimeout):
 		t.Fatalf("the server program did not listen within %s; log:\n%s", listenTimeout, s.logTail())
 	}
-	go s.loop(first)
+	go s.loop(first, drained)
 	t.Cleanup(s.stop)
 	return s
 }
@@ -91,26 +91,28 @@ func supervise(t *testing.T, bin string, env []string, args ...string) *supervis
 const maxRestarts = 3
 
 // start starts a child; listening reports when it printed its listening
-// line, or why it did not.
-func (s *supervisor) start(env []string) (*exec.Cmd, <-chan error) {
+// line, or why it did not, and drained is closed when its stdout has been
+// read to the end (Wait closes the pipe, so it must come after).
+func (s *supervisor) start(env []string) (child *exec.Cmd, listening <-chan error, drained <-chan struct{}) {
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = s.log
-	listening := make(chan error, 1)
+	listened, done := make(chan error, 1), make(chan struct{})
 	stdout, err := cmd.StdoutPipe()
 	if err == nil {
 		err = cmd.Start()
 	}
 	if err != nil {
-		listening <- err
-		return nil, listening
+		listened <- err
+		return nil, listened, done
 	}
 	go func() {
+		defer close(done)
 		line, err := bufio.NewReader(stdout).ReadString('\n')
 		if err == nil && !strings.HasPrefix(line, "payments server: listening on ") {
 			err = fmt.Errorf("first line %q, want the listening line", line)
 		}
-		listening <- err
+		listened <- err
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
 	s.mu.Lock()
@@ -119,13 +121,14 @@ func (s *supervisor) start(env []string) (*exec.Cmd, <-chan error) {
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 	}
 	s.mu.Unlock()
-	return cmd, listening
+	return cmd, listened, done
 }
 
 // loop waits for each child to exit and restarts it, until stop.
-func (s *supervisor) loop(child *exec.Cmd) {
+func (s *supervisor) loop(child *exec.Cmd, drained <-chan struct{}) {
 	defer close(s.done)
 	for child != nil {
+		<-drained
 		_ = child.Wait()
 		s.mu.Lock()
 		if s.stopping { // the exit is stop's kill
@@ -140,7 +143,7 @@ func (s *supervisor) loop(child *exec.Cmd) {
 		}
 		fmt.Fprintf(s.log, "supervisor: the child exited (%v); restarting it without the crash switch\n", child.ProcessState)
 		var listening <-chan error
-		child, listening = s.start(nil) // the clients retry until it listens
+		child, listening, drained = s.start(nil) // the clients retry until it listens
 		if child == nil {
 			s.fail(<-listening)
 			return
