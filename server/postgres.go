@@ -34,7 +34,11 @@ var _ DB = (*pgxpool.Pool)(nil)
 // (pg_advisory_xact_lock(int, int), keyed by the scope's hash), apart from
 // the bigint advisory locks that applications and migration tools mostly
 // use; should an application's two-int4 lock share a key, a claim only
-// waits for it. It is safe for concurrent use.
+// waits for it. Transactional claims prepare their statements by name
+// (idem_ and a digest of the SQL) on each connection, whatever the pool's
+// DefaultQueryExecMode, so a pool behind PgBouncer in transaction mode needs
+// its prepared-statement support (max_prepared_statements). It is safe for
+// concurrent use.
 type PostgresStore struct {
 	db    DB
 	local localClaims

@@ -492,3 +492,25 @@ func TestConnectionTxServesEveryTransaction(t *testing.T) {
 		failedOID.Load()).Scan(&left))
 	assert.False(t, left, "the rolled-back request's large object went with it")
 }
+
+// A migration that changes what a prepared claim statement returns fails
+// the next claim on each connection that prepared it (Postgres refuses the
+// cached plan); that connection is closed, and the following claim
+// prepares afresh on a new one.
+func TestClaimAfterAMigrationChangedTheRecord(t *testing.T) {
+	url, _ := appURL(t, pgtest.SchemaURL(t)+"&pool_max_conns=1")
+	k := postgresKitOn(t, pgtest.NewPool(t, url))
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{}))(h))
+	srv := serve(t, mux)
+	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-before", "{}").status)
+	_, err := k.pool.Exec(context.Background(), `ALTER TABLE idem_records ALTER COLUMN fp_alg TYPE varchar(64)`)
+	require.NoError(t, err)
+	first := post(t, srv, "/v1/payments", "k-after", "{}")
+	assert.GreaterOrEqual(t, first.status, 500, "the stale statement fails: %s", first.body)
+	for _, key := range []string{"k-after", "k-later"} {
+		assert.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", key, "{}").status, key)
+	}
+	assert.True(t, post(t, srv, "/v1/payments", "k-before", "{}").replayed(), "records from before the migration replay")
+}

@@ -19,8 +19,8 @@ import (
 // prepared statements, parameters encoded here in Postgres's binary format,
 // one pgconn.Batch per round trip. pgx's own batches do the same on the
 // wire, with a pipeline, argument encoding through its type map and a
-// result queue per statement, which cost about as much Go CPU per request as
-// the middleware's whole budget allows (BENCHMARKS.md §2).
+// result queue per statement, which cost some 30 µs more Go CPU per request
+// (BENCHMARKS.md §2).
 
 // wireStmt is a statement that the store prepares by name on each
 // connection it uses, once: pgx keeps a connection's named statements.
@@ -99,6 +99,13 @@ func (b *wireBatch) send(ctx context.Context) ([]pgconn.CommandTag, error) {
 	}
 	if cerr := mrr.Close(); err == nil {
 		err = cerr
+	}
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "0A000" {
+		// "cached plan must not change result type": a migration changed
+		// what a prepared statement returns, and it fails so on every use.
+		// The pool replaces a closed connection, and its successor prepares
+		// afresh (pgx's own statement cache invalidates for the same error).
+		_ = b.conn.Close(ctx)
 	}
 	if err == nil && len(tags) != len(b.rows) {
 		err = fmt.Errorf("%d results for %d statements", len(tags), len(b.rows))
