@@ -45,6 +45,8 @@ type PostgresStore struct {
 	// clock is added to the database's statement_timestamp(); tests move
 	// time with it. Nil means zero.
 	clock func() time.Duration
+	// now is the local clock of the wait bound; nil means time.Now.
+	now func() time.Time
 }
 
 // NewPostgresStore returns a store on db, which must hold the schema of
@@ -59,6 +61,14 @@ const maxClaimRounds = 4
 // finishTimeout bounds the commit or rollback of an attempt, which runs
 // even when the client has gone: the handler's work is done.
 const finishTimeout = 10 * time.Second
+
+// timeNow is the local time, by which a claim spends its wait bound.
+func (s *PostgresStore) timeNow() time.Time {
+	if s.now == nil {
+		return time.Now()
+	}
+	return s.now()
+}
 
 func (s *PostgresStore) offset() time.Duration {
 	if s.clock == nil {
@@ -86,14 +96,22 @@ func (s *PostgresStore) claim(ctx context.Context, c *claimArgs) (claimResult, e
 
 // claimLeased claims the key in statements that commit on their own, so
 // the lease is durable before the handler runs. They run on one pool
-// connection, which the claim waits for at most the wait bound, as a
-// Transactional claim does, and gives back before the handler runs.
+// connection, which the claim waits for, and gives back before the handler
+// runs. As in a Transactional claim, the wait bound covers the wait for
+// the connection and for the scope's lock together: the statements wait
+// for the lock at most what the pool wait left.
 func (s *PostgresStore) claimLeased(ctx context.Context, c *claimArgs) (claimResult, error) {
+	deadline := s.timeNow().Add(c.wait)
 	conn, err := s.acquire(ctx, c.wait)
 	if err != nil {
 		return claimResult{}, err
 	}
 	defer conn.Release()
+	if c.wait > 0 {
+		left := *c
+		left.wait = max(deadline.Sub(s.timeNow()), time.Millisecond)
+		c = &left
+	}
 	token := uuid.New()
 	inserted, err := s.insert(ctx, conn, c, token)
 	if err != nil {

@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 
 	"github.com/idemkit/idem/internal/wire"
@@ -49,6 +51,47 @@ func TestLeasedClaimWaitsForATransactionalClaim(t *testing.T) {
 	assert.Equal(t, r1.body, r2.body)
 	assert.EqualValues(t, 1, g.runs.Load())
 	assert.Equal(t, 1, k.count(t, "pay"))
+}
+
+// slowPool is a pool whose every Acquire runs spend first: a test's way to
+// make a pool wait take the time it chooses on the store's clock.
+type slowPool struct {
+	*pgxpool.Pool
+	spend func()
+}
+
+func (p slowPool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	p.spend()
+	return p.Pool.Acquire(ctx)
+}
+
+// A Leased claim whose pool wait took the whole wait bound waits no longer
+// for the scope's lock: 409 key-in-flight at once, not a second bound.
+func TestLeasedClaimSpendsOneWaitBound(t *testing.T) {
+	k := postgresKit(t)
+	g := newGate(t, k)
+	route := func(*http.Request) string { return "POST /v1/payments" }
+	const bound = 2 * time.Minute // past recv's 30 s: a second bound fails the test
+	var spent atomic.Int64
+	slow := NewPostgresStore(slowPool{Pool: k.pool, spend: func() { spent.Add(int64(bound)) }})
+	slow.clock = k.clock.offset
+	slow.now = func() time.Time { return time.Now().Add(time.Duration(spent.Load())) }
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{Route: route}))(g))
+	mux.Handle("POST /v2/payments", Middleware(slow, quiet(Config{Route: route, Mode: Leased, WaitBound: bound}))(g))
+	srv := serve(t, mux)
+
+	first := make(chan reply)
+	go func() { first <- post(t, srv, "/v1/payments", "k-spent", "{}") }()
+	recv(t, g.entered) // the Transactional attempt holds the scope's lock
+	leased := make(chan reply)
+	go func() { leased <- post(t, srv, "/v2/payments", "k-spent", "{}") }()
+	r := recv(t, leased)
+	assert.Equal(t, http.StatusConflict, r.status, r.body)
+	assert.Equal(t, wire.ProblemKeyInFlight, problemName(t, r))
+	g.open()
+	assert.Equal(t, http.StatusCreated, recv(t, first).status)
+	assert.EqualValues(t, 1, g.runs.Load())
 }
 
 func TestRecordWrittenWithoutTheLockFailsTheCommit(t *testing.T) {

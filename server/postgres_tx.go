@@ -21,7 +21,7 @@ var errPoolBusy = errors.New("server: no database connection free within the wai
 // handler when the claim is won. A new key writes nothing until the commit. The
 // wait bound covers the wait for a connection and for the lock together.
 func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult, error) {
-	deadline := time.Now().Add(c.wait)
+	deadline := s.timeNow().Add(c.wait)
 	conn, err := s.acquire(ctx, c.wait)
 	if err != nil {
 		return claimResult{}, err
@@ -108,7 +108,7 @@ func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, t
 		case v != vClaimed && v != vReclaim && v != vTakeover:
 			return f.result(v), nil, nil
 		case !locked:
-			if f, err = s.waitAndRead(ctx, tx, c, time.Until(deadline)); err != nil {
+			if f, err = s.waitAndRead(ctx, tx, c, deadline.Sub(s.timeNow())); err != nil {
 				return claimResult{}, nil, err
 			}
 			locked = true
