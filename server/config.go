@@ -106,7 +106,8 @@ type Config struct {
 	// PostgresStore each waiting duplicate holds a pool connection and an
 	// open transaction while it waits, so size the pool for the duplicates
 	// too. In both modes the bound also covers the wait for a pool
-	// connection: a request that gets none within it gets 409 key-in-flight
+	// connection (the two waits share it): a request that gets none within
+	// it gets 409 key-in-flight
 	// when a Transactional attempt of its key runs on this store, else 503
 	// store-unavailable (Retry-After 1), and holds nothing while it waits.
 	// Zero: DefaultWaitBound; negative: no wait for a running duplicate (a
