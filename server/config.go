@@ -107,9 +107,9 @@ type Config struct {
 	// open transaction while it waits, so size the pool for the duplicates
 	// too. In both modes the bound also covers the wait for a pool
 	// connection (the two waits share it): a request that gets none within
-	// it gets 409 key-in-flight
-	// when a Transactional attempt of its key runs on this store, else 503
-	// store-unavailable (Retry-After 1), and holds nothing while it waits.
+	// it gets 409 key-in-flight when a Transactional attempt of its key runs
+	// on this store, else 503 store-unavailable (Retry-After 1), and holds
+	// nothing while it waits.
 	// Zero: DefaultWaitBound; negative: no wait for a running duplicate (a
 	// wait for a pool connection is then bounded only by the request's
 	// context).
