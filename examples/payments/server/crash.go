@@ -14,20 +14,24 @@ import (
 
 // The environment variables of the crash switch (see the package doc).
 const (
-	envCrashAt    = "IDEM_CRASH_AT"
-	envCrashRoute = "IDEM_CRASH_ROUTE"
-	envCrashAfter = "IDEM_CRASH_AFTER"
+	envCrashAt     = "IDEM_CRASH_AT"
+	envCrashRoute  = "IDEM_CRASH_ROUTE"
+	envCrashAfter  = "IDEM_CRASH_AFTER"
+	envCrashSignal = "IDEM_CRASH_SIGNAL"
 )
 
 // chargesRoute is the route whose handler reports the api steps.
 const chargesRoute = "POST /v1/charges"
 
 // crashSwitch kills the process with SIGKILL when a request reaches a
-// point, for crash tests. A nil *crashSwitch never fires.
+// point, for crash tests, or stops it with SIGSTOP (a pause: the process
+// goes on where it stopped when it gets SIGCONT). A nil *crashSwitch never
+// fires.
 type crashSwitch struct {
 	at    string // a server hook or an api step
 	route string // "" matches every route
 	after int64  // fire the after-th time the point is reached
+	pause bool   // SIGSTOP instead of SIGKILL
 	seen  atomic.Int64
 	log   *slog.Logger
 }
@@ -57,7 +61,14 @@ func crashSwitchFromEnv(getenv func(string) string, log *slog.Logger) (*crashSwi
 		}
 		c.after = n
 	}
-	log.Warn("crash switch armed: this process will SIGKILL itself", "at", at, "route", c.route, "after", c.after)
+	switch sig := getenv(envCrashSignal); sig {
+	case "", "KILL":
+	case "STOP":
+		c.pause = true
+	default:
+		return nil, fmt.Errorf("%s=%q: want KILL or STOP", envCrashSignal, sig)
+	}
+	log.Warn("crash switch armed: this process will signal itself", "signal", c.signal(), "at", at, "route", c.route, "after", c.after)
 	return c, nil
 }
 
@@ -93,8 +104,17 @@ func (c *crashSwitch) onStep(_ context.Context, step string) {
 	}
 }
 
-// reached counts a request of route at the switch's point, and kills the
-// process when it is the one.
+// signal names the signal the switch sends.
+func (c *crashSwitch) signal() string {
+	if c.pause {
+		return "SIGSTOP"
+	}
+	return "SIGKILL"
+}
+
+// reached counts a request of route at the switch's point, and kills or
+// stops the process when it is the one. A stopped process that gets
+// SIGCONT returns from here, and the request goes on.
 func (c *crashSwitch) reached(route string) {
 	if c.route != "" && route != c.route {
 		return
@@ -102,7 +122,14 @@ func (c *crashSwitch) reached(route string) {
 	if c.seen.Add(1) != c.after {
 		return
 	}
-	c.log.Warn("crash switch: SIGKILL", "at", c.at, "route", route)
+	c.log.Warn("crash switch: "+c.signal(), "at", c.at, "route", route)
+	if c.pause {
+		if err := stopSelf(); err != nil {
+			c.log.Error("crash switch: cannot stop the process", "err", err)
+		}
+		c.log.Warn("crash switch: resumed after SIGSTOP", "at", c.at, "route", route)
+		return
+	}
 	self, err := os.FindProcess(os.Getpid())
 	if err == nil {
 		err = self.Kill() // SIGKILL on Unix: no deferred function, no flush, no goodbye

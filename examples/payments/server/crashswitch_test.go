@@ -41,6 +41,16 @@ func TestCrashSwitchFromEnv(t *testing.T) {
 	}
 }
 
+func TestCrashSwitchSignal(t *testing.T) {
+	for sig, pause := range map[string]bool{"": false, "KILL": false, "STOP": true} {
+		s, err := crashSwitchFromEnv(env(map[string]string{envCrashAt: "recorded", envCrashSignal: sig}), slog.New(slog.DiscardHandler))
+		require.NoError(t, err, sig)
+		assert.Equal(t, pause, s.pause, sig)
+	}
+	_, err := crashSwitchFromEnv(env(map[string]string{envCrashAt: "recorded", envCrashSignal: "TERM"}), slog.New(slog.DiscardHandler))
+	assert.ErrorContains(t, err, `IDEM_CRASH_SIGNAL="TERM": want KILL or STOP`)
+}
+
 // A crash switch that can never fire stops the program with a usage error
 // (exit 2) before it serves anything. The context is cancelled already,
 // so that a run that went on to serve would return at once.

@@ -45,6 +45,9 @@
 //	                  (default: any route); the steps of POST /v1/charges
 //	                  take no other route (exit 2)
 //	IDEM_CRASH_AFTER  crash the n-th time the point is reached (default 1)
+//	IDEM_CRASH_SIGNAL KILL (the default) or STOP: pause instead, as a VM
+//	                  freeze or a long GC pause would; the process goes on
+//	                  where it stopped when it gets SIGCONT (Unix only)
 //
 // "committed" is the interesting one: the outcome is durable, the client
 // has not heard of it. Never set these in production.
