@@ -37,8 +37,10 @@ var _ DB = (*pgxpool.Pool)(nil)
 // waits for it. Transactional claims prepare their statements by name
 // (idem_ and a digest of the SQL) on each connection, whatever the pool's
 // DefaultQueryExecMode, so a pool behind PgBouncer in transaction mode needs
-// its prepared-statement support (max_prepared_statements). It is safe for
-// concurrent use.
+// its prepared-statement support (max_prepared_statements), and they go
+// to the connection below pgx, so pgx's tracers (QueryTracer, BatchTracer)
+// see them only when they are prepared; Hooks report every claim and
+// commit. It is safe for concurrent use.
 type PostgresStore struct {
 	db    DB
 	local localClaims
