@@ -514,3 +514,29 @@ func TestClaimAfterAMigrationChangedTheRecord(t *testing.T) {
 	}
 	assert.True(t, post(t, srv, "/v1/payments", "k-before", "{}").replayed(), "records from before the migration replay")
 }
+
+// A handler that deallocates the connection's prepared statements fails
+// its own commit (500), and the connection is closed: the next request
+// prepares afresh on a new one.
+func TestClaimAfterStatementsWereDeallocated(t *testing.T) {
+	url, _ := appURL(t, pgtest.SchemaURL(t)+"&pool_max_conns=1")
+	k := postgresKitOn(t, pgtest.NewPool(t, url))
+	var discarded atomic.Bool
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Idempotency-Key") == "k-discard" && !discarded.Swap(true) { // once
+			tx, _ := Tx(r.Context())
+			_, err := tx.Exec(r.Context(), `DEALLOCATE ALL`)
+			assert.NoError(t, err)
+		}
+		w.WriteHeader(http.StatusCreated)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{}))(h))
+	srv := serve(t, mux)
+	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-first", "{}").status)
+	failed := post(t, srv, "/v1/payments", "k-discard", "{}")
+	assert.Equal(t, http.StatusInternalServerError, failed.status, failed.body)
+	for _, key := range []string{"k-discard", "k-later"} {
+		assert.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", key, "{}").status, key)
+	}
+}

@@ -100,11 +100,9 @@ func (b *wireBatch) send(ctx context.Context) ([]pgconn.CommandTag, error) {
 	if cerr := mrr.Close(); err == nil {
 		err = cerr
 	}
-	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "0A000" {
-		// "cached plan must not change result type": a migration changed
-		// what a prepared statement returns, and it fails so on every use.
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && staleStatement(pgErr.Code) {
 		// The pool replaces a closed connection, and its successor prepares
-		// afresh (pgx's own statement cache invalidates for the same error).
+		// afresh (pgx's own statement cache invalidates for these errors).
 		_ = b.conn.Close(ctx)
 	}
 	if err == nil && len(tags) != len(b.rows) {
@@ -112,6 +110,13 @@ func (b *wireBatch) send(ctx context.Context) ([]pgconn.CommandTag, error) {
 	}
 	return tags, err
 }
+
+// staleStatement reports the errors after which a connection's prepared
+// statements fail on every use: 0A000, "cached plan must not change result
+// type" (a migration changed what a statement returns), and 26000, "prepared
+// statement does not exist" (DEALLOCATE or DISCARD ALL ran on the
+// connection, behind pgx's back).
+func staleStatement(code string) bool { return code == "0A000" || code == "26000" }
 
 // wireParams are a statement's parameters in Postgres's binary format, in
 // order; a nil value is NULL. Fixed-size values and strings are copied into
