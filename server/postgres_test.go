@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -539,4 +541,44 @@ func TestClaimAfterStatementsWereDeallocated(t *testing.T) {
 	for _, key := range []string{"k-discard", "k-later"} {
 		assert.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", key, "{}").status, key)
 	}
+}
+
+// prepareCounter is a pgx tracer that counts the statements prepared.
+type prepareCounter struct{ n atomic.Int64 }
+
+func (c *prepareCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+func (c *prepareCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *prepareCounter) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *prepareCounter) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+
+// The store prepares its statements once per connection: a pool's
+// PrepareTracer sees them the first time only, not on every request.
+func TestStatementsPreparedOncePerConnection(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig(pgtest.SchemaURL(t) + "&pool_max_conns=1")
+	require.NoError(t, err)
+	var tracer prepareCounter
+	cfg.ConnConfig.Tracer = &tracer
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	k := postgresKitOn(t, pool)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{}))(h))
+	srv := serve(t, mux)
+	// The first transaction begins through pgx, the second prepares BEGIN.
+	for _, key := range []string{"k-0", "k-1"} {
+		require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", key, "{}").status)
+	}
+	prepared := tracer.n.Load()
+	assert.NotZero(t, prepared, "the first requests prepare the statements")
+	for i := 2; i <= 6; i++ {
+		require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", fmt.Sprintf("k-%d", i), "{}").status)
+	}
+	assert.Equal(t, prepared, tracer.n.Load(), "no statement prepared again")
 }

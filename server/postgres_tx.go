@@ -227,26 +227,24 @@ func (a *pgTxAttempt) store(ctx context.Context, res *response) error {
 	return nil
 }
 
-// txKey is the key of a connection's pgx.Tx in its pgconn CustomData.
-const txKey = "github.com/idemkit/idem/server.tx"
-
 // begin begins a transaction on conn, tries the scope's lock and reads the
 // record, in one round trip of prepared statements (postgres_wire.go). It
 // returns the pgx.Tx that handlers use on conn. pgx makes a pgx.Tx only
 // with its own BEGIN, so the connection's first transaction begins through
-// pgx, and the store keeps that value in the connection's CustomData and
+// pgx, and the store keeps that value on the connection (connState) and
 // hands it out for every later transaction on the connection, which begin
 // on the wire. The store never commits or rolls back through it (endTx and
 // complete go to the connection), so pgx never marks it closed; its
 // savepoints and LargeObjects work in whichever transaction is open.
 func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *claimArgs) (tx pgx.Tx, locked bool, f *found, err error) {
 	b := wireBatch{conn: conn}
-	tx, _ = conn.PgConn().CustomData()[txKey].(pgx.Tx)
+	cs := stateOf(conn)
+	tx = cs.tx
 	if tx == nil {
 		if tx, err = conn.BeginTx(ctx, pgx.TxOptions{}); err != nil {
 			return nil, false, nil, err
 		}
-		conn.PgConn().CustomData()[txKey] = tx
+		cs.tx = tx
 	} else if err = b.queue(ctx, wireBegin, nil, nil); err != nil {
 		return nil, false, nil, err
 	}

@@ -23,7 +23,7 @@ import (
 // (BENCHMARKS.md §2).
 
 // wireStmt is a statement that the store prepares by name on each
-// connection it uses, once: pgx keeps a connection's named statements.
+// connection it uses, once (connState).
 type wireStmt struct {
 	name, sql string
 }
@@ -45,6 +45,29 @@ var (
 	wireCommit     = newWireStmt("commit")
 )
 
+// connState is what the store keeps on a connection, in its pgconn
+// CustomData: the pgx.Tx it hands to handlers (see begin) and the
+// statements it prepared there. A statement that went stale closes the
+// connection (staleStatement), and the state goes with it.
+type connState struct {
+	tx       pgx.Tx
+	prepared map[string]*pgconn.StatementDescription // by wireStmt name
+}
+
+// connStateKey is the key of a connection's connState in its CustomData.
+const connStateKey = "github.com/idemkit/idem/server.conn"
+
+// stateOf returns conn's connState, made on first use.
+func stateOf(conn *pgx.Conn) *connState {
+	data := conn.PgConn().CustomData()
+	st, _ := data[connStateKey].(*connState)
+	if st == nil {
+		st = &connState{prepared: map[string]*pgconn.StatementDescription{}}
+		data[connStateKey] = st
+	}
+	return st
+}
+
 // wireBatch is one round trip of prepared statements with binary
 // parameters and results.
 type wireBatch struct {
@@ -57,13 +80,19 @@ type wireBatch struct {
 // all binary.
 var binaryFormat = []int16{1}
 
-// queue adds st, preparing it on the connection when it is not yet; onRow,
+// queue adds st, preparing it on the connection the first time; onRow,
 // when not nil, takes each row it returns (values are valid only during
-// the call).
+// the call). A statement is prepared through pgx (a round trip of its own,
+// seen by a pool's PrepareTracer) once per connection.
 func (b *wireBatch) queue(ctx context.Context, st wireStmt, params *wireParams, onRow func(values [][]byte) error) error {
-	sd, err := b.conn.Prepare(ctx, st.name, st.sql)
-	if err != nil {
-		return fmt.Errorf("prepare %s: %w", st.name, err)
+	cs := stateOf(b.conn)
+	sd := cs.prepared[st.name]
+	if sd == nil {
+		var err error
+		if sd, err = b.conn.Prepare(ctx, st.name, st.sql); err != nil {
+			return fmt.Errorf("prepare %s: %w", st.name, err)
+		}
+		cs.prepared[st.name] = sd
 	}
 	var values [][]byte
 	if params != nil {
