@@ -20,13 +20,14 @@
 // # Transactional mode
 //
 // With a PostgresStore the middleware begins a transaction and claims the
-// key in one round trip, and the handler makes its mutations in that
-// transaction, Tx(ctx). The middleware stores the response and commits in
-// one more round trip, so mutation and stored result commit together. The
-// claim is a transaction-level advisory lock on the key's scope (in the
-// two-int4 key space, see PostgresStore) and the record is written once,
-// as the transaction commits. The
-// response is held until then: a handler's 201 never reaches the client
+// key in one round trip (after the first few requests on a connection,
+// which prepare the store's statements there), and the handler makes its
+// mutations in that transaction, Tx(ctx). The middleware stores the
+// response and commits in one more round trip, so mutation and stored
+// result commit together. The claim is a transaction-level advisory lock
+// on the key's scope (in the two-int4 key space, see PostgresStore) and
+// the record is written once, as the transaction commits. The response is
+// held until then: a handler's 201 never reaches the client
 // when the commit failed (it gets 500 commit-failed instead). A 2xx, 3xx
 // or 4xx such as 402 commits and is stored; a 5xx or a panic rolls back
 // (then the 5xx goes out, or the panic goes on); a rejection status (400,
