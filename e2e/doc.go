@@ -27,10 +27,11 @@
 //   - TestProcessCrash: the server program (examples/payments/server) is
 //     killed with SIGKILL after the claim, after the mutation and after the
 //     commit, under load, and restarted by a supervisor in the test.
-//   - TestPausedNodeTakenOver: a server program paused (SIGSTOP) after it
-//     charged the card and recorded the charge loses its lease; the other
-//     node takes the charge over from that recovery point, and the paused
-//     node's completion, once it goes on, is refused as stale.
+//   - TestStalledAttemptTakenOver: a server program's attempt of a card
+//     charge stalls (its crash switch pauses it) after it charged the card
+//     and recorded the charge, and loses its lease; the other node takes the
+//     charge over from that recovery point, and the stalled attempt's
+//     completion, once it goes on, is refused as stale.
 //   - TestTerminatedBackends and TestPostgresRestart: the connections of
 //     in-flight transactions are terminated, and a private PostgreSQL
 //     cluster is restarted, under load.

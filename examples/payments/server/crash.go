@@ -17,23 +17,23 @@ const (
 	envCrashAt     = "IDEM_CRASH_AT"
 	envCrashRoute  = "IDEM_CRASH_ROUTE"
 	envCrashAfter  = "IDEM_CRASH_AFTER"
-	envCrashSignal = "IDEM_CRASH_SIGNAL"
+	envCrashAction = "IDEM_CRASH_ACTION"
 )
 
 // chargesRoute is the route whose handler reports the api steps.
 const chargesRoute = "POST /v1/charges"
 
 // crashSwitch kills the process with SIGKILL when a request reaches a
-// point, for crash tests, or stops it with SIGSTOP (a pause: the process
-// goes on where it stopped when it gets SIGCONT). A nil *crashSwitch never
+// point, for crash tests, or pauses that request there until the process
+// gets SIGUSR1 (the rest of the process goes on). A nil *crashSwitch never
 // fires.
 type crashSwitch struct {
-	at    string // a server hook or an api step
-	route string // "" matches every route
-	after int64  // fire the after-th time the point is reached
-	pause bool   // SIGSTOP instead of SIGKILL
-	seen  atomic.Int64
-	log   *slog.Logger
+	at     string           // a server hook or an api step
+	route  string           // "" matches every route
+	after  int64            // fire the after-th time the point is reached
+	resume <-chan os.Signal // pause: SIGUSR1 arrives here; nil: kill
+	seen   atomic.Int64
+	log    *slog.Logger
 }
 
 // crashSwitchFromEnv reads the switch from the environment; nil when
@@ -61,14 +61,19 @@ func crashSwitchFromEnv(getenv func(string) string, log *slog.Logger) (*crashSwi
 		}
 		c.after = n
 	}
-	switch sig := getenv(envCrashSignal); sig {
-	case "", "KILL":
-	case "STOP":
-		c.pause = true
+	switch action := getenv(envCrashAction); action {
+	case "", "kill":
+		log.Warn("crash switch armed: this process will SIGKILL itself", "at", at, "route", c.route, "after", c.after)
+	case "pause":
+		resume, err := notifyResume() // now, so that an early SIGUSR1 cannot kill the process
+		if err != nil {
+			return nil, fmt.Errorf("%s=pause: %w", envCrashAction, err)
+		}
+		c.resume = resume
+		log.Warn("crash switch armed: a request will wait for SIGUSR1", "at", at, "route", c.route, "after", c.after)
 	default:
-		return nil, fmt.Errorf("%s=%q: want KILL or STOP", envCrashSignal, sig)
+		return nil, fmt.Errorf("%s=%q: want kill or pause", envCrashAction, action)
 	}
-	log.Warn("crash switch armed: this process will signal itself", "signal", c.signal(), "at", at, "route", c.route, "after", c.after)
 	return c, nil
 }
 
@@ -104,17 +109,8 @@ func (c *crashSwitch) onStep(_ context.Context, step string) {
 	}
 }
 
-// signal names the signal the switch sends.
-func (c *crashSwitch) signal() string {
-	if c.pause {
-		return "SIGSTOP"
-	}
-	return "SIGKILL"
-}
-
-// reached counts a request of route at the switch's point, and kills or
-// stops the process when it is the one. A stopped process that gets
-// SIGCONT returns from here, and the request goes on.
+// reached counts a request of route at the switch's point, and kills the
+// process, or pauses the request until SIGUSR1, when it is the one.
 func (c *crashSwitch) reached(route string) {
 	if c.route != "" && route != c.route {
 		return
@@ -122,14 +118,13 @@ func (c *crashSwitch) reached(route string) {
 	if c.seen.Add(1) != c.after {
 		return
 	}
-	c.log.Warn("crash switch: "+c.signal(), "at", c.at, "route", route)
-	if c.pause {
-		if err := stopSelf(); err != nil {
-			c.log.Error("crash switch: cannot stop the process", "err", err)
-		}
-		c.log.Warn("crash switch: resumed after SIGSTOP", "at", c.at, "route", route)
+	if c.resume != nil {
+		c.log.Warn("crash switch: paused until SIGUSR1", "at", c.at, "route", route)
+		<-c.resume
+		c.log.Warn("crash switch: resumed", "at", c.at, "route", route)
 		return
 	}
+	c.log.Warn("crash switch: SIGKILL", "at", c.at, "route", route)
 	self, err := os.FindProcess(os.Getpid())
 	if err == nil {
 		err = self.Kill() // SIGKILL on Unix: no deferred function, no flush, no goodbye

@@ -41,14 +41,14 @@ func TestCrashSwitchFromEnv(t *testing.T) {
 	}
 }
 
-func TestCrashSwitchSignal(t *testing.T) {
-	for sig, pause := range map[string]bool{"": false, "KILL": false, "STOP": true} {
-		s, err := crashSwitchFromEnv(env(map[string]string{envCrashAt: "recorded", envCrashSignal: sig}), slog.New(slog.DiscardHandler))
-		require.NoError(t, err, sig)
-		assert.Equal(t, pause, s.pause, sig)
+func TestCrashSwitchAction(t *testing.T) {
+	for action, pause := range map[string]bool{"": false, "kill": false, "pause": true} {
+		s, err := crashSwitchFromEnv(env(map[string]string{envCrashAt: "recorded", envCrashAction: action}), slog.New(slog.DiscardHandler))
+		require.NoError(t, err, action)
+		assert.Equal(t, pause, s.resume != nil, action)
 	}
-	_, err := crashSwitchFromEnv(env(map[string]string{envCrashAt: "recorded", envCrashSignal: "TERM"}), slog.New(slog.DiscardHandler))
-	assert.ErrorContains(t, err, `IDEM_CRASH_SIGNAL="TERM": want KILL or STOP`)
+	_, err := crashSwitchFromEnv(env(map[string]string{envCrashAt: "recorded", envCrashAction: "stop"}), slog.New(slog.DiscardHandler))
+	assert.ErrorContains(t, err, `IDEM_CRASH_ACTION="stop": want kill or pause`)
 }
 
 // A crash switch that can never fire stops the program with a usage error

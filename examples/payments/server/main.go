@@ -45,9 +45,10 @@
 //	                  (default: any route); the steps of POST /v1/charges
 //	                  take no other route (exit 2)
 //	IDEM_CRASH_AFTER  crash the n-th time the point is reached (default 1)
-//	IDEM_CRASH_SIGNAL KILL (the default) or STOP: pause instead, as a VM
-//	                  freeze or a long GC pause would; the process goes on
-//	                  where it stopped when it gets SIGCONT (Unix only)
+//	IDEM_CRASH_ACTION kill (the default) or pause: the request that reaches
+//	                  the point waits there, as one stalled by a long GC
+//	                  pause or a slow disk would, until the process gets
+//	                  SIGUSR1, and then goes on (Unix only)
 //
 // "committed" is the interesting one: the outcome is durable, the client
 // has not heard of it. Never set these in production.

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build unix
 
 package e2e
 
@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -27,19 +26,20 @@ import (
 	"github.com/idemkit/idem/testserver"
 )
 
-// pauseLease is the lease of the paused-node test: the retry on the other
-// node waits it out once.
-const pauseLease = time.Second
+// stallLease is the lease of the stalled-attempt test: the retry on the
+// other node waits it out once.
+const stallLease = time.Second
 
-// TestPausedNodeTakenOver: a node stops (SIGSTOP, as a VM freeze or a long
-// GC pause would) in the middle of a card charge, after it charged the card
-// and recorded the charge, before the middleware stores its response. Its
-// lease runs out; the client's retry on the other node takes the charge
-// over from the recovery point "recorded", which names the gateway's
-// charge, credits nothing again and answers 201. Then the paused node goes
-// on (SIGCONT): its completion is refused as stale, and its client gets 409
-// key-in-flight, not a second 201. One gateway charge, one credit.
-func TestPausedNodeTakenOver(t *testing.T) {
+// TestStalledAttemptTakenOver: a node's attempt of a card charge stalls
+// (the crash switch pauses it, as a long GC pause or a slow disk would)
+// after it charged the card and recorded the charge, before the middleware
+// stores its response. Its lease runs out; the client's retry on the other
+// node takes the charge over from the recovery point "recorded", which
+// names the gateway's charge, credits nothing again and answers 201. Then
+// the stalled attempt goes on (SIGUSR1): its completion is refused as
+// stale, and its client gets 409 key-in-flight, not a second 201. One
+// gateway charge, one credit.
+func TestStalledAttemptTakenOver(t *testing.T) {
 	pgtest.DatabaseURL(t) // skip (or fail under CI) before the build when there is no database
 	bin := buildServerProgram(t)
 	db := openDatabase(t, pgtest.SchemaURL(t))
@@ -47,10 +47,10 @@ func TestPausedNodeTakenOver(t *testing.T) {
 	gw := httptest.NewServer(gateway)
 	t.Cleanup(gw.Close)
 	args := func(addr string) []string {
-		return []string{"-addr", addr, "-db", db.url, "-gateway", gw.URL, "-lease", pauseLease.String()}
+		return []string{"-addr", addr, "-db", db.url, "-gateway", gw.URL, "-lease", stallLease.String()}
 	}
 	addrA, addrB := freeAddr(t), freeAddr(t)
-	pause := []string{"IDEM_CRASH_AT=" + api.StepRecorded, "IDEM_CRASH_SIGNAL=STOP"}
+	pause := []string{"IDEM_CRASH_AT=" + api.StepRecorded, "IDEM_CRASH_ACTION=pause"}
 	nodeA := supervise(t, bin, pause, args(addrA)...)
 	supervise(t, bin, nil, args(addrB)...)
 
@@ -58,7 +58,7 @@ func TestPausedNodeTakenOver(t *testing.T) {
 	before := db.balances(t)[op.account]
 	first := make(chan reply, 1)
 	go func() { first <- postCharge(t, "http://"+addrA, op) }()
-	waitStopped(t, nodeA)
+	waitLogged(t, nodeA, "crash switch: paused")
 
 	p := newPayer("http://"+addrB, clientConfig(2*time.Second), 20*time.Second, 0)
 	p.route = chargesRoute
@@ -66,15 +66,15 @@ func TestPausedNodeTakenOver(t *testing.T) {
 	require.Equal(t, testserver.OutcomeOK, v.kind, "the retry on the other node: %+v; log:\n%s", v, nodeA.logTail())
 	assert.False(t, v.replayed, "the other node took the charge over and ran it")
 
-	require.NoError(t, nodeA.signal(syscall.SIGCONT))
+	require.NoError(t, nodeA.signal(syscall.SIGUSR1))
 	var late reply
 	select {
 	case late = <-first:
 	case <-time.After(time.Minute):
-		t.Fatalf("the paused node did not answer within a minute of SIGCONT; log:\n%s", nodeA.logTail())
+		t.Fatalf("the stalled attempt did not answer within a minute of SIGUSR1; log:\n%s", nodeA.logTail())
 	}
 	require.NoError(t, late.err)
-	assert.Equal(t, http.StatusConflict, late.status, "the paused node's answer: %s", late.body)
+	assert.Equal(t, http.StatusConflict, late.status, "the stalled attempt's answer: %s", late.body)
 	assert.Contains(t, late.body, wire.ProblemKeyInFlight)
 	assert.Contains(t, nodeA.logText(), "stale completion refused")
 
@@ -117,43 +117,19 @@ func postCharge(t *testing.T, url string, op operation) reply {
 	return reply{status: resp.StatusCode, body: string(data), err: err}
 }
 
-// waitStopped waits until the supervisor's child is stopped (state T in
-// /proc, hence linux only), at most 30 s.
-func waitStopped(t *testing.T, s *supervisor) {
+// waitLogged waits until the children's log holds text, at most 30 s.
+func waitLogged(t *testing.T, s *supervisor, text string) {
 	t.Helper()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	timeout := time.After(30 * time.Second)
-	for {
-		state, err := s.state()
-		require.NoError(t, err)
-		if state == "T" {
-			return
-		}
+	for !strings.Contains(s.logText(), text) {
 		select {
 		case <-tick.C:
 		case <-timeout:
-			t.Fatalf("the child did not stop within 30 s (state %s); log:\n%s", state, s.logTail())
+			t.Fatalf("the log did not say %q within 30 s; log:\n%s", text, s.logTail())
 		}
 	}
-}
-
-// state is the child's process state from /proc/<pid>/stat: R, S, T, ...
-func (s *supervisor) state() (string, error) {
-	s.mu.Lock()
-	pid := s.child.Process.Pid
-	s.mu.Unlock()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", err
-	}
-	// pid (comm) state ...: comm may hold spaces, so read after its ")".
-	rest := string(data[bytes.LastIndexByte(data, ')')+1:])
-	fields := strings.Fields(rest)
-	if len(fields) == 0 {
-		return "", fmt.Errorf("/proc/%d/stat: %q", pid, data)
-	}
-	return fields[0], nil
 }
 
 // signal sends sig to the child.
