@@ -17,10 +17,11 @@ import (
 )
 
 // The charges chaos run: chargeOps charges (500 by default; 2,000 take
-// about 20 s under -race on two cores; -e2e.charges for a soak run). The nodes call the gateway with a
-// plain client that makes one attempt of at most gatewayTimeout, so that
-// every fault of the gateway leg fails the node's attempt (502, the lease
-// ends) and the client's retry takes the operation over. Leases are
+// about 20 s under -race on two cores; -e2e.charges for a soak run). The
+// nodes call the gateway with a plain client that makes one attempt of at
+// most gatewayTimeout, so that every fault of the gateway leg fails the
+// node's attempt (502, the lease ends) and the client's retry takes the
+// operation over. Leases are
 // chargeLease long: a 409 key-in-flight makes the client wait no longer
 // than the lease left, and a lease outlives the gateway call by far.
 const (

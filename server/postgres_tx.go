@@ -195,7 +195,7 @@ func (a *pgTxAttempt) abort(ctx context.Context, reject bool) error {
 
 // store writes the record and commits, in one round trip.
 func (a *pgTxAttempt) store(ctx context.Context, res *response) error {
-	b := wireBatch{conn: a.conn.Conn()}
+	b := newWireBatch(a.conn.Conn())
 	c := a.c
 	var p *wireParams
 	st := wireComplete
@@ -237,14 +237,13 @@ func (a *pgTxAttempt) store(ctx context.Context, res *response) error {
 // complete go to the connection), so pgx never marks it closed; its
 // savepoints and LargeObjects work in whichever transaction is open.
 func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *claimArgs) (tx pgx.Tx, locked bool, f *found, err error) {
-	b := wireBatch{conn: conn}
-	cs := stateOf(conn)
-	tx = cs.tx
+	b := newWireBatch(conn)
+	tx = b.state.tx
 	if tx == nil {
 		if tx, err = conn.BeginTx(ctx, pgx.TxOptions{}); err != nil {
 			return nil, false, nil, err
 		}
-		cs.tx = tx
+		b.state.tx = tx
 	} else if err = b.queue(ctx, wireBegin, nil, nil); err != nil {
 		return nil, false, nil, err
 	}

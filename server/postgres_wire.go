@@ -72,9 +72,12 @@ func stateOf(conn *pgx.Conn) *connState {
 // parameters and results.
 type wireBatch struct {
 	conn  *pgx.Conn
+	state *connState
 	batch pgconn.Batch
 	rows  []func(values [][]byte) error // per statement: takes its rows, or nil
 }
+
+func newWireBatch(conn *pgx.Conn) *wireBatch { return &wireBatch{conn: conn, state: stateOf(conn)} }
 
 // binaryFormat is the format code of every parameter and result column:
 // all binary.
@@ -85,14 +88,13 @@ var binaryFormat = []int16{1}
 // the call). A statement is prepared through pgx (a round trip of its own,
 // seen by a pool's PrepareTracer) once per connection.
 func (b *wireBatch) queue(ctx context.Context, st wireStmt, params *wireParams, onRow func(values [][]byte) error) error {
-	cs := stateOf(b.conn)
-	sd := cs.prepared[st.name]
+	sd := b.state.prepared[st.name]
 	if sd == nil {
 		var err error
 		if sd, err = b.conn.Prepare(ctx, st.name, st.sql); err != nil {
 			return fmt.Errorf("prepare %s: %w", st.name, err)
 		}
-		cs.prepared[st.name] = sd
+		b.state.prepared[st.name] = sd
 	}
 	var values [][]byte
 	if params != nil {
