@@ -4,24 +4,15 @@
 # and as the middleware sends it for a new key (idem.sql), in alternating
 # runs, with no Go in the loop, and prints each one's mean transactions per
 # second and their ratio. It works in a schema of its own in DATABASE_URL's
-# database, dropped at the end.
+# database, dropped at the end (bench/pgbench/schema.sh).
 #   bash bench/pgbench-model.sh [rounds] [seconds per run]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 secs=${2:-10}
-: "${DATABASE_URL:?set DATABASE_URL (see README)}"
-schema=idem_pgbench_$$
-export PGOPTIONS="-c search_path=$schema -c client_min_messages=warning"
-psql -q -v ON_ERROR_STOP=1 "$DATABASE_URL" -c "CREATE SCHEMA $schema" >/dev/null
-trap 'PGOPTIONS="-c client_min_messages=warning" psql -q "$DATABASE_URL" -c "DROP SCHEMA $schema CASCADE" >/dev/null' EXIT
-psql -q -v ON_ERROR_STOP=1 "$DATABASE_URL" -f server/schema.sql >/dev/null
-psql -q -v ON_ERROR_STOP=1 "$DATABASE_URL" >/dev/null <<SQL
-CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL);
-INSERT INTO accounts SELECT g, 1000000000 FROM generate_series(0, 999) AS g;
-CREATE TABLE payments (id bigserial PRIMARY KEY, account_id bigint NOT NULL REFERENCES accounts,
-    amount bigint NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
-SQL
+source bench/pgbench/schema.sh
+trap pgbench_drop_schema EXIT
+pgbench_schema
 for _ in $(seq "$rounds"); do
 	for v in plain idem; do
 		printf '%s ' "$v"
