@@ -27,11 +27,10 @@ func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult,
 		return claimResult{}, err
 	}
 	tx, locked, f, err := s.begin(ctx, conn.Conn(), c)
-	token := uuid.New()
 	var res claimResult
 	var att *pgTxAttempt
 	if err == nil {
-		res, att, err = s.settleTx(ctx, tx, c, token, locked, f, deadline)
+		res, att, err = s.settleTx(ctx, tx, c, locked, f, deadline)
 	}
 	if err != nil || res.verdict != vClaimed {
 		_ = endTx(ctx, conn)
@@ -96,8 +95,9 @@ func (l *localClaims) has(scope [32]byte) bool {
 // settleTx turns what the first round trip found into a verdict: a record
 // that answers the request, or a claim of a new key or of an expired
 // record or lease, which needs the scope's lock. Without it, it waits for
-// the lock (another claim of the scope is running) and looks again.
-func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, token uuid.UUID, locked bool, f *found, deadline time.Time) (claimResult, *pgTxAttempt, error) {
+// the lock (another claim of the scope is running) and looks again. A
+// fencing token is drawn only for a claim: a replay or a refusal needs none.
+func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, locked bool, f *found, deadline time.Time) (claimResult, *pgTxAttempt, error) {
 	var err error
 	for range maxClaimRounds {
 		v := vClaimed // no record: a new key
@@ -113,8 +113,9 @@ func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, t
 			}
 			locked = true
 		case v == vClaimed:
-			return claimResult{verdict: vClaimed}, &pgTxAttempt{c: c, token: token, n: 1, fresh: true}, nil
+			return claimResult{verdict: vClaimed}, &pgTxAttempt{c: c, token: uuid.New(), n: 1, fresh: true}, nil
 		default:
+			token := uuid.New()
 			g, won, err := s.steal(ctx, tx, c, token, f, v)
 			if err != nil {
 				return claimResult{}, nil, err
