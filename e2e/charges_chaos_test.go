@@ -21,9 +21,9 @@ import (
 // nodes call the gateway with a plain client that makes one attempt of at
 // most gatewayTimeout, so that every fault of the gateway leg fails the
 // node's attempt (502, the lease ends) and the client's retry takes the
-// operation over. Leases are
-// chargeLease long: a 409 key-in-flight makes the client wait no longer
-// than the lease left, and a lease outlives the gateway call by far.
+// operation over. Leases are chargeLease long: a 409 key-in-flight makes
+// the client wait no longer than the lease left, and a lease outlives the
+// gateway call by far.
 const (
 	gatewayTimeout = 500 * time.Millisecond
 	chargeLease    = 2 * time.Second
