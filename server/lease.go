@@ -101,15 +101,11 @@ func (a *leaseAttempt) number() int       { return a.ls.attempt }
 func (a *leaseAttempt) handlerTx() pgx.Tx { return nil }
 func (a *leaseAttempt) lease() *Lease     { return a.ls }
 
-type attemptKey struct{}
-
-func withAttempt(ctx context.Context, att attempt) context.Context {
-	return context.WithValue(ctx, attemptKey{}, att)
-}
-
 func attemptFrom(ctx context.Context) attempt {
-	att, _ := ctx.Value(attemptKey{}).(attempt)
-	return att
+	if x := runnerFrom(ctx); x != nil {
+		return x.att
+	}
+	return nil
 }
 
 // LeaseFrom returns the lease of the Leased-mode request that ctx belongs

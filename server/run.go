@@ -19,13 +19,15 @@ type runner struct {
 	w       http.ResponseWriter
 	cw      *capture
 	att     attempt
+	c       *claimArgs
 	ctx     context.Context
 	ev      Event
 	settled bool // att completed or aborted: never touch it again
 }
 
 func (h *handler) run(w http.ResponseWriter, r *http.Request, c *claimArgs, att attempt) {
-	x := &runner{h: h, w: w, att: att, ctx: withAttempt(r.Context(), att), ev: c.event()}
+	x := &runner{h: h, w: w, att: att, c: c, ev: c.event()}
+	x.ctx = context.WithValue(r.Context(), runnerKey{}, x)
 	x.ev.Attempt = att.number()
 	x.cw = newCapture(w, h.s.MaxResponseBytes)
 	x.cw.onStream = x.settleEarly
