@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -94,7 +95,12 @@ type Config struct {
 	Route func(r *http.Request) string
 
 	// Retention is how long a record answers retries. A retry after it runs
-	// the handler again. Zero or negative: DefaultRetention.
+	// the handler again. In Leased mode it must be at least twice the
+	// Lease (Middleware panics otherwise), so that a retry after a lease
+	// ended finds the record and its recovery point; a record whose lease
+	// is live is never treated as expired, and a takeover makes the record
+	// answer for a full Retention from then. Zero or negative:
+	// DefaultRetention.
 	Retention time.Duration
 
 	// Lease is the length of a Leased-mode claim, judged by the database
@@ -173,6 +179,10 @@ func newSettings(cfg Config) *settings {
 	s.Lease = orDefault(s.Lease, DefaultLease)
 	if s.WaitBound == 0 { // negative means no wait
 		s.WaitBound = DefaultWaitBound
+	}
+	if s.Mode == Leased && s.Retention < 2*s.Lease {
+		panic(fmt.Sprintf("server: Config.Retention (%s) must be at least twice Config.Lease (%s) in Leased mode: "+
+			"a retry after a lease ended must still find the record and its recovery point", s.Retention, s.Lease))
 	}
 	s.MaxRequestBytes = orDefault(s.MaxRequestBytes, DefaultMaxRequestBytes)
 	s.MaxResponseBytes = orDefault(s.MaxResponseBytes, DefaultMaxResponseBytes)

@@ -39,7 +39,9 @@ type Lease struct {
 
 // leaseOps are the store operations behind a Lease, fenced by its token.
 type leaseOps interface {
-	extend(ctx context.Context, d time.Duration) error
+	// extend makes the lease end d from now, and the record's expiry at
+	// least margin after that.
+	extend(ctx context.Context, d, margin time.Duration) error
 	checkpoint(ctx context.Context, point string, data []byte) error
 }
 
@@ -59,13 +61,16 @@ func (l *Lease) Recovery() (Recovery, bool) {
 }
 
 // Extend makes the lease run until d from now by the store's clock (the
-// configured lease when d <= 0). ctx governs the call. It returns
+// configured lease when d <= 0). The record then answers retries until at
+// least one configured lease after the new end of the lease, even past its
+// retention, so that a retry after the lease ends still takes the operation
+// over with its recovery point. ctx governs the call. It returns
 // ErrLeaseLost when another attempt has taken the key over.
 func (l *Lease) Extend(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		d = l.ttl
 	}
-	return l.ops.extend(ctx, d)
+	return l.ops.extend(ctx, d, l.ttl)
 }
 
 // Checkpoint records a recovery point: a name and small JSON data (nil for

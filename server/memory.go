@@ -57,6 +57,12 @@ func (r *memRecord) found(now time.Time) *found {
 	}
 }
 
+// held reports a record that a sweep must keep whatever its expiry: a
+// Transactional attempt runs, or a lease is live.
+func (r *memRecord) held(now time.Time) bool {
+	return r.state == stateRunning && (r.mode == Transactional || r.lockedUntil.After(now))
+}
+
 func (m *MemoryStore) claim(ctx context.Context, c *claimArgs) (claimResult, error) {
 	var timeout *time.Timer // started by the first wait: the bound covers all of them
 	for {
@@ -104,6 +110,7 @@ func (m *MemoryStore) tryClaim(c *claimArgs) (claimResult, <-chan struct{}) {
 		rec.token = uuid.New()
 		rec.attempt++
 		rec.lockedUntil = now.Add(c.lease)
+		rec.expiresAt = later(rec.expiresAt, now.Add(c.retention))
 		g := grant{attempt: rec.attempt, recovery: &Recovery{}}
 		if rec.point != nil {
 			g.recovery = &Recovery{Point: rec.point.Point, Data: rec.point.Data}
@@ -157,7 +164,7 @@ func (m *MemoryStore) sweepLocked(now time.Time, limit, scan int) int {
 			break
 		}
 		scan--
-		if !now.Before(rec.expiresAt) && !(rec.state == stateRunning && rec.mode == Transactional) {
+		if !now.Before(rec.expiresAt) && !rec.held(now) {
 			delete(m.recs, scope)
 			deleted++
 		}
@@ -185,8 +192,19 @@ func (f memFence) locked(op func(rec *memRecord, now time.Time)) error {
 	return nil
 }
 
-func (f memFence) extend(_ context.Context, d time.Duration) error {
-	return f.locked(func(rec *memRecord, now time.Time) { rec.lockedUntil = now.Add(d) })
+func (f memFence) extend(_ context.Context, d, margin time.Duration) error {
+	return f.locked(func(rec *memRecord, now time.Time) {
+		rec.lockedUntil = now.Add(d)
+		rec.expiresAt = later(rec.expiresAt, rec.lockedUntil.Add(margin))
+	})
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func (f memFence) checkpoint(_ context.Context, point string, data []byte) error {

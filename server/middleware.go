@@ -24,7 +24,9 @@ import (
 // Routes that need another policy or mode get a middleware of their own
 // over the same store. The middleware is safe for concurrent use; the
 // request's context governs the claim, and the commit of a handler that
-// finished runs even if the client has gone.
+// finished runs even if the client has gone. Middleware panics on a
+// Config it cannot honour: in Leased mode, a Retention shorter than twice
+// the Lease.
 func Middleware(store Store, cfg Config) func(http.Handler) http.Handler {
 	if store == nil {
 		store = NewMemoryStore()

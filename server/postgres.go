@@ -198,7 +198,7 @@ func (s *PostgresStore) steal(ctx context.Context, q querier, c *claimArgs, toke
 	} else {
 		lockA, lockB := c.lockKeys()
 		row = q.QueryRow(ctx, sqlTakeover, c.scope[:], [16]byte(token), leaseArg(c), s.offset(), [16]byte(f.token),
-			boundArg(c), lockA, lockB)
+			boundArg(c), lockA, lockB, c.retention)
 	}
 	var g grant
 	var point *string

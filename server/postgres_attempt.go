@@ -89,8 +89,8 @@ func (f pgFence) exec(ctx context.Context, sql string, args ...any) error {
 	return nil
 }
 
-func (f pgFence) extend(ctx context.Context, d time.Duration) error {
-	return f.exec(ctx, sqlExtend, d, f.s.offset())
+func (f pgFence) extend(ctx context.Context, d, margin time.Duration) error {
+	return f.exec(ctx, sqlExtend, d, f.s.offset(), margin)
 }
 
 func (f pgFence) checkpoint(ctx context.Context, point string, data []byte) error {

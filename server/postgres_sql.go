@@ -92,9 +92,11 @@ FROM idem_records AS r WHERE r.scope_hash = $1`
 
 // sqlTakeover takes over an expired lease held by token $5: $1 scope_hash,
 // $2 new token, $3 lease, $4 clock offset, $6 wait bound, $7 and $8 lock
-// keys; in Transactional mode the lease and the wait bound are NULL.
+// keys, $9 retention; in Transactional mode the lease and the wait bound
+// are NULL. The record then answers retries for a full retention from the
+// takeover: an operation that is still being attempted is not forgotten.
 var sqlTakeover = `UPDATE idem_records AS r SET token = $2, attempt = r.attempt + 1,
-    locked_until = clock.t + $3::interval
+    locked_until = clock.t + $3::interval, expires_at = greatest(r.expires_at, clock.t + $9::interval)
 FROM ` + fmt.Sprintf(boundedClock, "$7", "$8", "$6", "$4") + `
 WHERE r.scope_hash = $1 AND r.token = $5 AND r.state = 'running'
     AND r.locked_until <= clock.t AND r.expires_at > clock.t
@@ -108,8 +110,12 @@ const sqlComplete = `UPDATE idem_records SET state = $3, status = $4, headers = 
     locked_until = NULL
 WHERE scope_hash = $1 AND token = $2 AND state = 'running'`
 
-// sqlExtend: $3 new lease length, $4 clock.
-const sqlExtend = `UPDATE idem_records SET locked_until = statement_timestamp() + $4::interval + $3::interval
+// sqlExtend: $3 new lease length, $4 clock, $5 margin. The record's
+// expiry stays at least the margin (the configured lease) past the new end
+// of the lease, so that a retry after the lease ends still finds the record
+// and its recovery point.
+const sqlExtend = `UPDATE idem_records SET locked_until = statement_timestamp() + $4::interval + $3::interval,
+    expires_at = greatest(expires_at, statement_timestamp() + $4::interval + $3::interval + $5::interval)
 WHERE scope_hash = $1 AND token = $2 AND state = 'running'`
 
 // sqlCheckpoint: $3 point, $4 data.
@@ -127,10 +133,11 @@ const sqlEndLease = `UPDATE idem_records SET locked_until = statement_timestamp(
 WHERE scope_hash = $1 AND token = $2 AND state = 'running'`
 
 // sqlSweep deletes at most $1 expired records, oldest first, skipping any a
-// request holds: $2 clock.
+// request holds and any whose lease is live: $2 clock.
 const sqlSweep = `DELETE FROM idem_records WHERE scope_hash IN (
     SELECT scope_hash FROM idem_records
     WHERE expires_at <= statement_timestamp() + $2::interval
+        AND (locked_until IS NULL OR locked_until <= statement_timestamp() + $2::interval)
     ORDER BY expires_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED)`

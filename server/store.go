@@ -98,6 +98,14 @@ type found struct {
 	resp      *response
 }
 
+// leased reports a running record whose lease is live: its attempt may be
+// running now, so it is never treated as expired, whatever its retention
+// says (a takeover or Extend pushes the expiry past the lease, but records
+// of older versions, or written by hand, may not have that margin).
+func (f *found) leased() bool {
+	return f.state == stateRunning && f.leaseLeft > 0
+}
+
 // verdict is what a request gets from a record.
 type verdict int
 
@@ -118,7 +126,7 @@ const (
 // processed instead of refused with 422 (CONTRACT section 4).
 func decide(f *found, c *claimArgs) verdict {
 	switch {
-	case f.expired && !f.open:
+	case f.expired && !f.open && !f.leased():
 		return vReclaim
 	case f.open:
 		return vWait
