@@ -96,6 +96,9 @@ type Transport struct {
 	log      *slog.Logger
 	budget   *Budget   // nil: no budget
 	breakers *breakers // nil: no breakers
+	// tracedBase: Base is an *http.Transport, which reports every
+	// connection through the request's trace.
+	tracedBase bool
 
 	// Injected for tests; the real clock, timer and random source otherwise.
 	now    func() time.Time
@@ -137,6 +140,7 @@ func NewTransport(cfg Config) *Transport {
 	case t.budget == nil:
 		t.budget = NewBudget(BudgetConfig{})
 	}
+	_, t.tracedBase = cfg.Base.(*http.Transport)
 	t.breakers = newBreakers(cfg.Breaker, t.breakerChanged)
 	return t
 }
