@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
-	"sync/atomic"
 	"time"
 
 	"github.com/idemkit/idem/internal/wire"
@@ -28,22 +27,6 @@ type result struct {
 	wire       int   // connections the base transport used
 	open       bool  // the host's breaker refused the attempt
 	elapsed    time.Duration
-}
-
-// wireTrace counts the connections an attempt was sent on. GotConn fires
-// once per connection, including the new one net/http picks when it re-sends
-// a request by itself after a reused connection broke. Each attempt gets its
-// own: net/http may still read an attempt's hooks from its connection's
-// goroutines after the attempt ended.
-type wireTrace struct {
-	conns atomic.Int32
-	hooks httptrace.ClientTrace
-}
-
-func newWireTrace() *wireTrace {
-	w := &wireTrace{}
-	w.hooks.GotConn = func(httptrace.GotConnInfo) { w.conns.Add(1) }
-	return w
 }
 
 // attempt sends one attempt of the call through its host's breaker, and
@@ -69,7 +52,7 @@ func (c *call) attempt(ctx context.Context) result {
 // exchange builds and sends the request of one attempt, under actx. It
 // returns what the attempt produced, and what its host's breaker is told.
 func (c *call) exchange(ctx, actx context.Context, done context.CancelFunc) (result, error) {
-	trace := newWireTrace()
+	trace := newWireTrace(c.t.tracedBase)
 	actx = httptrace.WithClientTrace(actx, &trace.hooks)
 	timed := c.t.cfg.Observer.seesAttempts()
 	var start time.Time
@@ -96,10 +79,7 @@ func (c *call) send(req *http.Request, trace *wireTrace, done context.CancelFunc
 	res := result{wire: max(1, conns), certainty: Responded}
 	if err != nil {
 		done()
-		res.err, res.certainty = err, NotSent
-		if conns > 0 {
-			res.certainty = Ambiguous
-		}
+		res.err, res.certainty = err, trace.unanswered(req, err, conns)
 		return res
 	}
 	c.settle(resp, done, &res)

@@ -23,6 +23,25 @@ const (
 type Config struct {
 	// Base sends each attempt. Nil means a clone of http.DefaultTransport,
 	// private to this Transport.
+	//
+	// A Base that wraps an *http.Transport (tracing, metrics, auth) must
+	// call it with the request's context or one derived from it, as
+	// req.Clone(ctx) and req.WithContext(ctx) with ctx from req.Context()
+	// do, and must not return before it returned: idem learns whether an
+	// attempt was sent from the connections net/http reports through the
+	// context's httptrace.ClientTrace (the context also carries the call's
+	// deadline and AttemptTimeout). A Base must not re-send a request by
+	// itself. A Base of another kind may report its connections through
+	// the trace's GetConn and GotConn hooks.
+	//
+	// A Base that runs the request under a context of its own hides the
+	// trace. Its errors are then ambiguous, so a POST without a key is
+	// never re-sent after one and fails with ErrOutcomeUnknown, unless the
+	// error's type shows a failure before sending (a dial or DNS error, a
+	// proxy's CONNECT, a TLS certificate rejected or a peer that does not
+	// speak TLS) that net/http could not have followed with a re-send of
+	// its own (it re-sends GET, HEAD, OPTIONS, TRACE and keyed requests
+	// after a reused connection broke). Its re-sends go uncounted.
 	Base http.RoundTripper
 
 	// MaxAttempts bounds the requests one call puts on the wire, the first
@@ -96,6 +115,9 @@ type Transport struct {
 	log      *slog.Logger
 	budget   *Budget   // nil: no budget
 	breakers *breakers // nil: no breakers
+	// tracedBase: Base is an *http.Transport, which reports every
+	// connection through the request's trace.
+	tracedBase bool
 
 	// Injected for tests; the real clock, timer and random source otherwise.
 	now    func() time.Time
@@ -137,6 +159,7 @@ func NewTransport(cfg Config) *Transport {
 	case t.budget == nil:
 		t.budget = NewBudget(BudgetConfig{})
 	}
+	_, t.tracedBase = cfg.Base.(*http.Transport)
 	t.breakers = newBreakers(cfg.Breaker, t.breakerChanged)
 	return t
 }

@@ -20,6 +20,10 @@
 // Every attempt ends in one of three states (Certainty): NotSent (no
 // connection was made, so the server cannot have acted), Ambiguous (the
 // request was written but no complete response arrived), or Responded.
+// idem sees whether a connection was made in net/http's connection trace,
+// carried by the request's context: a Config.Base wrapper must pass that
+// context down, or its errors are ambiguous unless their type shows a
+// failure before sending (see Config.Base).
 //
 //   - NotSent: retried, whatever the method.
 //   - Ambiguous: retried when the request carries a key or its method is

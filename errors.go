@@ -49,12 +49,16 @@ var (
 type Certainty int
 
 const (
-	// NotSent: no connection was made (dial refused, DNS, TLS), so the
-	// server cannot have acted.
+	// NotSent: the request was certainly not written, so the server
+	// cannot have acted: no connection was made (dial refused, DNS, TLS
+	// handshake, proxy CONNECT), the host's breaker refused the attempt, or
+	// its body could not be rebuilt. See Config.Base for what a base
+	// transport must preserve for idem to know.
 	NotSent Certainty = iota + 1
 	// Ambiguous: the request was (perhaps partly) written but no complete
-	// response arrived (timeout, reset, EOF, a body cut short). The server
-	// may have acted.
+	// response arrived (timeout, reset, EOF, a body cut short), or the
+	// base transport hid whether it was written. The server may have
+	// acted.
 	Ambiguous
 	// Responded: a complete response arrived.
 	Responded

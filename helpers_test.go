@@ -181,3 +181,20 @@ func readAll(t *testing.T, resp *http.Response) string {
 func writeProblem(w http.ResponseWriter, status int, name string) {
 	wire.WriteProblem(w, wire.Problem{Type: wire.DefaultProblemPrefix + name, Title: name, Status: status})
 }
+
+// refusingAfter returns a base transport whose first n dials go where they
+// should and whose later dials are refused (they go to a closed port).
+func refusingAfter(t *testing.T, n int) (*http.Transport, *atomic.Int32) {
+	t.Helper()
+	closed := refusedAddr(t)
+	var dials atomic.Int32
+	var d net.Dialer
+	base := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if int(dials.Add(1)) > n {
+			addr = closed
+		}
+		return d.DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(base.CloseIdleConnections)
+	return base, &dials
+}

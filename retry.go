@@ -64,7 +64,7 @@ func (c *call) run() (*http.Response, error) {
 		res := c.attempt(ctx)
 		actedBefore := c.mayActed // an attempt before this one may have taken effect
 		c.record(res)
-		v, reason, detail := c.judge(res)
+		v, detail, reason := c.judge(res)
 		if ctx.Err() != nil && v != finish {
 			discard(res.resp)
 			return nil, c.giveUp(res, nil, ctx.Err(), "the context ended")
@@ -97,45 +97,47 @@ func (c *call) record(res result) {
 	c.t.cfg.Observer.attempt(c.describe(res))
 }
 
-// judge decides what follows an attempt, by CONTRACT.md section 7.
-func (c *call) judge(res result) (v verdict, reason error, detail string) {
+// judge decides what follows an attempt, by CONTRACT.md section 7: the
+// verdict and, for a failure, a sentence of detail and the reason (the
+// sentinel that names why the call ends).
+func (c *call) judge(res result) (v verdict, detail string, reason error) {
 	switch {
 	case res.open:
-		return fail, ErrCircuitOpen, ""
+		return fail, "", ErrCircuitOpen
 	case errors.Is(res.err, ErrNotRewindable):
-		return fail, ErrNotRewindable, ""
+		return fail, "", ErrNotRewindable
 	case res.certainty == NotSent:
 		return c.retryIfBody()
 	case res.certainty == Ambiguous && !c.safe:
-		return fail, ErrOutcomeUnknown, "the request has no Idempotency-Key and its method is not idempotent, so it was not retried"
+		return fail, "the request has no Idempotency-Key and its method is not idempotent, so it was not retried", ErrOutcomeUnknown
 	case res.certainty == Ambiguous:
 		return c.retryIfBody()
 	}
 	switch res.problem {
 	case wire.ProblemKeyReused:
-		return fail, ErrKeyReused, ""
+		return fail, "", ErrKeyReused
 	case wire.ProblemKeyMissing:
-		return fail, ErrKeyMissing, ""
+		return fail, "", ErrKeyMissing
 	case wire.ProblemKeyInvalid:
-		return fail, ErrKeyInvalid, "the server rejected the key"
+		return fail, "the server rejected the key", ErrKeyInvalid
 	case wire.ProblemResultUnavailable:
-		return fail, ErrResultUnavailable, ""
+		return fail, "", ErrResultUnavailable
 	case wire.ProblemKeyInFlight:
 		if c.key != "" {
 			return c.retryIfBody()
 		}
 	}
 	if retryableStatus(res.status) && c.safe && c.body.resendable() {
-		return retry, nil, ""
+		return retry, "", nil
 	}
-	return finish, nil, ""
+	return finish, "", nil
 }
 
-func (c *call) retryIfBody() (verdict, error, string) {
+func (c *call) retryIfBody() (verdict, string, error) {
 	if c.body.resendable() {
-		return retry, nil, ""
+		return retry, "", nil
 	}
-	return fail, ErrNotRewindable, "the body was written once and has no GetBody to write it again"
+	return fail, "the body was written once and has no GetBody to write it again", ErrNotRewindable
 }
 
 // exhausted ends a call whose last allowed attempt asked for a retry. The
