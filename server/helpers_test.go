@@ -35,6 +35,7 @@ type kit struct {
 	store Store
 	clock *testClock
 	pool  *pgxpool.Pool // nil for the memory store
+	url   string        // the pool's database URL (Postgres)
 
 	app     string        // the pool's application_name (Postgres)
 	monitor *pgxpool.Pool // a pool of its own for watching pg_stat_activity
@@ -58,6 +59,7 @@ func postgresKit(t *testing.T) *kit {
 	t.Helper()
 	url, app := appURL(t, pgtest.SchemaURL(t))
 	k := postgresKitOn(t, pgtest.NewPool(t, url))
+	k.url = url
 	k.watch(t, app)
 	return k
 }

@@ -57,7 +57,7 @@ type Hooks struct {
 	StaleCompletion func(context.Context, Event)
 }
 
-func call(f func(context.Context, Event), ctx context.Context, e Event) {
+func call[E Event | ReconcileEvent](f func(context.Context, E), ctx context.Context, e E) {
 	if f != nil {
 		f(ctx, e)
 	}

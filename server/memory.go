@@ -35,6 +35,10 @@ func NewMemoryStore() *MemoryStore {
 const lazySweep = 8
 
 type memRecord struct {
+	op          Operation // Attempt unused: see attempt
+	request     []byte    // Leased mode: encodeRequest's form
+	createdAt   time.Time
+	reconcileAt time.Time // Leased mode: when a reconciler looks at it next
 	fpAlg       string
 	fp          []byte
 	state       recordState
@@ -124,6 +128,8 @@ func (m *MemoryStore) tryClaim(c *claimArgs) (claimResult, <-chan struct{}) {
 func (m *MemoryStore) insert(c *claimArgs, now time.Time) claimResult {
 	m.sweepLocked(now, lazySweep, lazySweep)
 	rec := &memRecord{
+		op:      Operation{Tenant: c.tenant, Principal: c.principal, Route: c.route, Key: c.key},
+		request: c.request, createdAt: now,
 		fpAlg: fingerprintAlg, fp: c.fp, state: stateRunning, mode: c.mode,
 		token: uuid.New(), attempt: 1, expiresAt: now.Add(c.retention),
 	}

@@ -115,12 +115,16 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *claimArgs, a
 func (h *handler) claimArgs(r *http.Request, ev Event, body []byte) *claimArgs {
 	tenant, principal, route, key := ev.Tenant, ev.Principal, ev.Route, ev.Key
 	in := newFPInput(r, route, body, h.s.fpHeaders)
-	return &claimArgs{
+	c := &claimArgs{
 		scope:  scopeHash(tenant, principal, route, key),
 		tenant: tenant, principal: principal, route: route, key: key,
 		fp: fingerprintV2(in), in: in, mode: h.s.Mode,
 		lease: h.s.Lease, retention: h.s.Retention, wait: h.s.waitBound(),
 	}
+	if c.mode == Leased {
+		c.request = encodeRequest(r, h.s.fpHeaders, body)
+	}
+	return c
 }
 
 func (c *claimArgs) event() Event {

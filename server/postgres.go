@@ -243,7 +243,7 @@ func boundArg(c *claimArgs) any {
 func (s *PostgresStore) claimValues(c *claimArgs, token uuid.UUID) []any {
 	lockA, lockB := c.lockKeys()
 	return []any{c.scope[:], c.tenant, c.principal, c.route, c.key, fingerprintAlg, c.fp,
-		[16]byte(token), leaseArg(c), c.retention, s.offset(), boundArg(c), lockA, lockB}
+		[16]byte(token), leaseArg(c), c.retention, s.offset(), boundArg(c), lockA, lockB, c.request}
 }
 
 // lockKeys are the keys of the scope's advisory lock: the first eight

@@ -98,7 +98,11 @@ func (f pgFence) checkpoint(ctx context.Context, point string, data []byte) erro
 }
 
 func (f pgFence) complete(ctx context.Context, res *response) error {
-	return f.exec(ctx, sqlComplete, string(res.state), res.status, encodeHeader(res.header), res.body)
+	var status any // NULL for a reconciler's result-unavailable: no response at all
+	if res.status != 0 {
+		status = res.status
+	}
+	return f.exec(ctx, sqlComplete, string(res.state), status, encodeHeader(res.header), res.body)
 }
 
 // abort releases the key when the request was refused on a first attempt

@@ -62,10 +62,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now() + $10::interval, now() + $1
 // sqlInsert claims a key in Leased mode. Its arguments (claimValues),
 // shared with sqlReclaim: $1 scope_hash, $2 tenant, $3 principal, $4 route,
 // $5 key, $6 fp_alg, $7 fingerprint, $8 token, $9 lease, $10 retention,
-// $11 clock offset, $12 wait bound, $13 and $14 lock keys.
+// $11 clock offset, $12 wait bound, $13 and $14 lock keys, $15 request
+// (NULL in Transactional mode).
 var sqlInsert = `INSERT INTO idem_records AS r (scope_hash, tenant, principal, route, idem_key,
-    fp_alg, fingerprint, state, token, attempt, locked_until, created_at, expires_at)
-SELECT $1, $2, $3, $4, $5, $6, $7, 'running', $8, 1, clock.t + $9::interval, clock.t, clock.t + $10::interval
+    fp_alg, fingerprint, state, token, attempt, locked_until, created_at, expires_at, request)
+SELECT $1, $2, $3, $4, $5, $6, $7, 'running', $8, 1, clock.t + $9::interval, clock.t, clock.t + $10::interval, $15
 FROM ` + fmt.Sprintf(boundedClock, "$13", "$14", "$12", "$11") + `
 ON CONFLICT (scope_hash) DO NOTHING
 RETURNING true`
@@ -76,7 +77,8 @@ RETURNING true`
 var sqlReclaim = `UPDATE idem_records AS r SET tenant = $2, principal = $3, route = $4, idem_key = $5,
     fp_alg = $6, fingerprint = $7, state = 'running', token = $8, attempt = 1,
     locked_until = clock.t + $9::interval, recovery_point = NULL, recovery_data = NULL,
-    status = NULL, headers = NULL, body = NULL, created_at = clock.t, expires_at = clock.t + $10::interval
+    status = NULL, headers = NULL, body = NULL, created_at = clock.t, expires_at = clock.t + $10::interval,
+    request = $15, reconcile_at = NULL
 FROM ` + fmt.Sprintf(boundedClock, "$13", "$14", "$12", "$11") + `
 WHERE r.scope_hash = $1 AND r.expires_at <= clock.t
 RETURNING 1, NULL::text, NULL::jsonb`

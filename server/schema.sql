@@ -37,10 +37,24 @@ CREATE TABLE IF NOT EXISTS idem_records (
     headers        bytea,
     body           bytea,
     created_at     timestamptz NOT NULL,
-    expires_at     timestamptz NOT NULL
+    expires_at     timestamptz NOT NULL,
+    -- Leased mode: the request as the handler saw it (method, path and
+    -- query, pattern, path values, Content-Type and the fingerprinted
+    -- headers, body), for a reconciler.
+    request        bytea,
+    -- Leased mode: when a reconciler looks at an abandoned operation next
+    -- (NULL: as soon as its lease has ended).
+    reconcile_at   timestamptz
 ) WITH (fillfactor = 90);
 
 CREATE INDEX IF NOT EXISTS idem_records_expires_at ON idem_records (expires_at);
+
+-- Tables of versions before the reconciler gain its columns (no-ops on a
+-- new table), and the index by which reconcilers find abandoned operations:
+-- only running records, which Transactional requests never commit.
+ALTER TABLE idem_records ADD COLUMN IF NOT EXISTS request bytea;
+ALTER TABLE idem_records ADD COLUMN IF NOT EXISTS reconcile_at timestamptz;
+CREATE INDEX IF NOT EXISTS idem_records_running ON idem_records (locked_until) WHERE state = 'running';
 
 -- Versions before the binary header block stored the headers as jsonb. The
 -- column becomes bytea holding that JSON's text, which decodeHeader still

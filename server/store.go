@@ -22,6 +22,10 @@ type Store interface {
 	Sweep(ctx context.Context, limit int) (int, error)
 
 	claim(ctx context.Context, c *claimArgs) (claimResult, error)
+	// takeAbandoned takes over at most limit abandoned operations of
+	// routes (running, lease ended, due for a reconciler), each under a new
+	// token and a lease of its own.
+	takeAbandoned(ctx context.Context, routes []string, lease time.Duration, limit int) ([]*taken, error)
 }
 
 // ErrLeaseLost is returned by Lease methods, and reported to hooks as a
@@ -50,6 +54,7 @@ type claimArgs struct {
 	in                            *fpInput // for a record stored by another algorithm
 	mode                          Mode
 	lease, retention, wait        time.Duration
+	request                       []byte // Leased mode: the stored request (encodeRequest), for a reconciler
 }
 
 // matches reports whether a stored digest made with alg is this request's.

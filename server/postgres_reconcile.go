@@ -1,0 +1,87 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// sqlTakeAbandoned takes over at most $2 abandoned operations of the
+// routes $1 (running, lease ended, due, within retention), oldest lease
+// first, skipping any that a claim or another reconciler holds, each under
+// a new token and a lease of $3: $4 clock. Like a takeover, it makes the
+// record live at least a lease past the new lease. The row locks of
+// FOR UPDATE and the token each UPDATE replaces exclude a retry's takeover
+// of the same operation, which matches the token it read.
+const sqlTakeAbandoned = `WITH clock AS (SELECT statement_timestamp() + $4::interval AS t),
+due AS (
+    SELECT r.scope_hash FROM idem_records AS r, clock
+    WHERE r.state = 'running' AND r.locked_until <= clock.t AND r.route = ANY($1)
+        AND (r.reconcile_at IS NULL OR r.reconcile_at <= clock.t) AND r.expires_at > clock.t
+    ORDER BY r.locked_until
+    LIMIT $2
+    FOR UPDATE OF r SKIP LOCKED)
+UPDATE idem_records AS r SET token = gen_random_uuid(), attempt = r.attempt + 1,
+    locked_until = clock.t + $3::interval, expires_at = greatest(r.expires_at, clock.t + 2 * $3::interval),
+    reconcile_at = NULL
+FROM due, clock
+WHERE r.scope_hash = due.scope_hash
+RETURNING r.scope_hash, r.tenant, r.principal, r.route, r.idem_key, r.token, r.attempt,
+    r.recovery_point, r.recovery_data, r.request,
+    (extract(epoch FROM clock.t - r.created_at) * 1000000)::bigint`
+
+// sqlFree deletes the record of an operation that did not happen.
+const sqlFree = `DELETE FROM idem_records WHERE scope_hash = $1 AND token = $2 AND state = 'running'`
+
+// sqlPostpone ends the lease now and makes the operation due for a
+// reconciler after $4: $3 clock.
+const sqlPostpone = `UPDATE idem_records SET locked_until = statement_timestamp() + $3::interval,
+    reconcile_at = statement_timestamp() + $3::interval + $4::interval
+WHERE scope_hash = $1 AND token = $2 AND state = 'running'`
+
+func (s *PostgresStore) takeAbandoned(ctx context.Context, routes []string, lease time.Duration, limit int) ([]*taken, error) {
+	conn, err := s.db.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, sqlTakeAbandoned, routes, limit, lease, s.offset())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, s.scanTaken)
+}
+
+func (s *PostgresStore) scanTaken(row pgx.CollectableRow) (*taken, error) {
+	var (
+		scope, request []byte
+		token          [16]byte
+		point          *string
+		t              taken
+		ageMicros      int64
+	)
+	err := row.Scan(&scope, &t.op.Tenant, &t.op.Principal, &t.op.Route, &t.op.Key, &token, &t.op.Attempt,
+		&point, &t.recovery.Data, &request, &ageMicros)
+	if err != nil {
+		return nil, err
+	}
+	if point != nil {
+		t.recovery.Point = *point
+	}
+	t.request = request
+	t.age = time.Duration(ageMicros) * time.Microsecond
+	f := pgFence{s: s, token: uuid.UUID(token)}
+	copy(f.scope[:], scope)
+	t.fence = f
+	return &t, nil
+}
+
+func (f pgFence) free(ctx context.Context) error {
+	return f.exec(ctx, sqlFree)
+}
+
+func (f pgFence) postpone(ctx context.Context, wait time.Duration) error {
+	return f.exec(ctx, sqlPostpone, f.s.offset(), wait)
+}

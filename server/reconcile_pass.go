@@ -1,0 +1,174 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// taken is an abandoned operation that a store took over for a
+// reconciler, under a token of its own.
+type taken struct {
+	op       Operation
+	recovery Recovery
+	request  []byte        // encodeRequest's form
+	age      time.Duration // since the first claim, by the store's clock
+	fence    settleFence
+}
+
+// settleFence stores a reconciler's answer under the token it took the
+// operation over with; each returns ErrLeaseLost when another attempt
+// owns the operation by then.
+type settleFence interface {
+	// complete stores res (stateDone, or stateUnavailable for MaxAge).
+	complete(ctx context.Context, res *response) error
+	// free deletes the record: a later retry runs afresh.
+	free(ctx context.Context) error
+	// postpone ends the lease now and makes the operation due again after
+	// wait.
+	postpone(ctx context.Context, wait time.Duration) error
+}
+
+// pass takes over and settles abandoned operations, batch after batch,
+// until none is due or ctx is done, and returns how many it took over.
+// An operation answered NotKnown is due again only after its backoff, so
+// a pass ends.
+func (rc *reconciler) pass(ctx context.Context) (int, error) {
+	total := 0
+	for ctx.Err() == nil {
+		batch, err := rc.store.takeAbandoned(ctx, rc.routes, rc.cfg.Lease, rc.cfg.Batch)
+		if err != nil {
+			return total, fmt.Errorf("server: reconcile: %w", err)
+		}
+		var wg sync.WaitGroup
+		for _, t := range batch {
+			wg.Go(func() { rc.settle(ctx, t) })
+		}
+		wg.Wait()
+		total += len(batch)
+		if len(batch) < rc.cfg.Batch {
+			return total, nil
+		}
+	}
+	return total, ctx.Err()
+}
+
+// settle asks the route's function about t and stores its answer. The
+// answer is stored even when ctx is done: the function's work is done.
+func (rc *reconciler) settle(ctx context.Context, t *taken) {
+	ev := ReconcileEvent{Operation: t.op}
+	call(rc.cfg.Hooks.TakenOver, ctx, ev)
+	rc.log(ctx, slog.LevelWarn, "idem: reconciler took over an abandoned operation", ev)
+	st, err := rc.ask(ctx, t)
+	wctx, cancel := detached(ctx)
+	defer cancel()
+	ev.Answer, ev.Err = st.Answer, err
+	switch {
+	case err == nil && st.Answer == Completed:
+		ev.Status = st.Status
+		ev.Err = t.fence.complete(wctx, st.response())
+	case err == nil && st.Answer == NotHappened:
+		ev.Err = t.fence.free(wctx)
+	case t.age >= rc.cfg.MaxAge && ctx.Err() == nil:
+		rc.park(ctx, wctx, t, ev)
+		return
+	default:
+		ev.Answer = NotKnown
+		wait := rc.backoff(t.op.Attempt)
+		if ctx.Err() != nil {
+			wait = 0 // stopping: due at once, for another reconciler
+		}
+		ev.Err = errors.Join(ev.Err, t.fence.postpone(wctx, wait))
+	}
+	call(rc.cfg.Hooks.Settled, ctx, ev)
+	rc.log(ctx, settledLevel(ev), "idem: reconciled", ev)
+}
+
+// park settles an operation still not known at MaxAge as result-unavailable.
+func (rc *reconciler) park(ctx, wctx context.Context, t *taken, ev ReconcileEvent) {
+	if err := t.fence.complete(wctx, &response{state: stateUnavailable}); err != nil {
+		ev.Err = errors.Join(ev.Err, err)
+		rc.log(ctx, slog.LevelError, "idem: reconciler could not park an operation", ev)
+		return
+	}
+	call(rc.cfg.Hooks.Parked, ctx, ev)
+	rc.log(ctx, slog.LevelError, "idem: operation still not known at its maximum age: settled as result-unavailable", ev)
+}
+
+func settledLevel(ev ReconcileEvent) slog.Level {
+	if ev.Err != nil {
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
+}
+
+// ask runs the route's function on t, bounded by the reconciler's lease,
+// and checks its answer. A panic in the function is an error.
+func (rc *reconciler) ask(ctx context.Context, t *taken) (st Settlement, err error) {
+	fctx, cancel := context.WithTimeout(ctx, rc.cfg.Lease)
+	defer cancel()
+	r, err := decodeRequest(fctx, t.request)
+	if err != nil {
+		return Settlement{}, err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			st, err = Settlement{}, fmt.Errorf("server: ReconcileFunc panicked: %v", p)
+		}
+	}()
+	op := &Abandoned{Operation: t.op, Request: r, Recovery: t.recovery, Age: t.age}
+	st, err = rc.cfg.Routes[t.op.Route](fctx, op)
+	if err == nil {
+		err = rc.check(st)
+	}
+	return st, err
+}
+
+// check refuses a Completed settlement that the middleware would not
+// store.
+func (rc *reconciler) check(st Settlement) error {
+	switch {
+	case st.Answer != Completed:
+		return nil
+	case st.Status < 200 || st.Status > 499:
+		return fmt.Errorf("server: a Completed settlement has status %d: want the operation's own outcome, 2xx to 4xx", st.Status)
+	case len(st.Body) > rc.cfg.MaxResponseBytes:
+		return fmt.Errorf("server: a Completed settlement's body of %d bytes is over MaxResponseBytes (%d)", len(st.Body), rc.cfg.MaxResponseBytes)
+	}
+	return nil
+}
+
+// response is the stored form of a Completed settlement: its header
+// without what the middleware never stores.
+func (st Settlement) response() *response {
+	never := headerSet(neverReplayed)
+	h := http.Header{}
+	for name, values := range st.Header {
+		if canon := http.CanonicalHeaderKey(name); !never[canon] {
+			h[canon] = append(h[canon], values...)
+		}
+	}
+	return &response{state: stateDone, status: st.Status, header: h, body: st.Body}
+}
+
+func (rc *reconciler) log(ctx context.Context, level slog.Level, msg string, ev ReconcileEvent) {
+	if !rc.cfg.Logger.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("tenant", ev.Tenant), slog.String("principal", ev.Principal),
+		slog.String("route", ev.Route), slog.String("key", ev.Key), slog.Int("attempt", ev.Attempt),
+		slog.String("answer", ev.Answer.String()),
+	}
+	if ev.Status > 0 {
+		attrs = append(attrs, slog.Int("status", ev.Status))
+	}
+	if ev.Err != nil {
+		attrs = append(attrs, slog.Any("err", ev.Err))
+	}
+	rc.cfg.Logger.LogAttrs(ctx, level, msg, attrs...)
+}
