@@ -52,6 +52,30 @@
 // recovery point; a rejection status on a first attempt that recorded no
 // recovery point releases the key.
 //
+// In Leased mode Config.Retention must be at least twice Config.Lease. A
+// record whose lease is live is never treated as expired, a takeover makes
+// the record answer for a full retention from then, and Lease.Extend keeps
+// it at least one lease past the lease's new end: a retry after a lease
+// ended always finds the record and its recovery point.
+//
+// # Reconciliation
+//
+// An operation whose attempt ended without an outcome (its node died or
+// stalled past its lease, or it answered a 5xx) waits for its client's
+// retry to take it over. RunReconciler settles such abandoned operations
+// in the background instead: it takes each over as a retry would (a new
+// fencing token and attempt number, so the stalled attempt's completion is
+// refused), hands its stored request and recovery point to the route's
+// ReconcileFunc, which looks the effect up downstream, and stores the
+// answer: Completed (the response every later retry replays), NotHappened
+// (the record is deleted; a later retry runs afresh) or NotKnown (looked at
+// again after a backoff, and settled as result-unavailable at
+// ReconcileConfig.MaxAge). Several nodes may run reconcilers over one
+// database: each operation is taken by one of them at a time. A Leased
+// claim stores its request for this (method, path and query, pattern, path
+// values, Content-Type, Content-Language and Config.FingerprintHeaders, and
+// the body; never credentials or cookies).
+//
 // # Streaming and size
 //
 // A response larger than Config.MaxResponseBytes, or one the handler
