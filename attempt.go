@@ -166,7 +166,7 @@ func firstValue(h http.Header, key string) string {
 }
 
 // retryableStatus reports whether a response with this status may be
-// retried (CONTRACT.md section 7): the request was refused or failed in a
+// retried (docs/CONTRACT.md §8): the request was refused or failed in a
 // way that a later attempt can fix.
 func retryableStatus(code int) bool {
 	switch code {

@@ -97,7 +97,7 @@ func (c *call) record(res result) {
 	c.t.cfg.Observer.attempt(c.describe(res))
 }
 
-// judge decides what follows an attempt, by CONTRACT.md section 7: the
+// judge decides what follows an attempt, by docs/CONTRACT.md §8: the
 // verdict and, for a failure, a sentence of detail and the reason (the
 // sentinel that names why the call ends).
 func (c *call) judge(res result) (v verdict, detail string, reason error) {

@@ -53,7 +53,7 @@ const (
 )
 
 // defaultRejectStatuses are the statuses that refuse the request itself:
-// they roll back and store nothing (CONTRACT section 4).
+// they roll back and store nothing (docs/CONTRACT.md §4).
 var defaultRejectStatuses = []int{400, 401, 403, 404, 405, 406, 413, 415, 422, 429}
 
 // baseReplayHeaders are always replayed when the handler set them.

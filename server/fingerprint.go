@@ -20,7 +20,7 @@ const (
 	fingerprintAlgV1 = "sha256-v1"
 )
 
-// fpInput is what an operation depends on (CONTRACT section 3).
+// fpInput is what an operation depends on (docs/CONTRACT.md §3).
 type fpInput struct {
 	method, route string
 	pathValues    [][2]string // in pattern order

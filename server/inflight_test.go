@@ -141,7 +141,7 @@ func TestWaitingDuplicateRunsWhenTheFirstFails(t *testing.T) {
 
 // A corrected retry that arrives while the request it corrects is still
 // running waits for it, whatever its fingerprint: when the first ends in a
-// rejection status the retry is processed (CONTRACT section 4), not
+// rejection status the retry is processed (docs/CONTRACT.md §4), not
 // refused as a reused key.
 func TestCorrectedRetryWaitsForTheRejectedRequest(t *testing.T) {
 	eachStore(t, func(t *testing.T, k *kit) {

@@ -15,7 +15,7 @@ import (
 
 // Middleware returns a middleware that runs each keyed request to a route
 // at most once per key and scope, and answers every retry with the stored
-// response (CONTRACT.md). store nil means a new MemoryStore. Mount it per
+// response (docs/CONTRACT.md). store nil means a new MemoryStore. Mount it per
 // handler, so that r.Pattern names the route:
 //
 //	payments := server.Middleware(store, server.Config{Scope: scope})

@@ -128,7 +128,7 @@ const (
 // decide judges a found record for c. A request waits for an open attempt
 // whatever its fingerprint, as it waits for a Postgres transaction's lock:
 // a corrected retry of a request that ends in a rejection status is then
-// processed instead of refused with 422 (CONTRACT section 4).
+// processed instead of refused with 422 (docs/CONTRACT.md §4).
 func decide(f *found, c *claimArgs) verdict {
 	switch {
 	case f.expired && !f.open && !f.leased():

@@ -1,5 +1,5 @@
-// Package wire holds the parts of the idem wire contract (CONTRACT.md in the
-// design notes) that the client, the server and the testserver must agree on
+// Package wire holds the parts of the idem contract (docs/CONTRACT.md) that
+// the client, the server and the testserver must agree on
 // byte for byte: header names, the Idempotency-Key syntax, Retry-After and
 // the RFC 9457 problem documents. It has no state and is safe for concurrent
 // use.
