@@ -184,7 +184,7 @@ func grown[T any](s []T, n int) []T {
 	if cap(s)-len(s) >= n {
 		return s
 	}
-	g := make([]T, len(s), 2*len(s)+n+16)
+	g := make([]T, len(s), max(2*len(s)+n, 4))
 	copy(g, s)
 	return g
 }
