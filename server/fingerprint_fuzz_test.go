@@ -16,7 +16,8 @@ import (
 // FuzzFingerprint checks the fingerprint of request bodies. For any body it
 // never panics. For a JSON body: the canonical form is a fixed point, valid
 // JSON, and decodes to what the body decodes to; the same document written
-// again with shuffled object members, random insignificant whitespace and
+// again with shuffled object members (where the order does not count: see
+// jsonWriter.shuffle), random insignificant whitespace and
 // random string escapes (built from a parse that keeps numbers as written,
 // never through float64) has the same digest; and the document with one
 // scalar or member name changed has another digest. seed drives the
