@@ -12,11 +12,17 @@ import (
 // keeps computing the old ones, so that a change never turns an honest
 // retry of a stored request into 422 key-reused.
 const (
-	// fingerprintAlg names fingerprintV2, the algorithm of new records.
-	fingerprintAlg = "sha256-v2"
-	// fingerprintAlgV1 names fingerprintV1, which left out the path under
-	// a catch-all pattern ("POST /v1/accounts/"); records stored with it
-	// are still compared with it.
+	// fingerprintAlg names fingerprintV3, the algorithm of new records.
+	fingerprintAlg = "sha256-v3"
+	// fingerprintAlgV2 names fingerprintV2, which sorted the members of
+	// every object, so that {"amount":100,"AMOUNT":5000} and
+	// {"AMOUNT":5000,"amount":100}, which encoding/json reads as 5000 and
+	// 100, had one digest; records stored with it are still compared with
+	// it.
+	fingerprintAlgV2 = "sha256-v2"
+	// fingerprintAlgV1 names fingerprintV1, which also left out the path
+	// under a catch-all pattern ("POST /v1/accounts/"); records stored
+	// with it are still compared with it.
 	fingerprintAlgV1 = "sha256-v1"
 )
 
@@ -28,8 +34,8 @@ type fpInput struct {
 	body          []byte
 	// subtree is the escaped path of a request routed by a catch-all
 	// pattern (one that ends in "/"), which the pattern does not name:
-	// "POST /v1/accounts/1" and "/2" are two operations. Only
-	// fingerprintV2 hashes it.
+	// "POST /v1/accounts/1" and "/2" are two operations. fingerprintV1
+	// leaves it out.
 	subtree string
 }
 
@@ -72,11 +78,17 @@ func wildcards(pattern string) []string {
 	}
 }
 
+// fingerprint is the digest of in that a new record stores, beside the
+// name fingerprintAlg.
+func fingerprint(in *fpInput) []byte { return fingerprintV3(in) }
+
 // fingerprintWith computes the digest of in with the named algorithm, and
 // reports whether the algorithm is known.
 func fingerprintWith(alg string, in *fpInput) ([]byte, bool) {
 	switch alg {
 	case fingerprintAlg:
+		return fingerprintV3(in), true
+	case fingerprintAlgV2:
 		return fingerprintV2(in), true
 	case fingerprintAlgV1:
 		return fingerprintV1(in), true
@@ -85,22 +97,31 @@ func fingerprintWith(alg string, in *fpInput) ([]byte, bool) {
 	}
 }
 
+// fingerprintV3 is fingerprintV2 under its own name with the body in
+// canonicalJSON's form: an object with two member names that a
+// case-insensitive decoder matches as one keeps its members in document
+// order. Its bytes must never change (the test pins them): a new algorithm
+// gets a new name.
+func fingerprintV3(in *fpInput) []byte {
+	return sha256Fields(fingerprintAlg, in, true, canonicalJSON)
+}
+
 // fingerprintV2 is fingerprintV1 under its own name with the subtree of a
 // catch-all pattern after the path values. Its bytes must never change
-// (the test pins them): a new algorithm gets a new name.
+// (the test pins them).
 func fingerprintV2(in *fpInput) []byte {
-	return sha256Fields(fingerprintAlg, in, true)
+	return sha256Fields(fingerprintAlgV2, in, true, canonicalJSONV2)
 }
 
 // fingerprintV1 is SHA-256 over length-prefixed fields: the algorithm's
 // name, method, route, path values, headers, then the body as canonical
-// JSON (tagged "json") or its raw bytes (tagged "raw"). Its bytes must
-// never change (the test pins them).
+// JSON (canonicalJSONV2, tagged "json") or its raw bytes (tagged "raw").
+// Its bytes must never change (the test pins them).
 func fingerprintV1(in *fpInput) []byte {
-	return sha256Fields(fingerprintAlgV1, in, false)
+	return sha256Fields(fingerprintAlgV1, in, false, canonicalJSONV2)
 }
 
-func sha256Fields(alg string, in *fpInput, subtree bool) []byte {
+func sha256Fields(alg string, in *fpInput, subtree bool, canonical func([]byte) ([]byte, bool)) []byte {
 	var buf [256]byte
 	b := appendFields(buf[:0], alg, in.method, in.route)
 	b = appendPairs(b, in.pathValues)
@@ -109,7 +130,7 @@ func sha256Fields(alg string, in *fpInput, subtree bool) []byte {
 	}
 	b = appendPairs(b, in.headers)
 	body, tag := in.body, "raw"
-	if canon, ok := canonicalJSON(in.body); ok {
+	if canon, ok := canonical(in.body); ok {
 		body, tag = canon, "json"
 	}
 	b = appendFields(b, tag)

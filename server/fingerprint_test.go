@@ -35,7 +35,7 @@ func digestOf(t *testing.T, pattern, method, target, body string, headers ...str
 	mux := http.NewServeMux()
 	mux.HandleFunc(pattern, func(_ http.ResponseWriter, r *http.Request) {
 		s := newSettings(Config{FingerprintHeaders: []string{"api-version"}})
-		digest = fingerprintV2(newFPInput(r, s.route(r), []byte(body), s.fpHeaders))
+		digest = fingerprint(newFPInput(r, s.route(r), []byte(body), s.fpHeaders))
 	})
 	req := httptest.NewRequest(method, target, strings.NewReader(body))
 	for i := 0; i+1 < len(headers); i += 2 {
@@ -80,16 +80,35 @@ func TestFingerprint(t *testing.T) {
 
 func TestMatchesComparesUnderTheStoredAlgorithm(t *testing.T) {
 	in := &fpInput{method: "POST", route: "POST /x/", body: []byte(`{}`), subtree: "/x/1"}
-	c := &claimArgs{fp: fingerprintV2(in), in: in}
+	c := &claimArgs{fp: fingerprint(in), in: in}
 	other := &fpInput{method: "POST", route: "POST /x/", body: []byte(`{}`), subtree: "/x/2"}
 	zeros := bytes.Repeat([]byte{0}, 32)
-	assert.True(t, c.matches(fingerprintAlg, fingerprintV2(in)))
-	assert.False(t, c.matches(fingerprintAlg, fingerprintV2(other)), "v2 tells the paths under a catch-all apart")
+	assert.True(t, c.matches(fingerprintAlg, fingerprintV3(in)))
+	assert.False(t, c.matches(fingerprintAlg, fingerprintV3(other)), "v3 tells the paths under a catch-all apart")
 	assert.False(t, c.matches(fingerprintAlg, zeros))
+	assert.True(t, c.matches(fingerprintAlgV2, fingerprintV2(in)), "a v2 record is compared with v2")
+	assert.False(t, c.matches(fingerprintAlgV2, fingerprintV2(other)), "v2 tells the paths under a catch-all apart")
+	assert.False(t, c.matches(fingerprintAlgV2, fingerprintV3(in)))
 	assert.True(t, c.matches(fingerprintAlgV1, fingerprintV1(in)), "a v1 record is compared with v1")
 	assert.True(t, c.matches(fingerprintAlgV1, fingerprintV1(other)), "v1 never saw the path under a catch-all")
 	assert.False(t, c.matches(fingerprintAlgV1, zeros))
 	assert.True(t, c.matches("sha3-v9", []byte{1}), "an unknown algorithm is accepted")
+}
+
+// A record stored under sha256-v2 is compared with v2, which sorted names
+// that fold together: an honest retry replays, and so (v2's flaw, left to
+// its records) does the body with those members in the other order; under
+// v3 that body is another request.
+func TestMatchesUnderV2SortsNamesThatFoldTogether(t *testing.T) {
+	body := func(s string) *fpInput { return &fpInput{method: "POST", route: "POST /v1/payments", body: []byte(s)} }
+	first := body(`{"amount_cents":100,"AMOUNT_CENTS":5000}`)
+	honest := &claimArgs{fp: fingerprint(first), in: first}
+	swapped := body(`{"AMOUNT_CENTS":5000,"amount_cents":100}`)
+	other := &claimArgs{fp: fingerprint(swapped), in: swapped}
+	assert.True(t, honest.matches(fingerprintAlgV2, fingerprintV2(first)), "an honest retry of a v2 record")
+	assert.True(t, other.matches(fingerprintAlgV2, fingerprintV2(first)), "v2 cannot tell the orders apart")
+	assert.True(t, honest.matches(fingerprintAlg, fingerprintV3(first)))
+	assert.False(t, other.matches(fingerprintAlg, fingerprintV3(first)), "v3 tells the orders apart")
 }
 
 func TestScopeHashSeparatesParts(t *testing.T) {
@@ -100,21 +119,27 @@ func TestScopeHashSeparatesParts(t *testing.T) {
 	}
 }
 
-// TestDigestsAreStable pins sha256-v1, sha256-v2 and the scope hash: stored records
-// hold these digests, so a change of their bytes would turn honest retries
-// into 422s and make stored records unreachable. A new algorithm needs a
-// new name.
+// TestDigestsAreStable pins sha256-v1, -v2, -v3 and the scope hash: stored
+// records hold these digests, so a change of their bytes would turn honest
+// retries into 422s and make stored records unreachable. A new algorithm
+// needs a new name.
 func TestDigestsAreStable(t *testing.T) {
 	in := &fpInput{method: "POST", route: "POST /v1/{acct}/payments", pathValues: [][2]string{{"acct", "a1"}},
 		headers: [][2]string{{"Api-Version", "2"}}, body: []byte(`{"b":1, "a":[1.0,"x"]}`)}
 	raw := &fpInput{method: "PATCH", route: "PATCH /x", pathValues: [][2]string{{"", "/x"}}, body: []byte("a=1&b=2")}
 	sub := &fpInput{method: "POST", route: "POST /v1/accounts/", body: []byte(`{}`), subtree: "/v1/accounts/a%2F1"}
+	folds := &fpInput{method: "POST", route: "POST /v1/payments", body: []byte(`{"b":{"a":1,"A":2}, "a":0}`)}
 	scope := scopeHash("t", "p", "POST /v1/payments", "k1")
 	assert.Equal(t, "24ebe1bb765e63498ae8c6d1c7bc5903ea65aeefba0ba75b90beefc8d7d55427", hex.EncodeToString(fingerprintV1(in)))
 	assert.Equal(t, "1704783c9d573062bd787614d3e049c065a647e96efa48e8a1d4e002f25d5f03", hex.EncodeToString(fingerprintV1(raw)))
 	assert.Equal(t, "70f0ad954baccc7ead5e3681800a331cb3f7c980db561c9e28d94992c4962d1b", hex.EncodeToString(fingerprintV2(in)))
 	assert.Equal(t, "73be8894df1576bf2afc9570ed7560000dfe241c0218e7fab34ef2298d6a502b", hex.EncodeToString(fingerprintV2(raw)))
 	assert.Equal(t, "07f34f7a6f7bb6fe28a528e427f45ecfc3675d17ad964075e8237821326066ed", hex.EncodeToString(fingerprintV2(sub)))
+	assert.Equal(t, "89dc9e5845de6c6d9b254cbe05b30b95e2184592e4185e68b7bde4c9ba586eaf", hex.EncodeToString(fingerprintV2(folds)))
+	assert.Equal(t, "b05cd1e26f17e4c4678b5841883cf7d983b15029462c308bb603b6bf20da5c1c", hex.EncodeToString(fingerprintV3(in)))
+	assert.Equal(t, "c4e69f2fa888ce5b1279b7f24a1e6467c99fdf772401f5ae5f3ae9f7240a0fce", hex.EncodeToString(fingerprintV3(raw)))
+	assert.Equal(t, "2404094ad373aac9a7d697c2fb0fc030b7797122b4860269c171ee9294cbc05e", hex.EncodeToString(fingerprintV3(sub)))
+	assert.Equal(t, "f7d2502afba56bc20631df018bae4529bb9e9aea9f1b7533b475d125c5dc24ae", hex.EncodeToString(fingerprintV3(folds)))
 	assert.Equal(t, "ef9afb478c59661c77645e1d260f4511e166d680bac46f18aab376d4e2039f1a", hex.EncodeToString(scope[:]))
 }
 
@@ -122,7 +147,7 @@ func BenchmarkFingerprint(b *testing.B) {
 	in := &fpInput{method: "POST", route: "POST /v1/payments", body: []byte(`{"account":7,"amount":25}`)}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = fingerprintV2(in)
+		_ = fingerprint(in)
 		_ = scopeHash("tenant", "principal", "POST /v1/payments", "8e03978e-40d5-43e8-bc93-6894a57f9324")
 	}
 }

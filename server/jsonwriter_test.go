@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -67,8 +68,12 @@ func (w *jsonWriter) value(n *jsonNode) {
 }
 
 // shuffle permutes members, keeping the relative order of members that
-// share a name.
+// share a name, and keeping all in order when two names differ but fold
+// together (sha256-v3: the order is part of the value).
 func (w *jsonWriter) shuffle(members []jsonMember) []jsonMember {
+	if foldTogether(members) {
+		return members
+	}
 	byName := map[string][]jsonMember{}
 	for _, m := range members {
 		name := fmt.Sprint(m.key) // exact: lone surrogates stay distinct
@@ -81,6 +86,21 @@ func (w *jsonWriter) shuffle(members []jsonMember) []jsonMember {
 		byName[name] = byName[name][1:]
 	}
 	return out
+}
+
+// foldTogether reports whether two members have names that encoding/json
+// matches as one field (string of the code points turns a lone surrogate
+// into U+FFFD) but that differ.
+func foldTogether(members []jsonMember) bool {
+	for i := range members {
+		for j := range i {
+			a, b := members[i].key, members[j].key
+			if strings.EqualFold(string(a), string(b)) && !slices.Equal(a, b) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 var shortEscapes = map[rune]string{'"': `\"`, '\\': `\\`, '/': `\/`, '\b': `\b`, '\f': `\f`, '\n': `\n`, '\r': `\r`, '\t': `\t`}

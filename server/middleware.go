@@ -118,7 +118,7 @@ func (h *handler) claimArgs(r *http.Request, ev Event, body []byte) *claimArgs {
 	c := &claimArgs{
 		scope:  scopeHash(tenant, principal, route, key),
 		tenant: tenant, principal: principal, route: route, key: key,
-		fp: fingerprintV2(in), in: in, mode: h.s.Mode,
+		fp: fingerprint(in), in: in, mode: h.s.Mode,
 		lease: h.s.Lease, retention: h.s.Retention, wait: h.s.waitBound(),
 	}
 	if c.mode == Leased {

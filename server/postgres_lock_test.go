@@ -99,7 +99,7 @@ func TestRecordWrittenWithoutTheLockFailsTheCommit(t *testing.T) {
 	const key, route = "k-unlocked", "POST /v1/payments"
 	foreign := func(ctx context.Context) error { // a writer that took no lock: an older node, a manual insert
 		scope := scopeHash("", "", route, key)
-		fp := fingerprintV2(&fpInput{method: "POST", route: route, body: []byte("{}")})
+		fp := fingerprint(&fpInput{method: "POST", route: route, body: []byte("{}")})
 		_, err := k.pool.Exec(ctx, sqlInsertDone, scope[:], "", "", route, key, fingerprintAlg, fp, string(stateDone),
 			[16]byte(uuid.New()), time.Duration(0), time.Hour, http.StatusCreated, encodeHeader(http.Header{}), []byte("foreign"))
 		return err

@@ -173,8 +173,10 @@ func (a *pgTxAttempt) lease() *Lease     { return nil }
 // excluded) is an error: the caller must not send the handler's response,
 // whose effects may not have committed.
 func (a *pgTxAttempt) complete(ctx context.Context, res *response) error {
-	a.guard.close()
-	err := a.store(ctx, res)
+	err := a.guard.close() // ErrTxEnded: the handler ended the transaction
+	if err == nil {
+		err = a.store(ctx, res)
+	}
 	_ = endTx(ctx, a.conn) // rolls back only what did not commit
 	a.s.local.remove(a.c.scope)
 	if err != nil {
@@ -185,8 +187,7 @@ func (a *pgTxAttempt) complete(ctx context.Context, res *response) error {
 
 // abort rolls the transaction back: claim and effects vanish together.
 func (a *pgTxAttempt) abort(ctx context.Context, reject bool) error {
-	a.guard.close()
-	err := endTx(ctx, a.conn)
+	err := errors.Join(a.guard.close(), endTx(ctx, a.conn))
 	a.s.local.remove(a.c.scope)
 	if err != nil {
 		return fmt.Errorf("server: rollback: %w", err)

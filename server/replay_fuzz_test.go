@@ -26,7 +26,7 @@ import (
 // order, and the body byte for byte, or 500 result-unavailable for a
 // streamed result, or a fresh run for a status that is not stored.
 //
-//	go test -run '^$' -fuzz 'FuzzReplay$' -fuzztime 5m ./server
+//	go test -run '^$' -fuzz 'FuzzReplay$' -fuzztime 5m -fuzzminimizetime 10s ./server
 func FuzzReplay(f *testing.F) {
 	addReplaySeeds(f)
 	f.Fuzz(func(t *testing.T, status uint16, headers, body []byte, writes uint8, flush bool) {
@@ -37,7 +37,7 @@ func FuzzReplay(f *testing.F) {
 // FuzzReplayPostgres is FuzzReplay over a PostgresStore, where headers and
 // body make a round trip through the database.
 //
-//	go test -run '^$' -fuzz FuzzReplayPostgres -fuzztime 5m ./server
+//	go test -run '^$' -fuzz FuzzReplayPostgres -fuzztime 5m -fuzzminimizetime 10s ./server
 func FuzzReplayPostgres(f *testing.F) {
 	if os.Getenv("DATABASE_URL") == "" && os.Getenv("CI") != "true" {
 		f.Skip("DATABASE_URL is not set; skipping the Postgres fuzz target")

@@ -124,7 +124,11 @@ func (x *runner) release(reject bool, cause error) {
 	x.ev.Err = errors.Join(cause, x.att.abort(ctx, reject))
 	x.settled = true
 	call(x.h.s.Hooks.Released, x.ctx, x.ev)
-	x.h.s.log(x.ctx, slog.LevelInfo, "idem: released", x.ev)
+	level := slog.LevelInfo
+	if errors.Is(x.ev.Err, ErrTxEnded) { // what the handler committed itself stays, with no record
+		level = slog.LevelError
+	}
+	x.h.s.log(x.ctx, level, "idem: released", x.ev)
 }
 
 // onPanic releases the attempt of a handler or hook that panicked, unless

@@ -14,6 +14,15 @@ import (
 // handler's response status (a 5xx or a rejection status rolls back).
 var ErrTxManaged = errors.New("server: the idempotency middleware commits or rolls back this transaction")
 
+// ErrTxEnded is the error of a Transactional request whose handler ended
+// the transaction that Tx gave it with SQL of its own (COMMIT, END,
+// ROLLBACK, ABORT, PREPARE TRANSACTION, COMMIT AND CHAIN): from then on the
+// methods of that Tx return it, and the middleware answers 500
+// commit-failed and stores no response, because what the handler did may
+// have committed without the idempotency record, or rolled back. Hooks see
+// it in Event.Err.
+var ErrTxEnded = errors.New("server: the handler ended the idempotency middleware's transaction with SQL of its own; its response is not stored")
+
 // guardTx is the pgx.Tx a handler gets, and the savepoints begun from it.
 // It forwards to the real transaction until the middleware closes it,
 // refuses Commit and Rollback of the transaction itself, and after close
@@ -23,23 +32,76 @@ var ErrTxManaged = errors.New("server: the idempotency middleware commits or rol
 // that the handler took while it ran is not guarded: it must not be kept.
 // guardTx does not embed pgx.Tx, so that a method pgx adds to the
 // interface breaks the build until it is guarded here.
+//
+// It also watches for a handler that ends the transaction with SQL (see
+// ErrTxEnded), without parsing any: before each call, after each call that
+// has finished on the wire when it returns, and when the middleware closes
+// it, it looks at the connection's transaction status, which pgconn keeps
+// from the server's last ReadyForQuery message ('I': outside a transaction
+// block), and after Exec at the command tag (COMMIT, which COMMIT AND CHAIN
+// reports while leaving a new transaction open). It costs no round trip.
+// It cannot see a transaction that one call ends and begins again
+// ("COMMIT; BEGIN", ROLLBACK AND CHAIN, COMMIT AND CHAIN other than in
+// Exec), nor one ended and begun again through the *pgx.Conn (see Tx).
 type guardTx struct {
 	tx     pgx.Tx
-	closed *atomic.Bool // shared by the transaction and its savepoints
-	nested bool         // a savepoint: its Commit and Rollback are the handler's
+	state  *guardState // shared by the transaction and its savepoints
+	nested bool        // a savepoint: its Commit and Rollback are the handler's
+}
+
+// guardState is what a transaction's guardTx and its savepoints share.
+type guardState struct {
+	closed atomic.Bool // the middleware closed the guard: the handler returned
+	ended  atomic.Bool // the handler ended the transaction
 }
 
 var _ pgx.Tx = (*guardTx)(nil)
 
-func newGuardTx(tx pgx.Tx) *guardTx { return &guardTx{tx: tx, closed: new(atomic.Bool)} }
+func newGuardTx(tx pgx.Tx) *guardTx { return &guardTx{tx: tx, state: new(guardState)} }
 
-func (g *guardTx) close() { g.closed.Store(true) }
-
-func (g *guardTx) check() error {
-	if g.closed.Load() {
-		return pgx.ErrTxClosed
+// close ends the handler's use of the transaction. It returns ErrTxEnded
+// when the handler ended the transaction: the middleware must then not
+// commit what is open on the connection as the request's outcome.
+func (g *guardTx) close() error {
+	g.state.closed.Store(true)
+	if g.ended() {
+		return ErrTxEnded
 	}
 	return nil
+}
+
+func (g *guardTx) check() error {
+	switch {
+	case g.state.closed.Load():
+		return pgx.ErrTxClosed
+	case g.ended():
+		return ErrTxEnded
+	}
+	return nil
+}
+
+// ended reports whether the handler ended the transaction: the server
+// found the connection outside a transaction block at the end of its last
+// command, now or at an earlier look. A failed transaction ('E') has not
+// ended: its commit fails and rolls it back.
+func (g *guardTx) ended() bool {
+	if g.state.ended.Load() {
+		return true
+	}
+	if g.tx.Conn().PgConn().TxStatus() != 'I' {
+		return false
+	}
+	g.state.ended.Store(true)
+	return true
+}
+
+// after returns the error of a call that has finished on the wire, with
+// ErrTxEnded when the call ended the transaction.
+func (g *guardTx) after(err error) error {
+	if g.ended() {
+		return errors.Join(err, ErrTxEnded)
+	}
+	return err
 }
 
 // Begin starts a savepoint ("nested transaction") inside the transaction.
@@ -48,10 +110,10 @@ func (g *guardTx) Begin(ctx context.Context) (pgx.Tx, error) {
 		return nil, err
 	}
 	sp, err := g.tx.Begin(ctx)
-	if err != nil {
+	if err = g.after(err); err != nil {
 		return nil, err
 	}
-	return &guardTx{tx: sp, closed: g.closed, nested: true}, nil
+	return &guardTx{tx: sp, state: g.state, nested: true}, nil
 }
 
 // Commit releases a savepoint, and refuses for the transaction: the
@@ -61,7 +123,7 @@ func (g *guardTx) Commit(ctx context.Context) error {
 		return err
 	}
 	if g.nested {
-		return g.tx.Commit(ctx)
+		return g.after(g.tx.Commit(ctx))
 	}
 	return ErrTxManaged
 }
@@ -74,7 +136,7 @@ func (g *guardTx) Rollback(ctx context.Context) error {
 		return err
 	}
 	if g.nested {
-		return g.tx.Rollback(ctx)
+		return g.after(g.tx.Rollback(ctx))
 	}
 	return ErrTxManaged
 }
@@ -83,7 +145,8 @@ func (g *guardTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []str
 	if err := g.check(); err != nil {
 		return 0, err
 	}
-	return g.tx.CopyFrom(ctx, table, cols, src)
+	n, err := g.tx.CopyFrom(ctx, table, cols, src)
+	return n, g.after(err)
 }
 
 func (g *guardTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
@@ -96,7 +159,7 @@ func (g *guardTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults 
 // LargeObjects returns the zero pgx.LargeObjects, which is unusable, once
 // the handler returned.
 func (g *guardTx) LargeObjects() pgx.LargeObjects {
-	if g.check() != nil {
+	if g.state.closed.Load() {
 		return pgx.LargeObjects{}
 	}
 	return g.tx.LargeObjects()
@@ -106,14 +169,19 @@ func (g *guardTx) Prepare(ctx context.Context, name, sql string) (*pgconn.Statem
 	if err := g.check(); err != nil {
 		return nil, err
 	}
-	return g.tx.Prepare(ctx, name, sql)
+	sd, err := g.tx.Prepare(ctx, name, sql)
+	return sd, g.after(err)
 }
 
 func (g *guardTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if err := g.check(); err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	return g.tx.Exec(ctx, sql, args...)
+	tag, err := g.tx.Exec(ctx, sql, args...)
+	if tag.String() == "COMMIT" { // COMMIT AND CHAIN too, which leaves a new transaction open
+		g.state.ended.Store(true)
+	}
+	return tag, g.after(err)
 }
 
 func (g *guardTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
@@ -133,7 +201,7 @@ func (g *guardTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 // Conn returns the transaction's connection while the handler runs, and
 // nil once it returned.
 func (g *guardTx) Conn() *pgx.Conn {
-	if g.check() != nil {
+	if g.state.closed.Load() {
 		return nil
 	}
 	return g.tx.Conn()

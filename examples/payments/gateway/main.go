@@ -47,7 +47,7 @@ func main() {
 	}
 	fmt.Printf("payments gateway: listening on http://%s\n", ln.Addr())
 	gw := api.NewGateway(api.GatewayConfig{DeclineOverCents: *declineOver, Logger: log})
-	if err := httpserve.Run(ctx, ln, gw, 10*time.Second, log); err != nil {
+	if err := httpserve.Run(ctx, ln, gw, 10*time.Second, httpserve.Timeouts{}, log); err != nil {
 		fmt.Fprintln(os.Stderr, "payments gateway:", err)
 		os.Exit(1)
 	}

@@ -15,6 +15,17 @@
 //	            go run ./examples/payments/gateway and pass its URL to keep
 //	            them across crashes)
 //	-grace      how long a shutdown waits for the requests in flight (default 10s)
+//	-read-timeout  how long a client may take to send a whole request,
+//	            header and body (default 15s): a slow or stalled body is cut
+//	            off (400 request-unreadable, then the connection closes)
+//	-idle-timeout  how long a kept-alive connection may wait for its next
+//	            request (default 60s)
+//
+// A request's header must arrive within 10s. A response must be written
+// within -read-timeout + -lease + 30s of the end of the header: the longest
+// handler, a charge, calls the gateway for at most the lease; a client that
+// does not read its response is cut off after that (it retries, and gets
+// the stored response).
 //
 // It applies the schema on start (api.Migrate), sweeps expired idempotency
 // records, logs with slog to stderr, and prints
@@ -96,6 +107,8 @@ type options struct {
 	addr, db, gateway string
 	retention, lease  time.Duration
 	grace             time.Duration
+	readTimeout       time.Duration
+	idleTimeout       time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -108,14 +121,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.lease, "lease", server.DefaultLease, "the lease of a POST /v1/charges attempt")
 	fs.StringVar(&o.gateway, "gateway", "", "card gateway base `URL`; empty starts one in this process")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long a shutdown waits for the requests in flight")
+	fs.DurationVar(&o.readTimeout, "read-timeout", 15*time.Second, "how long a client may take to send a whole request")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "how long a kept-alive connection may wait for its next request")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
 		}
 		return o, errUsage
 	}
-	if fs.NArg() > 0 || o.retention <= 0 || o.lease <= 0 || o.grace <= 0 {
-		fmt.Fprintln(stderr, "server: no arguments are taken, and -retention, -lease and -grace must be positive")
+	if fs.NArg() > 0 || o.retention <= 0 || o.lease <= 0 || o.grace <= 0 || o.readTimeout <= 0 || o.idleTimeout <= 0 {
+		fmt.Fprintln(stderr, "server: no arguments are taken, and the durations must be positive")
 		return o, errUsage
 	}
 	return o, nil
@@ -158,7 +173,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fmt.Fprintf(stdout, "payments server: listening on http://%s\n", ln.Addr())
 	log.Info("payments server started", "addr", ln.Addr().String(), "store", storeName(o.db),
 		"gateway", cfg.GatewayURL, "retention", o.retention, "lease", o.lease)
-	return httpserve.Run(ctx, ln, api.New(cfg), o.grace, log)
+	return httpserve.Run(ctx, ln, api.New(cfg), o.grace, o.timeouts(), log)
+}
+
+// timeouts are the API's bounds on a client (see the package doc): the
+// write timeout covers the body, the longest handler (a charge, whose
+// gateway call the lease bounds) and a margin for the database.
+func (o options) timeouts() httpserve.Timeouts {
+	return httpserve.Timeouts{Read: o.readTimeout, Write: o.readTimeout + o.lease + 30*time.Second, Idle: o.idleTimeout}
 }
 
 // openBackend sets cfg's Backend and Store: Postgres at url (after
@@ -209,7 +231,7 @@ func serveGateway(ctx context.Context, ln net.Listener, grace time.Duration, log
 	gwLog := log.With("component", "gateway")
 	go func() {
 		defer close(done)
-		if err := httpserve.Run(gwCtx, ln, api.NewGateway(api.GatewayConfig{Logger: gwLog}), grace, gwLog); err != nil {
+		if err := httpserve.Run(gwCtx, ln, api.NewGateway(api.GatewayConfig{Logger: gwLog}), grace, httpserve.Timeouts{}, gwLog); err != nil {
 			gwLog.Error("in-process gateway failed", "err", err)
 		}
 	}()

@@ -36,7 +36,7 @@ func TestRunFinishesTheRequestsInFlight(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
-	go func() { ran <- Run(ctx, ln, h, 10*time.Second, slog.New(slog.DiscardHandler)) }()
+	go func() { ran <- Run(ctx, ln, h, 10*time.Second, Timeouts{}, slog.New(slog.DiscardHandler)) }()
 
 	answer := make(chan string, 1)
 	go func() {
@@ -67,7 +67,7 @@ func TestRunGivesUpAfterGrace(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
-	go func() { ran <- Run(ctx, ln, h, time.Millisecond, slog.New(slog.DiscardHandler)) }()
+	go func() { ran <- Run(ctx, ln, h, time.Millisecond, Timeouts{}, slog.New(slog.DiscardHandler)) }()
 	go func() {
 		if resp, err := http.Get("http://" + ln.Addr().String()); err == nil {
 			resp.Body.Close()
