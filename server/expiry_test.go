@@ -41,7 +41,7 @@ func leasedClaim(t *testing.T, k *kit, key string, lease, retention time.Duratio
 	in := &fpInput{method: http.MethodPost, route: "POST /v1/charges", body: []byte("{}")}
 	r := httptest.NewRequest(http.MethodPost, "/v1/charges", strings.NewReader("{}"))
 	r.Pattern = in.route
-	c := &claimArgs{scope: scopeHash("", "", in.route, key), route: in.route, key: key, fp: fingerprintV2(in), in: in,
+	c := &claimArgs{scope: scopeHash("", "", in.route, key), route: in.route, key: key, fp: fingerprint(in), in: in,
 		mode: Leased, lease: lease, retention: retention, wait: time.Second, request: encodeRequest(r, nil, in.body)}
 	res, err := k.store.claim(context.Background(), c)
 	require.NoError(t, err)
