@@ -22,8 +22,13 @@ trap 'rm -rf "$scripts"; pgbench_drop_schema' EXIT
 pgbench_schema
 cp bench/pgbench/plain.sql bench/pgbench/idem.sql bench/pgbench/claim-update.sql "$scripts"
 for s in lock read record; do
-	# Drop the lines from the marker to the end of its statement.
-	awk -v marker="-- drop:$s" '$0 == marker {skip = 1; next} skip {if ($0 ~ /;$/) skip = 0; next} {print}' \
+	# Drop the lines from the marker to the end of its statement. Without
+	# the lock the claim's transaction is still marked (sqlTryLock does
+	# both), so that the record's insert still writes.
+	keep=""
+	[ "$s" = lock ] && keep="SELECT set_config('idem.claim', 'on', true);"
+	awk -v marker="-- drop:$s" -v keep="$keep" \
+		'$0 == marker {skip = 1; if (keep != "") print keep; next} skip {if ($0 ~ /;$/) skip = 0; next} {print}' \
 		bench/pgbench/idem.sql >"$scripts/idem-without-$s.sql"
 done
 # All three dropped: BEGIN and COMMIT in the middleware's pipelines, which

@@ -134,20 +134,20 @@ func LeaseFrom(ctx context.Context) (*Lease, bool) {
 // with a MemoryStore, on a Leased route, and outside the middleware.
 //
 // The handler must not end the transaction with SQL either (COMMIT, END,
-// ROLLBACK, ABORT, PREPARE TRANSACTION, COMMIT AND CHAIN, in Exec, Query,
-// QueryRow or SendBatch, or through its Conn): what it did before would
-// commit or roll back without the idempotency record, and the claim's lock
-// would be gone. The middleware sees it, without parsing SQL and without a
-// round trip, from the transaction status the server reports at the end of
-// each command (and from Exec's command tag COMMIT): the methods of the Tx
-// then return ErrTxEnded, nothing is stored, and the request gets 500
-// commit-failed, logged as an error with ErrTxEnded in Event.Err. Effects
-// that the handler committed itself stay committed, and with no record a
-// retry runs the handler again. It cannot see a transaction that one call
-// ends and begins again ("COMMIT; BEGIN" in one string, ROLLBACK AND
-// CHAIN, COMMIT AND CHAIN other than in Exec), nor one ended and begun
-// again through the Conn: seeing those needs a mark of the claim's
-// transaction on the server, which every claim would pay for.
+// ROLLBACK, ABORT, PREPARE TRANSACTION, ... AND CHAIN, in any method of the
+// Tx or through its Conn): what it did before would commit or roll back
+// without the idempotency record, and the claim's lock would be gone. The
+// middleware never stores a response then, and the request gets 500
+// commit-failed, logged as an error. It sees most such escapes without
+// parsing SQL or a round trip, from the transaction status the server
+// reports at the end of each command (and from Exec's command tag COMMIT):
+// the methods of the Tx then return ErrTxEnded, which Event.Err carries. A
+// transaction that one call ends and begins again ("COMMIT; BEGIN" in one
+// string, ROLLBACK AND CHAIN), or that the Conn ends and begins again, is
+// caught where the record is written: the claim marks its transaction (a
+// transaction-local setting), and no record is written in a transaction
+// without the mark. Effects that the handler committed itself stay
+// committed, and with no record a retry runs the handler again.
 func Tx(ctx context.Context) (pgx.Tx, bool) {
 	if att := attemptFrom(ctx); att != nil && att.handlerTx() != nil {
 		return att.handlerTx(), true

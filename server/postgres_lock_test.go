@@ -100,8 +100,10 @@ func TestRecordWrittenWithoutTheLockFailsTheCommit(t *testing.T) {
 	foreign := func(ctx context.Context) error { // a writer that took no lock: an older node, a manual insert
 		scope := scopeHash("", "", route, key)
 		fp := fingerprint(&fpInput{method: "POST", route: route, body: []byte("{}")})
-		_, err := k.pool.Exec(ctx, sqlInsertDone, scope[:], "", "", route, key, fingerprintAlg, fp, string(stateDone),
-			[16]byte(uuid.New()), time.Duration(0), time.Hour, http.StatusCreated, encodeHeader(http.Header{}), []byte("foreign"))
+		_, err := k.pool.Exec(ctx, `INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key,
+    fp_alg, fingerprint, state, token, attempt, created_at, expires_at, status, headers, body)
+VALUES ($1, '', '', $2, $3, $4, $5, 'done', $6, 1, now(), now() + interval '1 hour', 201, $7, 'foreign')`,
+			scope[:], route, key, fingerprintAlg, fp, [16]byte(uuid.New()), encodeHeader(http.Header{}))
 		return err
 	}
 	var runs int

@@ -38,8 +38,20 @@ const boundedLock = `(SELECT pg_advisory_xact_lock(%[1]s, %[2]s)
 // read after boundedLock.
 const boundedClock = `(SELECT statement_timestamp() + %[4]s::interval AS t FROM ` + boundedLock + `) AS clock`
 
-// sqlTryLock takes the scope's advisory lock if it is free: $1, $2 lock keys.
-const sqlTryLock = `SELECT pg_try_advisory_xact_lock($1, $2)`
+// sqlTryLock takes the scope's advisory lock if it is free: $1, $2 lock
+// keys. It also marks the transaction as the claim's (txMarker), whether
+// or not it got the lock: the record is written only in a transaction so
+// marked, so a handler that ended the claim's transaction with SQL of its
+// own and began another ("COMMIT; BEGIN", even through the connection) can
+// never get its response stored as if it had committed with its effects.
+const sqlTryLock = `SELECT pg_try_advisory_xact_lock($1, $2), set_config('` + txMarker + `', 'on', true)`
+
+// txMarker is the transaction-local setting by which the statements that
+// write a Transactional record know they run in the claim's transaction.
+const txMarker = "idem.claim"
+
+// inClaimTx is the condition of a Transactional record's write.
+const inClaimTx = `current_setting('` + txMarker + `', true) = 'on'`
 
 // sqlWaitLock waits for the scope's advisory lock, at most the wait bound,
 // and puts the lock_timeout it found back: $1, $2 lock keys, $3 bound. The
@@ -57,7 +69,8 @@ FROM (SELECT pg_advisory_xact_lock($1, $2), bound.saved
 // $14 body. Its time is the transaction's start, when the key was claimed.
 const sqlInsertDone = `INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key,
     fp_alg, fingerprint, state, token, attempt, created_at, expires_at, status, headers, body)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now() + $10::interval, now() + $10::interval + $11::interval, $12, $13, $14)`
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now() + $10::interval, now() + $10::interval + $11::interval, $12, $13, $14
+WHERE ` + inClaimTx
 
 // sqlInsert claims a key in Leased mode. Its arguments (claimValues),
 // shared with sqlReclaim: $1 scope_hash, $2 tenant, $3 principal, $4 route,
@@ -111,6 +124,10 @@ RETURNING r.attempt, r.recovery_point, r.recovery_data`
 const sqlComplete = `UPDATE idem_records SET state = $3, status = $4, headers = $5, body = $6,
     locked_until = NULL
 WHERE scope_hash = $1 AND token = $2 AND state = 'running'`
+
+// sqlCompleteTx is sqlComplete for a Transactional attempt that reclaimed
+// or took over a record: it writes only in the claim's transaction.
+const sqlCompleteTx = sqlComplete + ` AND ` + inClaimTx
 
 // sqlExtend: $3 new lease length, $4 clock, $5 margin. The record's
 // expiry stays at least the margin (the configured lease) past the new end

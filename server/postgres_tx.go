@@ -221,7 +221,7 @@ func (a *pgTxAttempt) store(ctx context.Context, res *response) error {
 		return err
 	}
 	if tags[0].RowsAffected() != 1 {
-		return errors.New("the claimed record is gone")
+		return errors.New("the record was not written: the claim's transaction is gone (the handler ended it) or its record is")
 	}
 	if tags[1].String() != "COMMIT" {
 		return fmt.Errorf("commit answered %s", tags[1])
@@ -251,7 +251,7 @@ func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *claimArgs)
 	}
 	lockA, lockB := c.lockKeys()
 	err = b.queue(ctx, wireTryLock, newWireParams(2).int4(int(lockA)).int4(int(lockB)), func(v [][]byte) error {
-		locked = len(v) == 1 && len(v[0]) == 1 && v[0][0] == 1
+		locked = len(v) == 2 && len(v[0]) == 1 && v[0][0] == 1
 		return nil
 	})
 	if err != nil {

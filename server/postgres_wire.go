@@ -41,7 +41,7 @@ var (
 	wireTryLock    = newWireStmt(sqlTryLock)
 	wireRead       = newWireStmt(sqlRead)
 	wireInsertDone = newWireStmt(sqlInsertDone)
-	wireComplete   = newWireStmt(sqlComplete)
+	wireComplete   = newWireStmt(sqlCompleteTx)
 	wireCommit     = newWireStmt("commit")
 )
 

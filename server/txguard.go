@@ -42,7 +42,8 @@ var ErrTxEnded = errors.New("server: the handler ended the idempotency middlewar
 // reports while leaving a new transaction open). It costs no round trip.
 // It cannot see a transaction that one call ends and begins again
 // ("COMMIT; BEGIN", ROLLBACK AND CHAIN, COMMIT AND CHAIN other than in
-// Exec), nor one ended and begun again through the *pgx.Conn (see Tx).
+// Exec), nor one ended and begun again through the *pgx.Conn: those are
+// caught where the record is written (sqlTryLock's mark; see Tx).
 type guardTx struct {
 	tx     pgx.Tx
 	state  *guardState // shared by the transaction and its savepoints

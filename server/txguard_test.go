@@ -159,3 +159,47 @@ func TestHandlerThatEndsTheTransactionThenFailsIsAnError(t *testing.T) {
 	assert.Equal(t, slog.LevelError, log.got["idem: released"], "the release is logged as an error")
 	assert.Equal(t, 1, k.count(t, "committed"), "the handler's own commit stands")
 }
+
+// The escapes the guard cannot see, because one call ends the transaction
+// and begins another, or because they go through the Tx's *pgx.Conn, are
+// caught where the record is written: the claim marked its transaction
+// (sqlTryLock), and a transaction without the mark writes no record. The
+// request fails with 500 commit-failed and nothing is stored.
+func TestRecordIsWrittenOnlyInTheClaimsTransaction(t *testing.T) {
+	k := postgresKit(t)
+	var current escape
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		tx, _ := Tx(ctx)
+		for _, stmt := range current.stmts {
+			_ = runVia(ctx, tx, current.via, stmt)
+		}
+		w.WriteHeader(http.StatusCreated)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{}))(h))
+	srv := serve(t, mux)
+	for i, e := range []escape{
+		{via: "Exec", stmts: []string{"COMMIT; BEGIN"}},
+		{via: "Exec", stmts: []string{"ROLLBACK AND CHAIN"}},
+		{via: "Query", stmts: []string{"COMMIT AND CHAIN"}},
+		{via: "Conn", stmts: []string{"COMMIT", "BEGIN"}},
+		{via: "Conn", stmts: []string{"ROLLBACK", "BEGIN ISOLATION LEVEL SERIALIZABLE"}},
+	} {
+		t.Run(fmt.Sprintf("%s %q", e.via, e.stmts), func(t *testing.T) {
+			current = e
+			key := fmt.Sprintf("k-rebegin-%d", i)
+			r := post(t, srv, "/v1/payments", key, "{}")
+			assert.Equal(t, http.StatusInternalServerError, r.status, r.body)
+			if r.status == http.StatusInternalServerError {
+				assert.Equal(t, problemCommitFailed, problemName(t, r))
+			}
+			var records int
+			require.NoError(t, k.pool.QueryRow(context.Background(), `SELECT count(*) FROM idem_records WHERE idem_key = $1`, key).Scan(&records))
+			assert.Zero(t, records, "no record outside the claim's transaction")
+		})
+	}
+	current = escape{}
+	ok := post(t, srv, "/v1/payments", "k-plain", "{}")
+	assert.Equal(t, http.StatusCreated, ok.status, "a handler that leaves the transaction alone")
+}
