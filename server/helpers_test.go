@@ -143,7 +143,9 @@ func postgresKitOn(t *testing.T, pool *pgxpool.Pool) *kit {
 	return k
 }
 
-// eachStore runs f as a parallel subtest against each store.
+// eachStore runs f as a parallel subtest against each store. The tests
+// that call it are the conformance suite of Store (see its doc): a new
+// store joins the list here and must pass every one of them.
 func eachStore(t *testing.T, f func(t *testing.T, k *kit)) {
 	t.Helper()
 	for _, mk := range []struct {

@@ -12,19 +12,57 @@ import (
 )
 
 // Store keeps idempotency records. The package has two: PostgresStore and
-// MemoryStore. The interface is sealed (its claim method is unexported)
-// because the middleware relies on their exact semantics; both are safe for
-// concurrent use.
+// MemoryStore. Most callers only construct one and hand it to Middleware,
+// RunSweeper and RunReconciler. The interface is sealed (its claim methods
+// are unexported) because the middleware relies on exact semantics, which
+// this comment states for the maintainers of a store; the conformance suite
+// that every store must pass is the set of tests of this package that run
+// on each store (eachStore in helpers_test.go: a new store joins its list).
+//
+// A store must give each claim of a scope (tenant, principal, route, key)
+// exactly one verdict, as decide states them, and must exclude every other
+// claim of the scope while an attempt that claimed it runs:
+//
+//   - Exclusion. At most one attempt of a scope runs at a time. In
+//     Transactional mode a second claim must wait for the running attempt,
+//     at most claimArgs.wait (covering its wait for a connection too), and
+//     then judge the record anew: replay what committed, claim what was
+//     released, or answer in flight when the wait ran out. In Leased mode a
+//     claim that finds a live lease must answer in flight at once, with the
+//     time left on the lease.
+//   - Fencing. A Leased claim, a takeover and a reconciler's takeover must
+//     each draw a new token and add one to the attempt number, atomically
+//     with the check that the lease ended; every later write of an attempt
+//     (complete, extend, checkpoint, abort, a reconciler's settlement) must
+//     change nothing and return ErrLeaseLost unless its token is current.
+//   - Durability. A Transactional attempt's complete must make the handler's
+//     mutations and the record durable together or not at all, and must
+//     report an error when it cannot tell; a Leased claim must be durable
+//     before the handler runs.
+//   - Time. Leases and retention are judged by one clock for every node
+//     (the database's, for PostgresStore). A record whose lease is live
+//     must never be treated as expired or swept; a takeover must extend the
+//     record's expiry to a full retention; an extension must keep it at
+//     least one lease past the lease's new end.
+//   - Fingerprint. A record must keep its digest with the name of the
+//     algorithm that made it (claimArgs.matches compares the two).
+//
+// Both stores are safe for concurrent use.
 type Store interface {
 	// Sweep deletes at most limit records whose retention has passed and
-	// returns how many it deleted. ctx governs the call. It never waits for
-	// a record that a request holds.
+	// returns how many it deleted. ctx governs the call. It must never wait
+	// for a record that a request holds, and must keep a record whose lease
+	// is live.
 	Sweep(ctx context.Context, limit int) (int, error)
 
+	// claim judges the record of c's scope and claims it when the request
+	// may run (verdict vClaimed, with the attempt), by the rules above.
+	// ctx governs the claim; an error means nothing was claimed.
 	claim(ctx context.Context, c *claimArgs) (claimResult, error)
 	// takeAbandoned takes over at most limit abandoned operations of
-	// routes (running, lease ended, due for a reconciler), each under a new
-	// token and a lease of its own.
+	// routes (running in Leased mode, lease ended, due for a reconciler,
+	// within retention), each under a new token and a lease of its own,
+	// skipping any that another claim or reconciler holds.
 	takeAbandoned(ctx context.Context, routes []string, lease time.Duration, limit int) ([]*taken, error)
 }
 
@@ -174,6 +212,9 @@ func (f *found) result(v verdict) claimResult {
 }
 
 // attempt is one claimed run of the handler.
+// The middleware calls exactly one of complete and abort, once, after the
+// handler returned or started streaming, and nothing of the attempt after
+// that.
 type attempt interface {
 	// number is 1 for a first claim, n for the n-th attempt after takeovers.
 	number() int
@@ -183,8 +224,11 @@ type attempt interface {
 	lease() *Lease
 	// complete stores res and makes the attempt durable: commit, or
 	// completion under the current token (ErrLeaseLost when it is stale).
+	// Any error means the caller must not send the handler's response.
 	complete(ctx context.Context, res *response) error
-	// abort ends a failed attempt: rollback, or release of the key (reject:
-	// the request was refused and nothing happened) or the end of the lease.
+	// abort ends a failed attempt: rollback (Transactional), or in Leased
+	// mode the release of the key when reject (the request was refused) and
+	// the attempt is a first one that recorded no recovery point, else the
+	// end of the lease now, keeping the record and its recovery point.
 	abort(ctx context.Context, reject bool) error
 }
