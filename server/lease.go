@@ -128,10 +128,13 @@ func LeaseFrom(ctx context.Context) (*Lease, bool) {
 // rolls them back. The transaction is the middleware's: its Commit and
 // Rollback return ErrTxManaged (those of a savepoint begun from it work),
 // and once the handler has returned every method of it and of its
-// savepoints returns pgx.ErrTxClosed (Conn nil, LargeObjects an unusable
-// zero value). Do not keep a *pgx.Conn or LargeObjects taken from it past
-// the handler: the connection goes back to the pool. Tx returns nil, false
-// with a MemoryStore, on a Leased route, and outside the middleware.
+// savepoints returns pgx.ErrTxClosed (Conn nil). Do not keep a *pgx.Conn
+// taken from it past the handler: the connection goes back to the pool.
+// Its LargeObjects is pgx's unusable zero value: the middleware begins the
+// transaction in the claim's own round trip, and pgx builds a usable
+// LargeObjects only for a transaction it began (use the lo_* SQL
+// functions instead). Tx returns nil, false with a MemoryStore, on a
+// Leased route, and outside the middleware.
 //
 // The handler must not end the transaction with SQL either (COMMIT, END,
 // ROLLBACK, ABORT, PREPARE TRANSACTION, ... AND CHAIN, in any method of the

@@ -129,9 +129,7 @@ func (s *PostgresStore) claimLeased(ctx context.Context, c *claimArgs) (claimRes
 
 // endTx rolls back what of the connection's transaction did not commit,
 // and frees the connection. After a rollback that failed the connection is
-// not idle, and the pool destroys it on release, which rolls back too. It
-// rolls back on the connection, never through the pgx.Tx that the store
-// keeps for the connection (begin).
+// not idle, and the pool destroys it on release, which rolls back too.
 func endTx(ctx context.Context, conn *pgxpool.Conn) error {
 	var err error
 	if pc := conn.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {

@@ -231,24 +231,15 @@ func (a *pgTxAttempt) store(ctx context.Context, res *response) error {
 
 // begin begins a transaction on conn, tries the scope's lock and reads the
 // record, in one round trip of prepared statements (postgres_wire.go). It
-// returns the pgx.Tx that handlers use on conn. pgx makes a pgx.Tx only
-// with its own BEGIN, so the connection's first transaction begins through
-// pgx, and the store keeps that value on the connection (connState) and
-// hands it out for every later transaction on the connection, which begin
-// on the wire. The store never commits or rolls back through it (endTx and
-// complete go to the connection), so pgx never marks it closed; its
-// savepoints and LargeObjects work in whichever transaction is open.
+// returns the pgx.Tx that the handler uses: a connTx over conn, because
+// pgx builds a Tx of its own only with a BEGIN of its own, a round trip
+// more (see connTx).
 func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *claimArgs) (tx pgx.Tx, locked bool, f *found, err error) {
 	b := newWireBatch(conn)
-	tx = b.state.tx
-	if tx == nil {
-		if tx, err = conn.BeginTx(ctx, pgx.TxOptions{}); err != nil {
-			return nil, false, nil, err
-		}
-		b.state.tx = tx
-	} else if err = b.queue(ctx, wireBegin, nil, nil); err != nil {
+	if err = b.queue(ctx, wireBegin, nil, nil); err != nil {
 		return nil, false, nil, err
 	}
+	tx = &connTx{conn: conn}
 	lockA, lockB := c.lockKeys()
 	err = b.queue(ctx, wireTryLock, newWireParams(2).int4(int(lockA)).int4(int(lockB)), func(v [][]byte) error {
 		locked = len(v) == 2 && len(v[0]) == 1 && v[0][0] == 1

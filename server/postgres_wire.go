@@ -46,11 +46,10 @@ var (
 )
 
 // connState is what the store keeps on a connection, in its pgconn
-// CustomData: the pgx.Tx it hands to handlers (see begin) and the
-// statements it prepared there. A statement that went stale closes the
-// connection (staleStatement), and the state goes with it.
+// CustomData: the statements it prepared there. A statement that went
+// stale closes the connection (staleStatement), and the state goes with
+// it.
 type connState struct {
-	tx       pgx.Tx
 	prepared map[string]*pgconn.StatementDescription // by wireStmt name
 }
 
