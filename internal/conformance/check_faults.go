@@ -107,6 +107,9 @@ func (g *faultRig) conclude(rep testserver.Report) Result {
 	if rep.Unknown > 0 {
 		summary += fmt.Sprintf(" (unknown outcomes: %d took effect, %d did not)", rep.UnknownApplied, rep.UnknownNotApplied)
 	}
+	if len(rep.Violations) == 0 && rep.OK == 0 {
+		return failed(nil, "%s; no operation succeeded through the proxy, so nothing was shown", summary)
+	}
 	if len(rep.Violations) == 0 {
 		return passed(basisCount, "%s; no double effect, no lost ok, no failure that took effect", summary)
 	}

@@ -81,7 +81,7 @@ func (g *faultRig) close() {
 // here (a breaker that opened would turn operations into failures that no
 // fault caused).
 func (r *runner) faultClient() *http.Client {
-	var base http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
+	var base http.RoundTripper = newTransport()
 	if r.cfg.KeyHeader != DefaultKeyHeader {
 		base = renameKey{base: base, name: r.cfg.KeyHeader}
 	}
@@ -90,7 +90,7 @@ func (r *runner) faultClient() *http.Client {
 		Backoff:  idem.Backoff{Base: 50 * time.Millisecond, Cap: time.Second},
 		NoBudget: true, Breaker: idem.BreakerConfig{Disabled: true},
 	})
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.CheckRedirect = noRedirects
 	return c
 }
 

@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -25,19 +27,35 @@ type runner struct {
 	newUUID func() string
 }
 
-// newRunner resolves cfg's defaults and builds the HTTP client: no
-// redirects are followed (a redirect could lead to a host nobody named).
+// newRunner resolves cfg's defaults and builds the HTTP client.
 func newRunner(cfg Config) *runner {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = MaxConcurrency
 	return &runner{
-		cfg: cfg.withDefaults(),
-		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		}},
+		cfg:     cfg.withDefaults(),
+		client:  &http.Client{Transport: newTransport(), CheckRedirect: noRedirects},
 		newUUID: uuid.NewString,
 	}
 }
+
+// newTransport returns a transport of the checker's own, with the
+// settings of http.DefaultTransport (which a program may have replaced)
+// and room for MaxConcurrency idle connections to the endpoint.
+func newTransport() *http.Transport {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   MaxConcurrency,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// noRedirects is the clients' CheckRedirect: a redirect is returned, not
+// followed, since it could lead to a host nobody named.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // close releases the client's idle connections.
 func (r *runner) close() { r.client.CloseIdleConnections() }
