@@ -144,3 +144,37 @@ func TestSeedRepeatsTheFaults(t *testing.T) {
 	assert.Equal(t, details[0], details[1], "the same seed must meet the same faults")
 	assert.NotEqual(t, details[0], details[2], "another seed should meet other faults")
 }
+
+func TestReplayedHeader(t *testing.T) {
+	_, srv := newFakeAPI(t, flawUnmarkedReplays, "")
+	_, doc := idemcheckJSON(t, append(fakeArgs(srv), "-checks", "replay")...)
+	replay, _ := findCheck(doc, "replay")
+	assert.Equal(t, conformance.Fail, replay.Verdict)
+	assert.Contains(t, replay.Detail, `the repeat is not marked with Idempotent-Replayed (got "")`)
+
+	code, doc := idemcheckJSON(t, append(fakeArgs(srv), "-checks", "replay", "-replayed-header", "")...)
+	assert.Equal(t, exitPass, code, "checks:\n%s", pretty(doc))
+}
+
+func TestScopeNotApplicableWhenTheSecondPrincipalIsRefused(t *testing.T) {
+	_, srv := newFakeAPI(t, flawNone, "")
+	args := append(without(fakeArgs(srv), "-principal2"), "-checks", "scope", "-principal2", "Authorization: Basic bm9ib2R5")
+	code, doc := idemcheckJSON(t, args...)
+	assert.Equal(t, exitPass, code)
+	scope, _ := findCheck(doc, "scope")
+	assert.Equal(t, conformance.NotApplicable, scope.Verdict)
+	assert.Contains(t, scope.Detail, "the second principal could not make the request (401)")
+}
+
+// without returns args without the flag name and its value.
+func without(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if args[i] == name {
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}

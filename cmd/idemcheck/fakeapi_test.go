@@ -27,6 +27,9 @@ const (
 	flawRacy
 	// flawNoScope: records are stored per key, not per (principal, key).
 	flawNoScope
+	// flawUnmarkedReplays: replays do not say so (no Idempotent-Replayed),
+	// which is a flaw only for an API that documents the header.
+	flawUnmarkedReplays
 )
 
 // raceWindow is how long the racy fake holds a first request between its
@@ -196,7 +199,7 @@ func (a *fakeAPI) makePayment() []byte {
 
 func (a *fakeAPI) respond(w http.ResponseWriter, status int, body []byte, replayed bool) {
 	w.Header().Set("Content-Type", "application/json")
-	if replayed {
+	if replayed && a.flaw != flawUnmarkedReplays {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.WriteHeader(status)
