@@ -68,15 +68,20 @@ func fakeArgs(srv *httptest.Server) []string {
 // fails exactly the checks that each deliberately broken fake breaks.
 func TestBrokenServers(t *testing.T) {
 	tests := []struct {
-		name string
-		flaw flaw
-		fail []string
+		name   string
+		flaw   flaw
+		fail   []string
+		detail map[string]string // check -> part of its detail
 	}{
-		{"honours keys", flawNone, nil},
-		{"ignores the key", flawIgnoresKey, []string{"replay", "body-mismatch", "key-missing", "key-invalid", "concurrent", "faults"}},
-		{"replays without comparing the body", flawNoBodyCompare, []string{"body-mismatch"}},
-		{"races under concurrency", flawRacy, []string{"concurrent"}},
-		{"stores results per key without scope", flawNoScope, []string{"scope"}},
+		{"honours keys", flawNone, nil, nil},
+		{"ignores the key", flawIgnoresKey, []string{"replay", "body-mismatch", "key-missing", "key-invalid", "concurrent", "faults"},
+			map[string]string{"replay": "it names another resource", "faults": "double effects"}},
+		{"replays without comparing the body", flawNoBodyCompare, []string{"body-mismatch"},
+			map[string]string{"body-mismatch": "got the first operation's response"}},
+		{"races under concurrency", flawRacy, []string{"concurrent"},
+			map[string]string{"concurrent": "resources: the operation ran"}},
+		{"stores results per key without scope", flawNoScope, []string{"scope"},
+			map[string]string{"scope": "got the first principal's stored response"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,6 +99,10 @@ func TestBrokenServers(t *testing.T) {
 			assert.Equal(t, want, doc.verdicts(), "checks:\n%s", pretty(doc))
 			assert.Equal(t, len(tt.fail) == 0, doc.Passed)
 			assert.Equal(t, map[bool]int{true: exitPass, false: exitFail}[len(tt.fail) == 0], code)
+			for name, part := range tt.detail {
+				c, _ := findCheck(doc, name)
+				assert.Contains(t, c.Detail, part, name)
+			}
 			for _, c := range doc.Checks {
 				if c.Verdict == conformance.Fail {
 					assert.NotEmpty(t, c.Evidence, "check %s failed without evidence", c.Name)

@@ -92,13 +92,14 @@ type Effects struct {
 	CountField string
 }
 
-// Limits of Config, so that a run stays small and bounded.
+// Limits of Config, so that a run stays small and bounded: Validate
+// refuses a Concurrency or Operations above them.
 const (
 	MaxConcurrency = 64
 	MaxOperations  = 1000
 )
 
-// Defaults of Config.
+// Defaults of Config: what its zero fields mean.
 const (
 	DefaultKeyHeader      = "Idempotency-Key"
 	DefaultMaxKeyLen      = 255

@@ -51,3 +51,21 @@ func TestRenameKeyMovesTheHeaderAndKeepsTheContext(t *testing.T) {
 	assert.Equal(t, "k-1", req.Header.Get("Idempotency-Key"), "the caller's request is not modified")
 	assert.True(t, traced, "the connection trace of the request's context still fires")
 }
+
+func TestFaultsFailsWhenNoOperationSucceeds(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			_, _ = w.Write([]byte(`{"n": 0}`))
+			return
+		}
+		http.Error(w, "insufficient funds", http.StatusPaymentRequired)
+	}))
+	defer srv.Close()
+	r := newRunner(Config{URL: srv.URL + "/pay", Operations: 5, AttemptTimeout: 200 * time.Millisecond,
+		Effects: Effects{CountURL: srv.URL + "/count", CountField: "n"}})
+	defer r.close()
+	res := checkFaults(context.Background(), r)
+	assert.Equal(t, Fail, res.Verdict, res.Detail)
+	assert.Contains(t, res.Detail, "0 ok, 5 failed, 0 unknown")
+	assert.Contains(t, res.Detail, "no operation succeeded through the proxy")
+}

@@ -49,6 +49,7 @@ type Evidence struct {
 // RequestInfo describes a request. It never holds the configured headers'
 // values (credentials), only which principal sent it.
 type RequestInfo struct {
+	// Method and URL are the request's.
 	Method string `json:"method"`
 	URL    string `json:"url"`
 	// Principal is "first" or "second".
@@ -62,6 +63,7 @@ type RequestInfo struct {
 
 // ResponseInfo describes a response, or the error that came instead.
 type ResponseInfo struct {
+	// Status is the response's status, 0 when none arrived.
 	Status int `json:"status,omitempty"`
 	// Replayed is the value of Config.ReplayedHeader, "" when absent.
 	Replayed string `json:"replayed,omitempty"`
