@@ -46,7 +46,7 @@ type fakeAPI struct {
 
 	mu       sync.Mutex
 	payments int
-	records  map[string]*record  // by scope and key
+	records  map[string]*record   // by scope and key
 	gates    map[string]*raceGate // flawRacy: by scope and key
 }
 
