@@ -35,7 +35,7 @@ const (
 // raceWindow is how long the racy fake holds a first request between its
 // check and its insert, waiting for a duplicate to pass the check too, as
 // a slow insert would in production. Only flawRacy waits.
-const raceWindow = 100 * time.Millisecond
+const raceWindow = 200 * time.Millisecond
 
 // fakeAPI is a small payments endpoint, POST /v1/payments, with a counter
 // of payments at GET /v1/count, written for the tests with one flaw (or

@@ -44,7 +44,10 @@ func (c Config) describeEffects() string {
 		parts = append(parts, fmt.Sprintf("verify: GET %s (each id named exists)", e.VerifyURL))
 	}
 	if len(parts) == 0 {
-		return "bodies only: status and body compared; an extra effect with an identical response, or one whose response was lost, is not seen"
+		return "bodies only: status and body compared; an extra effect with an identical response, or one whose response was lost, is not seen (the faults check needs -count-url)"
+	}
+	if e.CountURL == "" {
+		parts = append(parts, "no count: an effect whose response was lost is not seen (the faults check needs -count-url)")
 	}
 	return strings.Join(parts, "; ")
 }
