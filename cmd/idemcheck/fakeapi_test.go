@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// flaw is what a fake API gets wrong.
+type flaw int
+
+const (
+	// flawNone: the fake honours keys (scoped, compared, one at a time).
+	flawNone flaw = iota
+	// flawIgnoresKey: every request runs, with a key or without.
+	flawIgnoresKey
+	// flawNoBodyCompare: a used key replays its response whatever the body.
+	flawNoBodyCompare
+	// flawRacy: check, then insert: concurrent duplicates both run.
+	flawRacy
+	// flawNoScope: records are stored per key, not per (principal, key).
+	flawNoScope
+	// flawUnmarkedReplays: replays do not say so (no Idempotent-Replayed),
+	// which is a flaw only for an API that documents the header.
+	flawUnmarkedReplays
+)
+
+// raceWindow is how long the racy fake holds a first request between its
+// check and its insert, waiting for a duplicate to pass the check too, as
+// a slow insert would in production. Only flawRacy waits.
+const raceWindow = 200 * time.Millisecond
+
+// fakeAPI is a small payments endpoint, POST /v1/payments, with a counter
+// of payments at GET /v1/count, written for the tests with one flaw (or
+// none). Callers authenticate with "Authorization: Bearer <principal>".
+type fakeAPI struct {
+	flaw      flaw
+	keyHeader string // "" means Idempotency-Key
+
+	mu       sync.Mutex
+	payments int
+	records  map[string]*record   // by scope and key
+	gates    map[string]*raceGate // flawRacy: by scope and key
+}
+
+// record is a key's stored operation; done is false while it runs.
+type record struct {
+	body   []byte // the request's
+	done   bool
+	status int
+	resp   []byte
+}
+
+// raceGate lets the requests of one key that passed the check go on
+// together.
+type raceGate struct {
+	passed int
+	both   chan struct{}
+}
+
+// newFakeAPI serves a fake with the flaw until the test ends.
+func newFakeAPI(t *testing.T, f flaw, keyHeader string) (*fakeAPI, *httptest.Server) {
+	t.Helper()
+	a := &fakeAPI{flaw: f, keyHeader: keyHeader, records: map[string]*record{}, gates: map[string]*raceGate{}}
+	if a.keyHeader == "" {
+		a.keyHeader = "Idempotency-Key"
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/payments", a.pay)
+	mux.HandleFunc("GET /v1/count", a.count)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return a, srv
+}
+
+func (a *fakeAPI) count(w http.ResponseWriter, _ *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_ = json.NewEncoder(w).Encode(map[string]int{"payment_count": a.payments})
+}
+
+// pay authenticates, checks the key and runs the payment under it.
+func (a *fakeAPI) pay(w http.ResponseWriter, r *http.Request) {
+	principal, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	body, err := io.ReadAll(r.Body)
+	if !ok || err != nil {
+		http.Error(w, "unauthenticated", http.StatusUnauthorized)
+		return
+	}
+	if a.flaw == flawIgnoresKey {
+		a.respond(w, http.StatusCreated, a.makePayment(), false)
+		return
+	}
+	key := r.Header.Get(a.keyHeader)
+	if problem := keyProblem(key); problem != "" {
+		http.Error(w, problem, http.StatusBadRequest)
+		return
+	}
+	scope := principal + "\x00" + key
+	if a.flaw == flawNoScope {
+		scope = key
+	}
+	a.once(w, scope, body)
+}
+
+// keyProblem says what is wrong with a key, "" when nothing is.
+func keyProblem(key string) string {
+	if key == "" {
+		return "key missing"
+	}
+	if len(key) > 255 {
+		return "key too long"
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return "key not printable ASCII"
+		}
+	}
+	return ""
+}
+
+// once runs the payment the first time scope is seen and answers later
+// requests from its record: the same body replays, another is refused,
+// one still running gets 409. flawRacy inserts the record only after the
+// payment, so duplicates that arrive meanwhile run too.
+func (a *fakeAPI) once(w http.ResponseWriter, scope string, body []byte) {
+	a.mu.Lock()
+	rec, found := a.records[scope]
+	if found {
+		a.mu.Unlock()
+		a.replay(w, rec, body)
+		return
+	}
+	rec = &record{body: body}
+	if a.flaw != flawRacy {
+		a.records[scope] = rec
+	}
+	a.mu.Unlock()
+	if a.flaw == flawRacy {
+		a.waitForDuplicate(scope)
+	}
+	resp := a.makePayment()
+	a.mu.Lock()
+	rec.done, rec.status, rec.resp = true, http.StatusCreated, resp
+	a.records[scope] = rec
+	a.mu.Unlock()
+	a.respond(w, http.StatusCreated, resp, false)
+}
+
+// replay answers a request whose key has a record.
+func (a *fakeAPI) replay(w http.ResponseWriter, rec *record, body []byte) {
+	a.mu.Lock()
+	done, status, resp := rec.done, rec.status, rec.resp
+	a.mu.Unlock()
+	switch {
+	case a.flaw != flawNoBodyCompare && !bytes.Equal(rec.body, body):
+		http.Error(w, "key reused with another body", http.StatusUnprocessableEntity)
+	case !done:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "in flight", http.StatusConflict)
+	default:
+		a.respond(w, status, resp, true)
+	}
+}
+
+// waitForDuplicate holds the first request of scope until a second one
+// passed the check, or raceWindow.
+func (a *fakeAPI) waitForDuplicate(scope string) {
+	a.mu.Lock()
+	g := a.gates[scope]
+	if g == nil {
+		g = &raceGate{both: make(chan struct{})}
+		a.gates[scope] = g
+	}
+	if g.passed++; g.passed == 2 {
+		close(g.both)
+	}
+	a.mu.Unlock()
+	select {
+	case <-g.both:
+	case <-time.After(raceWindow):
+	}
+}
+
+// makePayment counts a payment and returns its response body.
+func (a *fakeAPI) makePayment() []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.payments++
+	return fmt.Appendf(nil, `{"payment_id":"pay_%d"}`+"\n", a.payments)
+}
+
+func (a *fakeAPI) respond(w http.ResponseWriter, status int, body []byte, replayed bool) {
+	w.Header().Set("Content-Type", "application/json")
+	if replayed && a.flaw != flawUnmarkedReplays {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,139 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// concurrentRounds is how many keys the concurrent check storms, each
+// with Config.Concurrency requests at once: a race that one round misses
+// may show in another.
+const concurrentRounds = 3
+
+// waitStatuses are the answers a duplicate may get instead of a replay:
+// "in flight, retry later" (409 in the idem contract), or throttling.
+var waitStatuses = map[int]bool{
+	http.StatusConflict: true, http.StatusTooEarly: true,
+	http.StatusTooManyRequests: true, http.StatusServiceUnavailable: true,
+}
+
+// checkConcurrent: Concurrency requests with one key, sent at once, have
+// one effect: one response, and the others replay it or are told to wait
+// (409); none runs a second time.
+func checkConcurrent(ctx context.Context, r *runner) Result {
+	var effects, replays, waits int
+	for round := 1; round <= concurrentRounds; round++ {
+		t, err := r.startTally(ctx)
+		if err != nil {
+			return failed(nil, "could not read the count: %v", err)
+		}
+		xs := r.storm(ctx, r.newKey(), r.intent())
+		s := r.summarise(xs)
+		problems := s.problems
+		if p := r.effectProblem(ctx, t, 1); p != "" {
+			problems = append(problems, p)
+		}
+		if len(problems) > 0 {
+			return failed(r.evidenceOf(s.shown...), "round %d, %d requests at once with one key: %s (statuses %s)",
+				round, len(xs), strings.Join(problems, "; "), s.statuses())
+		}
+		effects, replays, waits = effects+1, replays+s.replays, waits+s.waits
+	}
+	detail := fmt.Sprintf("%d rounds of %d requests at once with one key: one response each, %d replays of it, %d told to wait",
+		concurrentRounds, r.cfg.Concurrency, replays, waits)
+	if r.cfg.Effects.CountURL != "" {
+		detail += fmt.Sprintf("; the count grew by %d", effects)
+	}
+	return passed(r.basis(), "%s", detail)
+}
+
+// storm sends Concurrency requests with key and body, released together.
+func (r *runner) storm(ctx context.Context, key string, body []byte) []exchange {
+	xs := make([]exchange, r.cfg.Concurrency)
+	start := make(chan struct{})
+	var ready, done sync.WaitGroup
+	for i := range xs {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			xs[i] = r.send(ctx, call{note: fmt.Sprintf("request %d of %d at once, one key", i+1, len(xs)), key: key, body: body})
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+	return xs
+}
+
+// storming is what a storm's responses show.
+type storming struct {
+	byStatus       map[int]int
+	replays, waits int
+	problems       []string
+	shown          []exchange // the exchanges that show the problems
+}
+
+// summarise classifies the responses of one storm: the distinct 2xx
+// responses (by body, and by id when there is an IDField) must be one.
+func (r *runner) summarise(xs []exchange) storming {
+	s := storming{byStatus: map[int]int{}}
+	distinct := map[string]exchange{}
+	ids := map[string]bool{}
+	for _, x := range xs {
+		s.byStatus[x.status]++
+		switch {
+		case x.ok2xx():
+			if _, seen := distinct[string(x.body)]; !seen {
+				distinct[string(x.body)] = x
+				s.shown = append(s.shown, x)
+			} else {
+				s.replays++
+			}
+			if id, ok := r.id(x); ok {
+				ids[id] = true
+			}
+		case x.err == nil && waitStatuses[x.status]:
+			s.waits++
+		default:
+			s.problems = append(s.problems, fmt.Sprintf("a duplicate got %s", x.outcome()))
+			s.shown = append(s.shown, x)
+		}
+	}
+	switch {
+	case len(distinct) == 0:
+		s.problems = append(s.problems, "no request succeeded")
+	case len(ids) > 1:
+		s.problems = append(s.problems, fmt.Sprintf("the responses name %d resources: the operation ran %d times", len(ids), len(ids)))
+	case len(distinct) > 1:
+		s.problems = append(s.problems, fmt.Sprintf("%d different 2xx responses: the operation ran more than once", len(distinct)))
+	}
+	if len(s.shown) > 4 {
+		s.shown = s.shown[:4]
+	}
+	return s
+}
+
+// statuses renders the status counts: "201 x3, 409 x5".
+func (s storming) statuses() string {
+	codes := make([]int, 0, len(s.byStatus))
+	for c := range s.byStatus {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		name := fmt.Sprint(c)
+		if c == 0 {
+			name = "no response"
+		}
+		parts[i] = fmt.Sprintf("%s x%d", name, s.byStatus[c])
+	}
+	return strings.Join(parts, ", ")
+}
