@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/idemkit/idem/internal/wire"
@@ -88,10 +89,22 @@ type Config struct {
 	// ServeMux pattern that routed it, "POST /v1/payments/{id}" (mount the
 	// middleware per handler, mux.Handle("POST /v1/payments", mw(h)), so
 	// that r.Pattern is set), or the method plus the request path when no
-	// pattern is set. A Route that returns "" lets the request bypass the
-	// middleware. Under a catch-all pattern ("POST /v1/accounts/") the
-	// request's path is part of its fingerprint, so a key used on
-	// /v1/accounts/1 gets 422 key-reused on /v1/accounts/2.
+	// pattern is set, which the middleware logs once as a warning: then
+	// /v1/accounts/1 and /v1/accounts/2 are two routes. Go's ServeMux and
+	// chi (v5.2 and later) set r.Pattern and the path values; behind
+	// another router, give the pattern it matched:
+	//
+	//	chi < v5.2:  func(r *http.Request) string { return r.Method + " " + chi.RouteContext(r.Context()).RoutePattern() }
+	//	gorilla/mux: func(r *http.Request) string { t, _ := mux.CurrentRoute(r).GetPathTemplate(); return r.Method + " " + t }
+	//
+	// (mount the middleware on the route, after routing: chi's r.With(mw),
+	// gorilla's route.Handler(mw(h))). Echo and gin keep the pattern in
+	// their own context: mount one middleware per route and name it,
+	// func(*http.Request) string { return "POST /v1/accounts/:id" }. A Route
+	// that returns "" lets the request bypass the middleware. Under a
+	// catch-all pattern ("POST /v1/accounts/") the request's path is part of
+	// its fingerprint, so a key used on /v1/accounts/1 gets 422 key-reused
+	// on /v1/accounts/2.
 	Route func(r *http.Request) string
 
 	// Retention is how long a record answers retries. A retry after it runs
@@ -171,6 +184,7 @@ type settings struct {
 	never     map[string]bool
 	reject    map[int]bool
 	fpHeaders []string
+	noPattern sync.Once // the first request routed without a pattern is logged
 }
 
 func newSettings(cfg Config) *settings {
@@ -233,12 +247,21 @@ func (s *settings) route(r *http.Request) string {
 	}
 	p := r.Pattern
 	if p == "" {
+		s.noPattern.Do(func() { s.warnNoPattern(r) })
 		return r.Method + " " + r.URL.EscapedPath()
 	}
 	if i := strings.IndexAny(p, " \t"); i >= 0 {
 		p = strings.TrimLeft(p[i:], " \t") // drop the pattern's own method
 	}
 	return r.Method + " " + p
+}
+
+// warnNoPattern says, once, that requests are keyed by their raw path.
+func (s *settings) warnNoPattern(r *http.Request) {
+	s.Logger.LogAttrs(r.Context(), slog.LevelWarn,
+		"idem: the request has no route pattern (r.Pattern is empty: not Go's ServeMux, or the middleware is mounted before it routes); "+
+			"keying records by method and raw path, so each path is a route of its own: set Config.Route to the router's pattern",
+		slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath()))
 }
 
 func (s *settings) scope(r *http.Request) (tenant, principal string) {
