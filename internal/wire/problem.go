@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -48,12 +49,25 @@ func ProblemName(typ string) string {
 
 // WriteProblem writes p as an application/problem+json response with
 // status p.Status. The caller sets any other header (Retry-After) first.
+// Its text is not HTML-escaped: a problem document is JSON for programs
+// and people, never embedded in HTML, and "<tenant>" reads better than
+// "\u003ctenant\u003e".
 func WriteProblem(w http.ResponseWriter, p Problem) {
-	body, _ := json.Marshal(p) // a struct of strings and ints cannot fail
+	body := encodeProblem(p)
 	w.Header().Set("Content-Type", ProblemContentType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(body)
+}
+
+// encodeProblem is p as JSON, without HTML escapes and without the
+// trailing newline of json.Encoder.
+func encodeProblem(p Problem) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(p) // a struct of strings and ints cannot fail
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // ReadProblem decodes a problem document from at most limit bytes of r. It

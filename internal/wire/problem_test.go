@@ -2,6 +2,7 @@ package wire
 
 import (
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -39,5 +40,17 @@ func TestWriteReadProblem(t *testing.T) {
 	}
 	if !IsProblem("Application/Problem+JSON; charset=utf-8") {
 		t.Error("IsProblem is not case-insensitive or rejects parameters")
+	}
+}
+
+func TestWriteProblemDoesNotEscapeHTML(t *testing.T) {
+	rec := httptest.NewRecorder()
+	WriteProblem(rec, Problem{Type: "urn:x:bad", Title: "Bad", Status: 400, Detail: `expected "Bearer <tenant>:<principal>" & more`})
+	want := `{"type":"urn:x:bad","title":"Bad","status":400,"detail":"expected \"Bearer <tenant>:<principal>\" & more"}`
+	if got := rec.Body.String(); got != want {
+		t.Errorf("body = %s, want %s", got, want)
+	}
+	if got := rec.Header().Get("Content-Length"); got != strconv.Itoa(len(want)) {
+		t.Errorf("Content-Length = %s, want %d", got, len(want))
 	}
 }
