@@ -11,10 +11,10 @@ import (
 
 // startReconciler runs the reconciler of the API's Leased routes
 // (api.ReconcileRoutes) on cfg.Store beside the HTTP server, every
-// o.reconcile, until ctx is done; with o.reconcile zero it does nothing.
-// Its lease on an operation is o.lease, as a request's. stop waits until
-// it has stored the answers of the lookups that ctx cancelled, so call it
-// before the pool closes.
+// o.reconcile, until ctx is done or stop is called; with o.reconcile zero
+// it does nothing. Its lease on an operation is o.lease, as a request's.
+// stop ends it and waits until it has stored the answers of the lookups it
+// cancelled, so call it before the pool closes.
 func startReconciler(ctx context.Context, o options, cfg api.Config, crash *crashSwitch, log *slog.Logger) (stop func(), err error) {
 	if o.reconcile <= 0 {
 		return func() {}, nil
@@ -28,6 +28,7 @@ func startReconciler(ctx context.Context, o options, cfg api.Config, crash *cras
 	}
 	rc := server.ReconcileConfig{Routes: routes, Interval: o.reconcile, Lease: o.lease, MaxAge: o.reconcileMaxAge,
 		Logger: log, Hooks: crash.reconcileHooks()}
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -36,5 +37,5 @@ func startReconciler(ctx context.Context, o options, cfg api.Config, crash *cras
 		}
 	}()
 	log.Info("reconciler started", "interval", o.reconcile, "lease", o.lease, "max_age", o.reconcileMaxAge)
-	return func() { <-done }, nil
+	return func() { cancel(); <-done }, nil
 }
