@@ -32,6 +32,21 @@
 //     and recorded the charge, and loses its lease; the other node takes the
 //     charge over from that recovery point, and the stalled attempt's
 //     completion, once it goes on, is refused as stale.
+//   - TestReconciler: card charges abandoned by a server program that dies
+//     or stalls, whose client never retries, settled by the nodes'
+//     reconcilers (-reconcile): a node killed after the gateway charged,
+//     or paused (crash switch, then SIGSTOP) after it recorded the charge,
+//     is completed within the lease plus one interval, with one gateway
+//     charge and one credit, a retry replays it, and the paused node's late
+//     completion is fenced off (409); a node killed before it called the
+//     gateway is freed and the next retry charges once; a charge that the
+//     gateway cannot tell (its lookups answer 503) until the maximum age
+//     ends result-unavailable, and a retry gets the 500 problem, never a
+//     second charge; a reconciler killed in mid-settlement (after it
+//     credited the charge) is succeeded by another with a higher attempt
+//     number: one settlement, one credit. That two reconcilers over 1,000
+//     abandoned operations settle each once is server's
+//     TestTwoReconcilersSettleEachOperationOnce (real Postgres and memory).
 //   - TestTerminatedBackends and TestPostgresRestart: the connections of
 //     in-flight transactions are terminated, and a private PostgreSQL
 //     cluster is restarted, under load.

@@ -62,7 +62,7 @@ func (rc *reconciler) pass(ctx context.Context) (int, error) {
 func (rc *reconciler) settle(ctx context.Context, t *taken) {
 	ev := ReconcileEvent{Operation: t.op}
 	call(rc.cfg.Hooks.TakenOver, ctx, ev)
-	rc.log(ctx, slog.LevelWarn, "idem: reconciler took over an abandoned operation", ev)
+	rc.log(ctx, slog.LevelWarn, "idem: reconciler took over an abandoned operation", ev, false)
 	st, err := rc.ask(ctx, t)
 	wctx, cancel := detached(ctx)
 	defer cancel()
@@ -85,18 +85,18 @@ func (rc *reconciler) settle(ctx context.Context, t *taken) {
 		ev.Err = errors.Join(ev.Err, t.fence.postpone(wctx, wait))
 	}
 	call(rc.cfg.Hooks.Settled, ctx, ev)
-	rc.log(ctx, settledLevel(ev), "idem: reconciled", ev)
+	rc.log(ctx, settledLevel(ev), "idem: reconciled", ev, true)
 }
 
 // park settles an operation still not known at MaxAge as result-unavailable.
 func (rc *reconciler) park(ctx, wctx context.Context, t *taken, ev ReconcileEvent) {
 	if err := t.fence.complete(wctx, &response{state: stateUnavailable}); err != nil {
 		ev.Err = errors.Join(ev.Err, err)
-		rc.log(ctx, slog.LevelError, "idem: reconciler could not park an operation", ev)
+		rc.log(ctx, slog.LevelError, "idem: reconciler could not park an operation", ev, false)
 		return
 	}
 	call(rc.cfg.Hooks.Parked, ctx, ev)
-	rc.log(ctx, slog.LevelError, "idem: operation still not known at its maximum age: settled as result-unavailable", ev)
+	rc.log(ctx, slog.LevelError, "idem: operation still not known at its maximum age: settled as result-unavailable", ev, true)
 }
 
 func settledLevel(ev ReconcileEvent) slog.Level {
@@ -155,14 +155,18 @@ func (st Settlement) response() *response {
 	return &response{state: stateDone, status: st.Status, header: h, body: st.Body}
 }
 
-func (rc *reconciler) log(ctx context.Context, level slog.Level, msg string, ev ReconcileEvent) {
+// log writes ev; answered says whether ev.Answer is the function's (it is
+// not yet when the operation was just taken over).
+func (rc *reconciler) log(ctx context.Context, level slog.Level, msg string, ev ReconcileEvent, answered bool) {
 	if !rc.cfg.Logger.Enabled(ctx, level) {
 		return
 	}
 	attrs := []slog.Attr{
 		slog.String("tenant", ev.Tenant), slog.String("principal", ev.Principal),
 		slog.String("route", ev.Route), slog.String("key", ev.Key), slog.Int("attempt", ev.Attempt),
-		slog.String("answer", ev.Answer.String()),
+	}
+	if answered {
+		attrs = append(attrs, slog.String("answer", ev.Answer.String()))
 	}
 	if ev.Status > 0 {
 		attrs = append(attrs, slog.Int("status", ev.Status))

@@ -55,10 +55,7 @@ func (a *api) createCharge(w http.ResponseWriter, r *http.Request) {
 		a.writeChargeError(w, r, err)
 		return
 	}
-	ch, err := a.backend.RecordCharge(ctx, Charge{
-		Tenant: c.Tenant, Key: key, AccountID: body.AccountID,
-		AmountCents: body.AmountCents, Currency: body.Currency, GatewayChargeID: gw,
-	})
+	ch, err := a.backend.RecordCharge(ctx, newCharge(c, key, body, gw))
 	if err == nil {
 		point, _ := json.Marshal(recordedPoint{GatewayChargeID: gw})
 		err = lease.Checkpoint(ctx, StepRecorded, point)
@@ -71,13 +68,32 @@ func (a *api) createCharge(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, ch)
 }
 
+// newCharge is the charge that a gateway charge makes of an operation,
+// for Backend.RecordCharge.
+func newCharge(c caller, key string, body amountBody, gatewayChargeID string) Charge {
+	return Charge{Tenant: c.Tenant, Key: key, AccountID: body.AccountID,
+		AmountCents: body.AmountCents, Currency: body.Currency, GatewayChargeID: gatewayChargeID}
+}
+
+// recordedChargeID returns the gateway charge that an earlier attempt
+// recorded, when it got to the recovery point StepRecorded.
+func recordedChargeID(rec server.Recovery) (string, bool) {
+	if rec.Point != StepRecorded {
+		return "", false
+	}
+	var p recordedPoint
+	if err := json.Unmarshal(rec.Data, &p); err != nil || p.GatewayChargeID == "" {
+		return "", false
+	}
+	return p.GatewayChargeID, true
+}
+
 // gatewayCharge returns the id of the gateway's charge for this operation,
 // charging the card unless an earlier attempt recorded the charge already.
 func (a *api) gatewayCharge(ctx context.Context, lease *server.Lease, key string, body amountBody) (string, error) {
-	if rec, ok := lease.Recovery(); ok && rec.Point == StepRecorded {
-		var p recordedPoint
-		if err := json.Unmarshal(rec.Data, &p); err == nil && p.GatewayChargeID != "" {
-			return p.GatewayChargeID, nil
+	if rec, ok := lease.Recovery(); ok {
+		if id, ok := recordedChargeID(rec); ok {
+			return id, nil
 		}
 	}
 	if err := lease.Extend(ctx, 0); err != nil { // a full lease for the call

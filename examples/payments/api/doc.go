@@ -28,6 +28,10 @@
 // the account. Its effect leaves the database, so it runs in Leased mode and
 // records recovery points: a retry that takes over after a crash asks the
 // gateway again with the same downstream key instead of charging twice.
+// When no retry comes, a reconciler (server.RunReconciler with
+// ReconcileRoutes) settles the abandoned charge: it looks the key up at the
+// gateway, records a charge made, and stores the 201 for later retries to
+// replay.
 //
 // Errors are RFC 9457 problem documents (application/problem+json).
 //

@@ -6,7 +6,9 @@
 //	go run ./examples/payments/server -db postgres://... -gateway http://127.0.0.1:8081
 //
 // It charges once per Idempotency-Key and replays its answer to retries;
-// GET /v1/charges counts the charges made. It prints
+// GET /v1/charges/by-key/{key} tells what became of the charge requested
+// under a key (the reconciler's lookup), and GET /v1/charges counts the
+// charges made. It prints
 //
 //	payments gateway: listening on http://127.0.0.1:8081
 //

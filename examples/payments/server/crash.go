@@ -20,8 +20,19 @@ const (
 	envCrashAction = "IDEM_CRASH_ACTION"
 )
 
-// chargesRoute is the route whose handler reports the api steps.
+// chargesRoute is the route whose handler reports the api steps, and the
+// only route the reconciler settles.
 const chargesRoute = "POST /v1/charges"
+
+// The crash switch's points in the reconciler (see the package doc).
+const (
+	// atReconciling: the reconciler took an abandoned operation over
+	// (server.ReconcileHooks.TakenOver), before it looks it up.
+	atReconciling = "reconciling"
+	// atReconciled: the reconcile function answered (a charge it found is
+	// recorded), before the reconciler stores the settlement.
+	atReconciled = "reconciled"
+)
 
 // crashSwitch kills the process with SIGKILL when a request reaches a
 // point, for crash tests, or pauses that request there until the process
@@ -44,13 +55,14 @@ func crashSwitchFromEnv(getenv func(string) string, log *slog.Logger) (*crashSwi
 		return nil, nil
 	}
 	switch at {
-	case "claimed", "handled", "committed", api.StepGatewayCalled, api.StepGatewayAnswered, api.StepRecorded:
+	case "claimed", "handled", "committed", api.StepGatewayCalled, api.StepGatewayAnswered, api.StepRecorded,
+		atReconciling, atReconciled:
 	default:
-		return nil, fmt.Errorf("%s=%q: want claimed, handled, committed, %s, %s or %s", envCrashAt, at,
-			api.StepGatewayCalled, api.StepGatewayAnswered, api.StepRecorded)
+		return nil, fmt.Errorf("%s=%q: want claimed, handled, committed, %s, %s, %s, %s or %s", envCrashAt, at,
+			api.StepGatewayCalled, api.StepGatewayAnswered, api.StepRecorded, atReconciling, atReconciled)
 	}
 	c := &crashSwitch{at: at, route: getenv(envCrashRoute), after: 1, log: log}
-	if apiStep(at) && c.route != "" && c.route != chargesRoute {
+	if chargesOnly(at) && c.route != "" && c.route != chargesRoute {
 		return nil, fmt.Errorf("%s=%q with %s=%q can never fire: the %s step is reached only by %q",
 			envCrashAt, at, envCrashRoute, c.route, at, chargesRoute)
 	}
@@ -77,10 +89,15 @@ func crashSwitchFromEnv(getenv func(string) string, log *slog.Logger) (*crashSwi
 	return c, nil
 }
 
-// apiStep reports whether at is a step of POST /v1/charges (see
-// api.Config.OnStep) rather than a middleware hook.
-func apiStep(at string) bool {
-	return at == api.StepGatewayCalled || at == api.StepGatewayAnswered || at == api.StepRecorded
+// chargesOnly reports whether at is reached by POST /v1/charges alone: a
+// step of its handler (see api.Config.OnStep) or of the reconciler, rather
+// than a middleware hook.
+func chargesOnly(at string) bool {
+	switch at {
+	case api.StepGatewayCalled, api.StepGatewayAnswered, api.StepRecorded, atReconciling, atReconciled:
+		return true
+	}
+	return false
 }
 
 // hooks returns the middleware hook that fires at a "claimed", "handled"
@@ -109,8 +126,32 @@ func (c *crashSwitch) onStep(_ context.Context, step string) {
 	}
 }
 
-// reached counts a request of route at the switch's point, and kills the
-// process, or pauses the request until SIGUSR1, when it is the one.
+// reconcileHooks returns the reconciler hook that fires at a
+// "reconciling" switch.
+func (c *crashSwitch) reconcileHooks() server.ReconcileHooks {
+	var h server.ReconcileHooks
+	if c != nil && c.at == atReconciling {
+		h.TakenOver = func(_ context.Context, e server.ReconcileEvent) { c.reached(e.Route) }
+	}
+	return h
+}
+
+// reconcileFunc wraps f so that a "reconciled" switch fires after f
+// answered, before the reconciler stores the answer.
+func (c *crashSwitch) reconcileFunc(f server.ReconcileFunc) server.ReconcileFunc {
+	if c == nil || c.at != atReconciled {
+		return f
+	}
+	return func(ctx context.Context, op *server.Abandoned) (server.Settlement, error) {
+		st, err := f(ctx, op)
+		c.reached(op.Route)
+		return st, err
+	}
+}
+
+// reached counts a request (or a reconciliation) of route at the switch's
+// point, and kills the process, or pauses it there until SIGUSR1, when it
+// is the one.
 func (c *crashSwitch) reached(route string) {
 	if c.route != "" && route != c.route {
 		return

@@ -15,6 +15,10 @@
 //	            go run ./examples/payments/gateway and pass its URL to keep
 //	            them across crashes)
 //	-grace      how long a shutdown waits for the requests in flight (default 10s)
+//	-reconcile  run a reconciler every so often (e.g. 10s; default 0: none)
+//	-reconcile-max-age
+//	            how long a charge may stay unknown before the reconciler
+//	            settles it as result-unavailable (default 1h; under -retention)
 //	-read-timeout  how long a client may take to send a whole request,
 //	            header and body (default 15s): a slow or stalled body is cut
 //	            off (400 request-unreadable, then the connection closes)
@@ -37,6 +41,19 @@
 // Postgres it loses nothing to SIGKILL either: a restarted server answers
 // the retries of finished operations with their stored responses.
 //
+// # Reconciler
+//
+// With -reconcile, the process also runs server.RunReconciler over the
+// API's api.ReconcileRoutes: a POST /v1/charges whose node died or stalled
+// and whose client never came back is taken over once its lease (-lease)
+// has ended, looked up at the gateway, and settled within about one lease
+// and one interval: the charge made is recorded and its 201 stored for
+// every later retry to replay, or the record is freed when the gateway
+// never charged, or, still unknown at -reconcile-max-age, it is settled as
+// result-unavailable. Run it on every node: each abandoned charge is
+// settled by one of them. It stops with the server, after storing what its
+// lookups in flight answered.
+//
 // Try it:
 //
 //	curl -X PUT localhost:8080/v1/accounts/acc-1 -H 'Authorization: Bearer acme:alice' -d '{"balance_cents":10000}'
@@ -51,10 +68,13 @@
 //	IDEM_CRASH_AT     claimed | handled | committed (the steps of the
 //	                  idempotency middleware, see server.Hooks), or
 //	                  gateway-called | gateway-answered | recorded (the
-//	                  steps of POST /v1/charges, see api.Config.OnStep)
+//	                  steps of POST /v1/charges, see api.Config.OnStep), or
+//	                  reconciling | reconciled (the reconciler took a charge
+//	                  over; its lookup answered and a charge it found is
+//	                  recorded, the settlement is not stored yet)
 //	IDEM_CRASH_ROUTE  only requests to this route, e.g. "POST /v1/payments"
 //	                  (default: any route); the steps of POST /v1/charges
-//	                  take no other route (exit 2)
+//	                  and of the reconciler take no other route (exit 2)
 //	IDEM_CRASH_AFTER  crash the n-th time the point is reached (default 1)
 //	IDEM_CRASH_ACTION kill (the default) or pause: the request that reaches
 //	                  the point waits there, as one stalled by a long GC
@@ -104,11 +124,11 @@ var errUsage = errors.New("usage")
 
 // options are the program's flags.
 type options struct {
-	addr, db, gateway string
-	retention, lease  time.Duration
-	grace             time.Duration
-	readTimeout       time.Duration
-	idleTimeout       time.Duration
+	addr, db, gateway          string
+	retention, lease           time.Duration
+	grace                      time.Duration
+	readTimeout, idleTimeout   time.Duration
+	reconcile, reconcileMaxAge time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -123,14 +143,21 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long a shutdown waits for the requests in flight")
 	fs.DurationVar(&o.readTimeout, "read-timeout", 15*time.Second, "how long a client may take to send a whole request")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "how long a kept-alive connection may wait for its next request")
+	fs.DurationVar(&o.reconcile, "reconcile", 0, "run a reconciler at this `interval` (0: none)")
+	fs.DurationVar(&o.reconcileMaxAge, "reconcile-max-age", server.DefaultReconcileMaxAge,
+		"how long a charge may stay unknown before the reconciler settles it as result-unavailable")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
 		}
 		return o, errUsage
 	}
-	if fs.NArg() > 0 || o.retention <= 0 || o.lease <= 0 || o.grace <= 0 || o.readTimeout <= 0 || o.idleTimeout <= 0 {
-		fmt.Fprintln(stderr, "server: no arguments are taken, and the durations must be positive")
+	switch {
+	case fs.NArg() > 0 || o.retention <= 0 || o.lease <= 0 || o.grace <= 0 || o.readTimeout <= 0 || o.idleTimeout <= 0 || o.reconcile < 0:
+		fmt.Fprintln(stderr, "server: no arguments are taken, the durations must be positive, and -reconcile not negative")
+		return o, errUsage
+	case o.reconcile > 0 && (o.reconcileMaxAge <= 0 || o.reconcileMaxAge >= o.retention):
+		fmt.Fprintln(stderr, "server: -reconcile-max-age must be positive and under -retention: a record swept before it is settled takes its evidence with it")
 		return o, errUsage
 	}
 	return o, nil
@@ -166,6 +193,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		defer stopGateway() // after the API's requests in flight finished
 		cfg.GatewayURL = url
 	}
+	stopReconciler, err := startReconciler(ctx, o, cfg, crash, log)
+	if err != nil {
+		return err
+	}
+	defer stopReconciler() // before the gateway stops and the pool closes
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
