@@ -44,7 +44,9 @@ func chiServer(t *testing.T, k *kit, cfg Config) (*payments, *syncBuffer, http.H
 }
 
 // chiRoute is the one line chi needs (Config.Route's doc).
-func chiRoute(r *http.Request) string { return r.Method + " " + chi.RouteContext(r.Context()).RoutePattern() }
+func chiRoute(r *http.Request) string {
+	return r.Method + " " + chi.RouteContext(r.Context()).RoutePattern()
+}
 
 // chi (v5.2 and later) sets r.Pattern and the path values itself, so the
 // default Route works behind it; the one line of Config.Route's doc gives
