@@ -29,6 +29,11 @@ const (
 	// retry: not sent, ambiguous, 408, 409 key-in-flight, 425, 429, 5xx, or
 	// given up by the client (deadline, budget, breaker): try again later.
 	retry
+	// deferred: the idem client put nothing on the wire because its circuit
+	// breaker or retry budget refused: try again later, without counting
+	// the delivery against Config.MaxAttempts (an open breaker would
+	// otherwise use a message's attempts up in seconds).
+	deferred
 )
 
 func (v verdict) String() string {
@@ -39,6 +44,8 @@ func (v verdict) String() string {
 		return "refused"
 	case retry:
 		return "retry"
+	case deferred:
+		return "deferred"
 	}
 	return "unknown"
 }
@@ -105,6 +112,8 @@ func classifyError(err error) result {
 		r.verdict = delivered
 	case errors.Is(err, idem.ErrKeyReused), errors.Is(err, idem.ErrKeyMissing), errors.Is(err, idem.ErrKeyInvalid):
 		r.verdict = refused
+	case ie != nil && ie.Attempts == 0 && (errors.Is(err, idem.ErrCircuitOpen) || errors.Is(err, idem.ErrBudgetExhausted)):
+		r.verdict = deferred
 	}
 	return r
 }

@@ -211,7 +211,7 @@ func (s *settings) observe(ctx context.Context, d Delivery, v verdict, wait time
 		o.Delivered(ctx, d)
 	case d.Reason != "" && o.Parked != nil:
 		o.Parked(ctx, d)
-	case v == retry && d.Reason == "" && o.Retried != nil:
+	case (v == retry || v == deferred) && d.Reason == "" && o.Retried != nil:
 		o.Retried(ctx, d, wait)
 	}
 }

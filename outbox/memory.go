@@ -163,6 +163,11 @@ func (q *Memory) deliver(ctx context.Context, id int64) {
 	}
 	reason, wait := q.s.decide(r, d.Attempt, win.Since)
 	d.Status, d.Err, d.Reason = r.status, r.err, reason
+	q.mu.Lock()
+	if r.verdict == deferred && reason == "" {
+		m.attempts-- // not counted
+	}
+	q.mu.Unlock()
 	q.settle(m, id, newRecord(r, reason, win), r.verdict, reason, wait)
 	q.s.observe(ctx, d, r.verdict, wait)
 }

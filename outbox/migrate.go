@@ -24,15 +24,26 @@ func Migrate(ctx context.Context, db interface {
 	if err != nil {
 		return fmt.Errorf("outbox: migrate: %w", err)
 	}
-	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrateLock)); err != nil {
+	// One transaction per step: a River migration may use what the one
+	// before it added (an enum value), which Postgres allows only after a
+	// commit.
+	for {
+		applied := 0
+		err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrateLock)); err != nil {
+				return err
+			}
+			res, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, &rivermigrate.MigrateOpts{MaxSteps: 1})
+			if err == nil {
+				applied = len(res.Versions)
+			}
 			return err
+		})
+		if err != nil {
+			return fmt.Errorf("outbox: migrate: %w", err)
 		}
-		_, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("outbox: migrate: %w", err)
+		if applied == 0 {
+			return nil
+		}
 	}
-	return nil
 }

@@ -19,13 +19,23 @@ func (s *settings) decide(r result, n int, since time.Time) (Reason, time.Durati
 		return ReasonRefused, 0
 	}
 	wait := backoff(n, s.MinBackoff, s.MaxBackoff, r.retryAfter, s.random())
+	if r.verdict == deferred {
+		wait = s.deferral()
+	}
 	switch {
-	case n >= s.MaxAttempts:
+	case r.verdict == retry && n >= s.MaxAttempts:
 		return ReasonAttempts, 0
 	case s.now().Add(wait).Sub(since) >= s.MaxAge:
 		return ReasonAge, 0
 	}
 	return "", wait
+}
+
+// deferral is the wait after a deferred delivery: about a second (a
+// breaker stays open for seconds), within the backoff bounds.
+func (s *settings) deferral() time.Duration {
+	ceil := min(max(s.MinBackoff, time.Second), s.MaxBackoff)
+	return ceil/2 + time.Duration(s.random()*float64(ceil/2))
 }
 
 // overdue returns why a message must be parked before its n-th delivery

@@ -88,6 +88,8 @@ func (w *worker) finish(ctx context.Context, d Delivery, rec record, v verdict, 
 		return river.JobCancel(&parkError{reason: d.Reason, rec: rec})
 	case v == delivered:
 		return nil
+	case v == deferred:
+		return river.JobSnooze(wait) // not counted as an attempt
 	}
 	w.o.waits.Store(d.ID, wait)
 	return &retryError{rec: rec}
