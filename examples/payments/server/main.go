@@ -15,6 +15,9 @@
 //	            go run ./examples/payments/gateway and pass its URL to keep
 //	            them across crashes)
 //	-grace      how long a shutdown waits for the requests in flight (default 10s)
+//	-notify     base URL of a receiver (go run ./examples/payments/receiver):
+//	            each payment enqueues a payment.created notification in its
+//	            transaction, which this process delivers (see notify.go)
 //
 // It applies the schema on start (api.Migrate), sweeps expired idempotency
 // records, logs with slog to stderr, and prints
@@ -94,6 +97,7 @@ var errUsage = errors.New("usage")
 // options are the program's flags.
 type options struct {
 	addr, db, gateway string
+	notify            string
 	retention, lease  time.Duration
 	grace             time.Duration
 }
@@ -108,6 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.lease, "lease", server.DefaultLease, "the lease of a POST /v1/charges attempt")
 	fs.StringVar(&o.gateway, "gateway", "", "card gateway base `URL`; empty starts one in this process")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long a shutdown waits for the requests in flight")
+	fs.StringVar(&o.notify, "notify", "", "receiver base `URL`: payments notify it through the outbox")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -141,6 +146,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return err
 	}
 	defer closeDB()
+	stopNotify, err := startNotify(ctx, o, &cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopNotify()
 	go func() { _ = server.RunSweeper(ctx, cfg.Store, server.SweepConfig{Logger: log}) }()
 
 	if cfg.GatewayURL == "" {
