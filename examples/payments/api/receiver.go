@@ -98,6 +98,7 @@ type Receiver struct {
 // NewReceiver returns a Receiver:
 //
 //	POST /v1/notifications  {"event": "payment.created", "payment_id", ...} -> 201, 400 on a bad body
+//	GET  /v1/notifications  -> 200 {"count": N, "notifications": [...]} (every recording, oldest first)
 //	GET  /healthz           200 "ok"
 func NewReceiver(cfg ReceiverConfig) *Receiver {
 	if cfg.Logger == nil {
@@ -114,6 +115,7 @@ func NewReceiver(cfg ReceiverConfig) *Receiver {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.Handle("POST /v1/notifications", mw(http.HandlerFunc(rc.receive)))
+	mux.HandleFunc("GET /v1/notifications", rc.list)
 	rc.h = mux
 	return rc
 }
@@ -140,6 +142,23 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]string{"payment_id": n.PaymentID, "status": "recorded"})
+}
+
+func (rc *Receiver) list(w http.ResponseWriter, r *http.Request) {
+	ns, err := rc.Notifications(r.Context())
+	if err != nil {
+		writeProblem(w, http.StatusInternalServerError, "internal", "Internal error", "cannot read the notifications")
+		return
+	}
+	type item struct {
+		Notification
+		Key string `json:"idempotency_key"`
+	}
+	items := make([]item, len(ns))
+	for i, n := range ns {
+		items[i] = item{n, n.Key}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"count": len(ns), "notifications": items})
 }
 
 func (rc *Receiver) record(ctx context.Context, n Notification) error {
