@@ -31,7 +31,9 @@ func outboxFaults(seed uint64, n int) []testserver.Rule {
 				Script: []testserver.Fault{busy, busy}})
 		}
 	}
-	f := func(p float64, fault testserver.Fault) testserver.Chance { return testserver.Chance{P: p, Fault: fault} }
+	f := func(p float64, fault testserver.Fault) testserver.Chance {
+		return testserver.Chance{P: p, Fault: fault}
+	}
 	return append(rules, testserver.Rule{Name: "chaos", Match: testserver.Match{Method: "POST", Path: "/v1/notifications"},
 		Mix: []testserver.Chance{
 			f(0.03, testserver.Fault{Kind: testserver.FaultDropReset}),

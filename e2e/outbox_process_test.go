@@ -87,7 +87,7 @@ type holdFirst struct {
 	mu       sync.Mutex
 	seen     map[string]int // requests per key
 	inFlight map[string]int
-	overlaps []string // keys delivered twice at once
+	overlaps []string       // keys delivered twice at once
 	by       map[string]int // requests per dispatcher
 }
 
