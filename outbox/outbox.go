@@ -93,7 +93,10 @@ func New(pool *pgxpool.Pool, cfg Config) (*Outbox, error) {
 // Enqueue is idempotent by key: the same message enqueued again under its
 // key (an operation that ran again) returns the first one's ID and adds
 // nothing; a different message under a key already used returns
-// ErrKeyConflict. Errors: ErrNoTx, ErrInvalidMessage (wrapped with the
+// ErrKeyConflict. That holds while the first message is kept: until 24 h
+// after its delivery, and for as long as it is parked (send a parked
+// message again with Redrive, not Enqueue). Errors: ErrNoTx,
+// ErrInvalidMessage (wrapped with the
 // field at fault; nothing is stored), ErrKeyConflict, and the database's.
 // A database error leaves tx aborted, as any failed statement does.
 func (o *Outbox) Enqueue(ctx context.Context, tx pgx.Tx, m Message) (int64, error) {
