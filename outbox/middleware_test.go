@@ -1,10 +1,12 @@
 package outbox
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,9 +20,10 @@ import (
 func TestUnderTheMiddleware(t *testing.T) {
 	ev := &events{}
 	tg, o, pool := postgresTarget(t, fastConfig(ev))
+	require.NoError(t, server.Migrate(context.Background(), pool))
 	d := newDownstream(t, nil)
 	outcome := "201" // what the handler does next
-	mw := server.Middleware(server.NewPostgresStore(pool), server.Config{Logger: quietLogger()})
+	mw := server.Middleware(server.NewPostgresStore(pool), server.Config{Logger: quietLogger(), WaitBound: 10 * time.Second})
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/payments", mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tx, ok := server.Tx(r.Context())
