@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/idemkit/idem"
@@ -29,7 +30,9 @@ type Config struct {
 	// Client configures the idem client (idem.NewTransport) that sends each
 	// delivery: its attempts, backoff, retry budget and circuit breaker
 	// apply within a delivery. Zero: the idem client's defaults (4 requests
-	// on the wire per delivery). Its Base is the transport underneath.
+	// on the wire per delivery). Its Base is the transport underneath
+	// (nil: a clone of http.DefaultTransport that keeps Workers idle
+	// connections per host).
 	Client idem.Config
 
 	// Timeout bounds one delivery, every attempt and wait of the idem
@@ -173,6 +176,14 @@ func newSettings(cfg Config) (*settings, error) {
 	if s.RescueAfter < s.jobTimeout()+time.Second {
 		return nil, fmt.Errorf("outbox: RescueAfter (%s) must exceed Timeout (%s) by at least 2s, "+
 			"so that a live dispatcher's delivery ends before its message can be rescued", s.RescueAfter, s.Timeout)
+	}
+	if s.Client.Base == nil {
+		// A connection per worker kept alive to a downstream: net/http's
+		// default keeps 2 per host and would close the others after each
+		// delivery.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = s.Workers
+		s.Client.Base = t
 	}
 	s.rt = idem.NewTransport(s.Client)
 	return s, nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,10 +17,14 @@ import (
 	"github.com/idemkit/idem/outbox"
 )
 
+// runs numbers the steady runs, for keys of their own.
+var runs atomic.Int64
+
 // steady commits one transaction per message at rate for the run's
 // length, each inserting one message with insert, and returns when each
 // key's COMMIT was sent.
 func steady(ctx context.Context, pool *pgxpool.Pool, o options, insert func(tx pgx.Tx, key string) error) (map[string]time.Time, error) {
+	runs.Add(1)
 	n := int(o.seconds.Seconds() * float64(o.rate))
 	committed := make(map[string]time.Time, n)
 	var mu sync.Mutex
@@ -28,7 +34,7 @@ func steady(ctx context.Context, pool *pgxpool.Pool, o options, insert func(tx p
 	defer tick.Stop()
 	for i := range n {
 		<-tick.C
-		key := fmt.Sprintf("lat-%d", i)
+		key := fmt.Sprintf("lat-%d-%d", runs.Load(), i)
 		wg.Go(func() {
 			tx, err := pool.Begin(ctx)
 			if err == nil {
@@ -54,21 +60,21 @@ func steady(ctx context.Context, pool *pgxpool.Pool, o options, insert func(tx p
 
 // benchLatency measures the time from a message's COMMIT to its arrival
 // at a loopback sink, at a steady rate, with one dispatcher.
-func benchLatency(ctx context.Context, dbURL string, o options) error {
+func benchLatency(ctx context.Context, dbURL string, o options) (result, error) {
 	pool, err := openPool(ctx, dbURL, 32)
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	defer pool.Close()
 	if err := outbox.Migrate(ctx, pool); err != nil {
-		return err
+		return result{}, err
 	}
 	n := int(o.seconds.Seconds() * float64(o.rate))
 	s := newSink(n)
 	defer s.srv.Close()
 	ob, err := outbox.New(pool, outbox.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -80,22 +86,57 @@ func benchLatency(ctx context.Context, dbURL string, o options) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	<-s.all
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return report("outbox, commit -> receiver", o, committed, s.seen)
+	return report("outbox, commit -> receiver", o, committed, s.seen), nil
 }
 
-func report(what string, o options, committed, arrived map[string]time.Time) error {
+// result is one steady run's percentiles.
+type result struct{ p50, p99 time.Duration }
+
+func report(what string, o options, committed, arrived map[string]time.Time) result {
 	var ds []time.Duration
 	for k, at := range committed {
 		ds = append(ds, max(arrived[k].Sub(at), 0))
 	}
 	p50, p99 := percentiles(ds)
-	fmt.Printf("%s at %d/s for %s (%d messages): p50 %s, p99 %s\n", what, o.rate, o.seconds, len(ds),
+	fmt.Printf("%-32s at %d/s for %s (%d messages): p50 %s, p99 %s\n", what, o.rate, o.seconds, len(ds),
 		p50.Round(10*time.Microsecond), p99.Round(10*time.Microsecond))
+	return result{p50, p99}
+}
+
+// benchLatencies runs o.rounds rounds of the outbox's latency and River's
+// alone, alternating, and prints the medians of their percentiles.
+func benchLatencies(ctx context.Context, dbURL string, o options) error {
+	var ob, rv []result
+	for range o.rounds {
+		r, err := benchLatency(ctx, dbURL, o)
+		if err != nil {
+			return err
+		}
+		ob = append(ob, r)
+		if r, err = benchRiver(ctx, dbURL, o); err != nil {
+			return err
+		}
+		rv = append(rv, r)
+	}
+	for _, x := range []struct {
+		what string
+		rs   []result
+	}{{"outbox", ob}, {"River alone", rv}} {
+		var p50s, p99s []time.Duration
+		for _, r := range x.rs {
+			p50s, p99s = append(p50s, r.p50), append(p99s, r.p99)
+		}
+		slices.Sort(p50s)
+		slices.Sort(p99s)
+		fmt.Printf("median of %d rounds, %s: p50 %s, p99 %s (p99 from %s to %s)\n", len(x.rs), x.what,
+			p50s[len(p50s)/2].Round(10*time.Microsecond), p99s[len(p99s)/2].Round(10*time.Microsecond),
+			p99s[0].Round(10*time.Microsecond), p99s[len(p99s)-1].Round(10*time.Microsecond))
+	}
 	return nil
 }
 
@@ -126,14 +167,14 @@ func (w *riverWorker) Work(_ context.Context, job *river.Job[riverArgs]) error {
 
 // benchRiver is benchLatency through River alone: the time from COMMIT to
 // a no-op worker starting, with the outbox's fetch settings.
-func benchRiver(ctx context.Context, dbURL string, o options) error {
+func benchRiver(ctx context.Context, dbURL string, o options) (result, error) {
 	pool, err := openPool(ctx, dbURL, 32)
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	defer pool.Close()
 	if err := outbox.Migrate(ctx, pool); err != nil {
-		return err
+		return result{}, err
 	}
 	n := int(o.seconds.Seconds() * float64(o.rate))
 	s := newSink(n)
@@ -144,10 +185,10 @@ func benchRiver(ctx context.Context, dbURL string, o options) error {
 		Workers: workers, FetchCooldown: 2 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	if err := client.Start(ctx); err != nil {
-		return err
+		return result{}, err
 	}
 	defer func() { _ = client.Stop(ctx) }()
 	time.Sleep(time.Second)
@@ -156,12 +197,12 @@ func benchRiver(ctx context.Context, dbURL string, o options) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	<-s.all
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return report("River alone, commit -> worker", o, committed, s.seen)
+	return report("River alone, commit -> worker", o, committed, s.seen), nil
 }
 
 // migrateSchema applies the outbox's tables in schema (for pgbench).

@@ -4,8 +4,8 @@
 //
 //	go run ./bench/outbox -mode payments    # POST /v1/payments with and without a message per payment
 //	go run ./bench/outbox -mode deliver     # messages/s to a loopback receiver, 1 and 2 dispatchers
-//	go run ./bench/outbox -mode latency     # commit -> receiver at a steady rate: p50, p99
-//	go run ./bench/outbox -mode river       # the same through River alone (no HTTP): the bound
+//	go run ./bench/outbox -mode latency     # commit -> receiver at a steady rate: p50, p99; and
+//	                                        # commit -> worker through River alone (no HTTP), the bound
 //	go run ./bench/outbox -mode migrate -schema S   # the outbox's tables in schema S (bench/pgbench-outbox.sh)
 //
 // Flags: -n (payments per round, or messages), -rounds, -concurrency
@@ -36,14 +36,14 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "latency", "payments, deliver, latency, river or migrate")
+	flag.StringVar(&o.mode, "mode", "latency", "payments, deliver, latency or migrate")
 	flag.StringVar(&o.schema, "schema", "", "the schema (migrate mode)")
 	flag.IntVar(&o.n, "n", 0, "payments per round (payments: 4000), messages (deliver: 10000)")
-	flag.IntVar(&o.rounds, "rounds", 4, "alternating rounds (payments)")
+	flag.IntVar(&o.rounds, "rounds", 4, "alternating rounds (payments, latency)")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "requests in flight (payments)")
 	flag.IntVar(&o.dispatcher, "dispatchers", 0, "dispatchers (deliver; 0: 1, then 2)")
-	flag.IntVar(&o.rate, "rate", 500, "messages per second (latency, river)")
-	flag.DurationVar(&o.seconds, "duration", 10*time.Second, "length of a steady run (latency, river)")
+	flag.IntVar(&o.rate, "rate", 500, "messages per second (latency)")
+	flag.DurationVar(&o.seconds, "duration", 10*time.Second, "length of a steady run (latency)")
 	flag.DurationVar(&o.cooldown, "fetch-cooldown", 0, "the outbox's Config.FetchCooldown (0: its default)")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
@@ -72,9 +72,7 @@ func run(ctx context.Context, o options) error {
 	case "deliver":
 		return benchDeliver(ctx, dbURL, o)
 	case "latency":
-		return benchLatency(ctx, dbURL, o)
-	case "river":
-		return benchRiver(ctx, dbURL, o)
+		return benchLatencies(ctx, dbURL, o)
 	}
 	return fmt.Errorf("unknown -mode %q", o.mode)
 }
