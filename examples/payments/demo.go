@@ -46,8 +46,13 @@ func run(ctx context.Context, o options, out, progress io.Writer) (result, error
 		return result{}, err
 	}
 	defer st.close()
-	nt := newNotifier(st.pool, o.seed, rate, o.attemptTimeout)
-	if err := nt.openOutbox(ctx, st, st.pool, o.attemptTimeout); err != nil {
+	nt, err := newNotifier(ctx, o.db, o.seed, rate, o.attemptTimeout)
+	if err != nil {
+		return result{}, fmt.Errorf("outbox: %w", err)
+	}
+	if err := nt.openOutbox(st, o.attemptTimeout); err != nil {
+		nt.srv.Close()
+		nt.closePools()
 		return result{}, fmt.Errorf("outbox: %w", err)
 	}
 	defer func() { _ = nt.stop() }()
@@ -104,7 +109,6 @@ func transport(concurrency int) *http.Transport {
 type storage struct {
 	backend api.Backend
 	idem    server.Store
-	pool    *pgxpool.Pool // nil in memory
 	name    string
 	close   func()
 }
@@ -119,7 +123,7 @@ func openStorage(ctx context.Context, url string, concurrency int) (*storage, er
 	if err != nil {
 		return nil, fmt.Errorf("-db: %w", err)
 	}
-	return &storage{backend: api.NewPostgresBackend(pool), idem: server.NewPostgresStore(pool), pool: pool, name: "postgres", close: pool.Close}, nil
+	return &storage{backend: api.NewPostgresBackend(pool), idem: server.NewPostgresStore(pool), name: "postgres", close: pool.Close}, nil
 }
 
 // openPool opens a pool with a connection per payment in flight (unless

@@ -42,26 +42,66 @@ type dispatcher interface {
 // payments' notifications through a fault-injecting testserver to the
 // Receiver, run in process.
 type notifier struct {
-	receiver                    *api.Receiver
-	srv                         *testserver.Server
-	out                         dispatcher
-	delivered, parked, attempts atomic.Int64
-	stop                        func() error
+	receiver                     *api.Receiver
+	srv                          *testserver.Server
+	out                          dispatcher
+	delivered, parked, attempts  atomic.Int64
+	stop                         func() error
+	receiverPool, dispatcherPool *pgxpool.Pool // nil in memory
+	closePools                   func()
 }
 
-// newNotifier serves a Receiver (recording in pool's database, or in
-// memory when pool is nil) behind a testserver that meets the
-// notifications with the demo's mix of faults at rate.
-func newNotifier(pool *pgxpool.Pool, seed uint64, rate float64, attemptTimeout time.Duration) *notifier {
-	n := &notifier{}
+// newNotifier serves a Receiver (recording in the database at dbURL, or in
+// memory when dbURL is empty) behind a testserver that meets the
+// notifications with the demo's mix of faults at rate. On Postgres the
+// receiver and the dispatcher have pools of their own, as separate
+// services would: they do not take the payments' connections.
+func newNotifier(ctx context.Context, dbURL string, seed uint64, rate float64, attemptTimeout time.Duration) (*notifier, error) {
+	n := &notifier{closePools: func() {}}
 	cfg := api.ReceiverConfig{Logger: slog.New(slog.DiscardHandler)}
-	if pool != nil {
-		cfg.DB = pool
+	if dbURL != "" {
+		if err := n.openPools(ctx, dbURL); err != nil {
+			return nil, err
+		}
+		cfg.DB = n.receiverPool
 	}
 	n.receiver = api.NewReceiver(cfg)
 	n.srv = testserver.New(n.receiver, testserver.Config{Seed: seed, Rules: notificationRules(rate, attemptTimeout),
 		MaxEvents: 1, OnEvent: func(testserver.Event) { n.attempts.Add(1) }})
-	return n
+	return n, nil
+}
+
+// openPools opens the receiver's pool and the dispatcher's, and applies
+// their schemas.
+func (n *notifier) openPools(ctx context.Context, dbURL string) error {
+	var pools []*pgxpool.Pool
+	n.closePools = func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}
+	for _, conns := range []int32{16, 10} { // receiver, dispatcher
+		cfg, err := pgxpool.ParseConfig(dbURL)
+		if err != nil {
+			return err
+		}
+		cfg.MaxConns = conns
+		p, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			n.closePools()
+			return err
+		}
+		pools = append(pools, p)
+	}
+	n.receiverPool, n.dispatcherPool = pools[0], pools[1]
+	err := api.MigrateReceiver(ctx, n.receiverPool)
+	if err == nil {
+		err = outbox.Migrate(ctx, n.dispatcherPool)
+	}
+	if err != nil {
+		n.closePools()
+	}
+	return err
 }
 
 // notificationRules meet the deliveries with the payments' mix of faults.
@@ -100,6 +140,7 @@ func (n *notifier) start(out dispatcher) {
 		cancel()
 		err := <-done
 		n.srv.Close()
+		n.closePools()
 		return err
 	}
 }
@@ -173,8 +214,10 @@ func (n *notifier) parkedPayments(ctx context.Context) (map[string]bool, error) 
 }
 
 // openOutbox makes the storage's backend notify through an outbox of its
-// kind: the Postgres outbox on pool, or the memory one when pool is nil.
-func (n *notifier) openOutbox(ctx context.Context, st *storage, pool *pgxpool.Pool, attemptTimeout time.Duration) error {
+// kind, and starts the dispatcher: the Postgres outbox on the dispatcher's
+// pool (a payment enqueues in its own transaction, on the API's pool), or
+// the memory one.
+func (n *notifier) openOutbox(st *storage, attemptTimeout time.Duration) error {
 	cfg := n.outboxConfig(attemptTimeout)
 	switch b := st.backend.(type) {
 	case *api.MemoryBackend:
@@ -182,13 +225,10 @@ func (n *notifier) openOutbox(ctx context.Context, st *storage, pool *pgxpool.Po
 		b.NotifyTo(q, n.srv.URL)
 		n.start(q)
 	case *api.PostgresBackend:
-		if err := outbox.Migrate(ctx, pool); err != nil {
-			return err
+		if n.dispatcherPool == nil {
+			return fmt.Errorf("a Postgres backend needs a notifier on Postgres")
 		}
-		if err := api.MigrateReceiver(ctx, pool); err != nil {
-			return err
-		}
-		ob, err := outbox.New(pool, cfg)
+		ob, err := outbox.New(n.dispatcherPool, cfg)
 		if err != nil {
 			return err
 		}

@@ -18,9 +18,10 @@ import (
 // make the run fail.
 func TestNotificationsAreCheckedAgainstTheReceiversRecords(t *testing.T) {
 	ctx := context.Background()
-	nt := newNotifier(nil, 1, 0, 500*time.Millisecond)
+	nt, err := newNotifier(ctx, "", 1, 0, 500*time.Millisecond)
+	require.NoError(t, err)
 	st := &storage{backend: api.NewMemoryBackend(), name: "memory"}
-	require.NoError(t, nt.openOutbox(ctx, st, nil, 500*time.Millisecond))
+	require.NoError(t, nt.openOutbox(st, 500*time.Millisecond))
 	defer func() { require.NoError(t, nt.stop()) }()
 	require.NoError(t, createAccounts(ctx, st.backend, "t1", 10))
 	p, err := st.backend.Pay(ctx, api.Payment{Tenant: "t1", AccountID: "acc-00", AmountCents: 100, Currency: "EUR"})
