@@ -63,8 +63,9 @@ type Config struct {
 	// Observer is told of every delivery outcome. Zero: nothing is told.
 	Observer Observer
 
-	// Logger receives the dispatcher's records (and River's, for the
-	// Postgres outbox). Nil: slog.Default().
+	// Logger receives the dispatcher's records: a warning per parked
+	// message, a debug record per failed delivery (and River's records,
+	// for the Postgres outbox). Nil: slog.Default().
 	Logger *slog.Logger
 
 	// The fields below apply to the Postgres outbox (New) only.
@@ -214,8 +215,19 @@ func backoff(n int, minB, maxB, retryAfter time.Duration, r float64) time.Durati
 	return min(max(wait, retryAfter), maxB)
 }
 
-// observe reports a classified delivery to the Observer.
+// observe reports a classified delivery to the Observer and the Logger
+// (a retry at debug level, a parked message as a warning).
 func (s *settings) observe(ctx context.Context, d Delivery, v verdict, wait time.Duration) {
+	attrs := []any{"id", d.ID, "name", d.Name, "key", d.Key, "attempt", d.Attempt, "status", d.Status}
+	if d.Err != nil {
+		attrs = append(attrs, "error", d.Err)
+	}
+	switch {
+	case d.Reason != "":
+		s.Logger.WarnContext(ctx, "outbox: message parked", append(attrs, "reason", string(d.Reason))...)
+	case v != delivered:
+		s.Logger.DebugContext(ctx, "outbox: delivery failed, will retry", append(attrs, "wait", wait)...)
+	}
 	o := s.Observer
 	switch {
 	case v == delivered && o.Delivered != nil:
