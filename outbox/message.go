@@ -51,7 +51,10 @@ type Message struct {
 	// Header holds the request's headers. Idempotency-Key is not allowed
 	// here (the dispatcher sets it from Key), nor are the headers the
 	// transport owns: Host, Content-Length, Transfer-Encoding, Connection,
-	// Keep-Alive, Upgrade, TE, Trailer, Proxy-Connection.
+	// Keep-Alive, Upgrade, TE, Trailer, Proxy-Connection. Headers and body
+	// are stored in the database in clear until the message is deleted:
+	// put a credential the downstream needs in Config.Client.Base (a
+	// RoundTripper that adds it) rather than in every message.
 	Header http.Header
 	// Body is the request body, at most MaxBodyBytes.
 	Body []byte
