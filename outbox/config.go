@@ -78,8 +78,8 @@ type Config struct {
 	// is delivered again within RescueAfter plus about a minute (River's
 	// rescuer runs every 30 s on the elected leader, a dead leader is
 	// replaced within 20 s, and the rescued message becomes available
-	// within 5 s). The dispatchers' clocks are compared (a delivery's start
-	// against the leader's now): keep their skew well under RescueAfter -
+	// within 5 s). River compares the database's clock (when a delivery
+	// started) with the leader's: keep their skew well under RescueAfter -
 	// Timeout. Zero: Timeout + 30 s.
 	RescueAfter time.Duration
 
