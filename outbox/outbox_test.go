@@ -31,9 +31,11 @@ func TestRolledBackNeverSentCommittedDelivered(t *testing.T) {
 	require.Equal(t, 1, jobCount(t, pool), "the rolled-back message left a row")
 
 	running(t, tg.run)
-	eventually(t, func() bool { return d.requests("committed") == 1 }, "the committed message is delivered")
-	delivered, _, _ := ev.counts()
-	require.Equal(t, 1, delivered)
+	eventually(t, func() bool {
+		delivered, _, _ := ev.counts() // told after the response arrived
+		return delivered == 1
+	}, "the committed message is delivered")
+	require.Equal(t, 1, d.requests("committed"))
 	require.Equal(t, 0, d.requests("rolled-back"))
 }
 
