@@ -20,14 +20,19 @@ type result struct {
 	idem, naive column
 }
 
-// exitCode is 1 when the idem column broke a promise, else 0. The naive
-// column's violations are the point of the demo, not a failure.
+// exitCode is 1 when the idem column broke a promise, or the outbox did
+// in either column (a notification delivered twice, or lost), else 0. The
+// naive column's double payments are the point of the demo, not a failure.
 func (r result) exitCode() int {
-	if r.idem.report.Err() != nil {
+	if r.idem.report.Err() != nil || r.idem.notes.violated() || r.naive.notes.violated() {
 		return 1
 	}
 	return 0
 }
+
+// settleTimeout bounds the wait, after a trial, for its notifications to
+// be delivered or parked.
+const settleTimeout = time.Minute
 
 // run is the demo: it makes the payments with both clients and prints the
 // report on out, and a progress line on progress.
@@ -41,6 +46,16 @@ func run(ctx context.Context, o options, out, progress io.Writer) (result, error
 		return result{}, err
 	}
 	defer st.close()
+	nt, err := newNotifier(ctx, o.db, o.seed, rate, o.attemptTimeout)
+	if err != nil {
+		return result{}, fmt.Errorf("outbox: %w", err)
+	}
+	if err := nt.openOutbox(st, o.attemptTimeout); err != nil {
+		nt.srv.Close()
+		nt.closePools()
+		return result{}, fmt.Errorf("outbox: %w", err)
+	}
+	defer func() { _ = nt.stop() }()
 
 	ops := workload(o.seed, o.n)
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -57,17 +72,29 @@ func run(ctx context.Context, o options, out, progress io.Writer) (result, error
 	base := transport(o.concurrency)
 	ip := newIdemPayer(base, o.attemptTimeout)
 	t.name, t.tenant, t.payer = "idem client", "demo-"+runID+"-idem", ip
-	if res.idem, err = runTrial(ctx, t); err != nil {
+	if res.idem, err = runNotifiedTrial(ctx, t, nt); err != nil {
 		return result{}, err
 	}
 	res.idem.budgetDenied, res.idem.breakerTrips = ip.budget.Stats().Denied, ip.trips.Load()
 
 	t.name, t.tenant, t.payer = "naive client", "demo-"+runID+"-naive", newNaivePayer(transport(o.concurrency), o.attemptTimeout)
-	if res.naive, err = runTrial(ctx, t); err != nil {
+	if res.naive, err = runNotifiedTrial(ctx, t, nt); err != nil {
 		return result{}, err
 	}
 	printReport(out, res)
 	return res, nil
+}
+
+// runNotifiedTrial runs the trial, then waits for its payments'
+// notifications and checks them.
+func runNotifiedTrial(ctx context.Context, t trial, nt *notifier) (column, error) {
+	before := nt.now(notes{})
+	c, err := runTrial(ctx, t)
+	if err != nil {
+		return c, err
+	}
+	c.notes, err = nt.settle(ctx, t.backend, t.tenant, before, settleTimeout)
+	return c, err
 }
 
 // transport is the clients' base transport: keep-alive connections for

@@ -66,6 +66,13 @@ func TestDemo(t *testing.T) {
 			assert.Contains(t, report, "store "+store)
 			assert.Regexp(t, fmt.Sprintf(`DOUBLE PAYMENTS \(operations paid 2\+ times\) +0 +%d\n`, res.naive.report.DoubleEffects), report)
 			assert.Greater(t, res.idem.summary.Requests, o.n, "the faults made the idem client retry")
+			for _, c := range []column{res.idem, res.naive} {
+				assert.Equal(t, c.report.Effects, c.notes.enqueued, "%s: a notification per payment", c.name)
+				assert.Equal(t, c.notes.enqueued, c.notes.delivered+c.notes.parked, "%s: every notification settled", c.name)
+				assert.False(t, c.notes.violated(), "%s: notifications delivered twice or lost: %+v", c.name, c.notes)
+				assert.Greater(t, c.notes.attempts, c.notes.delivered, "%s: the faults made the dispatcher retry", c.name)
+			}
+			assert.Regexp(t, `DELIVERED TWICE +0 +0\n`, report)
 		})
 	}
 }

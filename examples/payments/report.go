@@ -37,6 +37,12 @@ func printReport(w io.Writer, r result) {
 	num("other violations", func(c column) int {
 		return c.report.WrongResults + c.report.FailedApplied + c.report.OrphanEffects
 	})
+	num("notifications enqueued (one per payment)", func(c column) int { return c.notes.enqueued })
+	num("  delivered (outbox)", func(c column) int { return c.notes.delivered })
+	num("  DELIVERED TWICE", func(c column) int { return c.notes.twice })
+	num("  lost (never delivered, not parked)", func(c column) int { return c.notes.lost })
+	num("  parked (given up, kept for an operator)", func(c column) int { return c.notes.parked })
+	num("  delivery attempts (event log)", func(c column) int { return c.notes.attempts })
 	row("retry budget denials", optional(a.budgetDenied), optional(b.budgetDenied))
 	row("circuit breaker trips", optional(a.breakerTrips), optional(b.breakerTrips))
 	row("latency p50", round(a.p50), round(b.p50))
@@ -45,6 +51,19 @@ func printReport(w io.Writer, r result) {
 	fmt.Fprintln(w)
 	printVerdict(w, a)
 	printVerdict(w, b)
+	printNotesVerdict(w, a, b)
+}
+
+// printNotesVerdict says whether the outbox kept its promise in both
+// columns: every payment notified exactly once (or parked).
+func printNotesVerdict(w io.Writer, cs ...column) {
+	for _, c := range cs {
+		if c.notes.violated() {
+			fmt.Fprintf(w, "outbox (%s): VIOLATION: %d notifications delivered twice, %d lost.\n", c.name, c.notes.twice, c.notes.lost)
+			return
+		}
+	}
+	fmt.Fprintln(w, "outbox: every payment's notification recorded exactly once by the receiver (testserver.Check), through the same faults.")
 }
 
 // printVerdict says what the checker found in a column, with examples.

@@ -26,6 +26,7 @@ type column struct {
 	// budgetDenied and breakerTrips are -1 for a client without them.
 	budgetDenied, breakerTrips int64
 	p50, p99, elapsed          time.Duration
+	notes                      notes // the payments' notifications
 }
 
 // trial is what one run of a client needs.

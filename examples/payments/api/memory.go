@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"sync"
+
+	"github.com/idemkit/idem/outbox"
 )
 
 // MemoryBackend keeps accounts, payments and charges in process memory,
@@ -15,6 +17,8 @@ type MemoryBackend struct {
 	accounts map[accountKey]*memAccount
 	payments []Payment
 	charges  map[string]Charge // by gateway charge id
+	notify   *outbox.Memory    // see NotifyTo
+	to       string
 }
 
 type accountKey struct{ tenant, id string }
@@ -66,7 +70,7 @@ func (a *memAccount) view(id string) Account {
 }
 
 // Pay debits the account and records the payment.
-func (m *MemoryBackend) Pay(_ context.Context, p Payment) (Payment, error) {
+func (m *MemoryBackend) Pay(ctx context.Context, p Payment) (Payment, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a := m.accounts[accountKey{p.Tenant, p.AccountID}]
@@ -77,6 +81,11 @@ func (m *MemoryBackend) Pay(_ context.Context, p Payment) (Payment, error) {
 		return Payment{}, err
 	}
 	p.ID, p.BalanceCents = newID("pay_"), a.balance-p.AmountCents
+	if m.notify != nil { // enqueued under the lock, before the infallible mutation
+		if _, err := m.notify.Enqueue(ctx, PaymentCreated(m.to, p)); err != nil {
+			return Payment{}, err
+		}
+	}
 	a.balance, a.payments = p.BalanceCents, a.payments+1
 	m.payments = append(m.payments, p)
 	return p, nil

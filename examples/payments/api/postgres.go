@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idemkit/idem/outbox"
 	"github.com/idemkit/idem/server"
 )
 
@@ -55,7 +56,9 @@ func Migrate(ctx context.Context, db DB) error {
 // mutations run in a transaction of their own. It is safe for concurrent
 // use.
 type PostgresBackend struct {
-	db DB
+	db     DB
+	notify *outbox.Outbox // see NotifyTo
+	to     string
 }
 
 // NewPostgresBackend returns a backend on db, which must hold the schema
@@ -150,8 +153,12 @@ func (b *PostgresBackend) Pay(ctx context.Context, p Payment) (Payment, error) {
 		if err := lockAccount(ctx, tx, p.Tenant, p.AccountID, p.Currency, p.AmountCents); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, sqlPay, p.ID, p.Tenant, p.AccountID, p.AmountCents, p.Currency,
+		err := tx.QueryRow(ctx, sqlPay, p.ID, p.Tenant, p.AccountID, p.AmountCents, p.Currency,
 			nullable(p.Reference), nullable(p.Key)).Scan(&p.BalanceCents)
+		if err == nil && b.notify != nil {
+			_, err = b.notify.Enqueue(ctx, tx, PaymentCreated(b.to, p))
+		}
+		return err
 	})
 	if err != nil {
 		return Payment{}, wrapUnlessBusiness("pay", err)

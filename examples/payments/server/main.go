@@ -15,6 +15,9 @@
 //	            go run ./examples/payments/gateway and pass its URL to keep
 //	            them across crashes)
 //	-grace      how long a shutdown waits for the requests in flight (default 10s)
+//	-notify     base URL of a receiver (go run ./examples/payments/receiver):
+//	            each payment enqueues a payment.created notification in its
+//	            transaction, which this process delivers (see notify.go)
 //	-reconcile  run a reconciler every so often (e.g. 10s; default 0: none)
 //	-reconcile-max-age
 //	            how long a charge may stay unknown before the reconciler
@@ -124,7 +127,7 @@ var errUsage = errors.New("usage")
 
 // options are the program's flags.
 type options struct {
-	addr, db, gateway          string
+	addr, db, gateway, notify  string
 	retention, lease           time.Duration
 	grace                      time.Duration
 	readTimeout, idleTimeout   time.Duration
@@ -146,6 +149,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.reconcile, "reconcile", 0, "run a reconciler at this `interval` (0: none)")
 	fs.DurationVar(&o.reconcileMaxAge, "reconcile-max-age", server.DefaultReconcileMaxAge,
 		"how long a charge may stay unknown before the reconciler settles it as result-unavailable")
+	fs.StringVar(&o.notify, "notify", "", "receiver base `URL`: payments notify it through the outbox")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -183,6 +187,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return err
 	}
 	defer closeDB()
+	stopNotify, err := startNotify(ctx, o, &cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopNotify()
 	go func() { _ = server.RunSweeper(ctx, cfg.Store, server.SweepConfig{Logger: log}) }()
 
 	if cfg.GatewayURL == "" {

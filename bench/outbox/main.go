@@ -1,0 +1,114 @@
+// Command outbox measures the transactional outbox (package outbox) on the
+// database at DATABASE_URL, each mode in a schema of its own (dropped at
+// the end), against loopback HTTP servers:
+//
+//	go run ./bench/outbox -mode payments    # POST /v1/payments with and without a message per payment
+//	go run ./bench/outbox -mode deliver     # messages/s to a loopback receiver, 1 and 2 dispatchers
+//	go run ./bench/outbox -mode latency     # commit -> receiver at a steady rate: p50, p99; and
+//	                                        # commit -> worker through River alone (no HTTP), the bound
+//	go run ./bench/outbox -mode migrate -schema S   # the outbox's tables in schema S (bench/pgbench-outbox.sh)
+//
+// Flags: -n (payments per round, or messages), -rounds, -concurrency
+// (requests in flight), -rate (messages per second) and -duration (of the
+// steady runs), -dispatchers (deliver: 0 runs 1 then 2).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+type options struct {
+	mode, schema                       string
+	n, rounds, concurrency, dispatcher int
+	rate                               int
+	seconds, cooldown                  time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.mode, "mode", "latency", "payments, deliver, latency or migrate")
+	flag.StringVar(&o.schema, "schema", "", "the schema (migrate mode)")
+	flag.IntVar(&o.n, "n", 0, "payments per round (payments: 4000), messages (deliver: 10000)")
+	flag.IntVar(&o.rounds, "rounds", 4, "alternating rounds (payments, latency)")
+	flag.IntVar(&o.concurrency, "concurrency", 16, "requests in flight (payments)")
+	flag.IntVar(&o.dispatcher, "dispatchers", 0, "dispatchers (deliver; 0: 1, then 2)")
+	flag.IntVar(&o.rate, "rate", 500, "messages per second (latency)")
+	flag.DurationVar(&o.seconds, "duration", 10*time.Second, "length of a steady run (latency)")
+	flag.DurationVar(&o.cooldown, "fetch-cooldown", 0, "the outbox's Config.FetchCooldown (0: its default)")
+	flag.Parse()
+	if err := run(context.Background(), o); err != nil {
+		fmt.Fprintln(os.Stderr, "outbox bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	raw := os.Getenv("DATABASE_URL")
+	if raw == "" {
+		return fmt.Errorf("set DATABASE_URL")
+	}
+	if o.mode == "migrate" {
+		return migrateSchema(ctx, raw, o.schema)
+	}
+	schema := "idem_bench_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	if err := exec(ctx, raw, "CREATE SCHEMA "+schema); err != nil {
+		return err
+	}
+	defer func() { _ = exec(context.Background(), raw, "DROP SCHEMA "+schema+" CASCADE") }()
+	dbURL := withSearchPath(raw, schema)
+	switch o.mode {
+	case "payments":
+		return benchPayments(ctx, dbURL, o)
+	case "deliver":
+		return benchDeliver(ctx, dbURL, o)
+	case "latency":
+		return benchLatencies(ctx, dbURL, o)
+	}
+	return fmt.Errorf("unknown -mode %q", o.mode)
+}
+
+func exec(ctx context.Context, raw, sql string) error {
+	conn, err := pgx.Connect(ctx, raw)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+func withSearchPath(raw, schema string) string {
+	u, _ := url.Parse(raw)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// openPool opens a pool of conns connections.
+func openPool(ctx context.Context, dbURL string, conns int) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = int32(conns)
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// or returns n, or def when n is zero.
+func or(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}

@@ -1,0 +1,133 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/pgtest"
+	"github.com/idemkit/idem/outbox"
+	"github.com/idemkit/idem/server"
+)
+
+// newReceiver returns a Receiver over the named backend.
+func newReceiver(t *testing.T, backend string) *Receiver {
+	t.Helper()
+	cfg := ReceiverConfig{Logger: quietLogger()}
+	if backend == "postgres" {
+		pool := pgtest.Pool(t)
+		require.NoError(t, MigrateReceiver(context.Background(), pool))
+		cfg.DB = pool
+	}
+	return NewReceiver(cfg)
+}
+
+// The Receiver records a notification once per key, refuses a body that
+// is not a payment.created, and lists what it recorded.
+func TestReceiverRecordsEachNotificationOnce(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			rc := newReceiver(t, backend)
+			body := string(notification(Payment{ID: "pay_1", Tenant: "acme", AccountID: "acc-1", AmountCents: 5, Currency: "EUR"}))
+			post := call{method: "POST", path: "/v1/notifications", token: "-", key: "n-1", body: body}
+			first := do(t, rc, post)
+			require.Equal(t, http.StatusCreated, first.Code, first.Body.String())
+			again := do(t, rc, post)
+			require.Equal(t, http.StatusCreated, again.Code)
+			require.Equal(t, "true", again.Header().Get("Idempotent-Replayed"))
+			require.Equal(t, http.StatusBadRequest, do(t, rc, call{method: "POST", path: "/v1/notifications", token: "-",
+				key: "n-2", body: `{"event":"payment.refunded","payment_id":"pay_1"}`}).Code)
+			require.Equal(t, http.StatusBadRequest, do(t, rc, call{method: "POST", path: "/v1/notifications", token: "-",
+				body: body}).Code, "a key is required")
+
+			ns, err := rc.Notifications(context.Background())
+			require.NoError(t, err)
+			require.Len(t, ns, 1)
+			require.Equal(t, Notification{Event: EventPaymentCreated, PaymentID: "pay_1", Tenant: "acme", AmountCents: 5, Key: "n-1",
+				AccountID: ns[0].AccountID, Currency: ns[0].Currency}, ns[0])
+
+			list := do(t, rc, call{method: "GET", path: "/v1/notifications", token: "-"})
+			var got struct {
+				Count int `json:"count"`
+			}
+			require.NoError(t, json.Unmarshal(list.Body.Bytes(), &got))
+			require.Equal(t, 1, got.Count)
+		})
+	}
+}
+
+// A payment enqueues its payment.created in its own transaction: one
+// message per payment made, none for a payment refused (402) or a request
+// whose transaction rolled back.
+func TestPaymentsNotifyThroughTheOutbox(t *testing.T) {
+	pool := pgtest.Pool(t)
+	ctx := context.Background()
+	require.NoError(t, Migrate(ctx, pool))
+	require.NoError(t, outbox.Migrate(ctx, pool))
+	ob, err := outbox.New(pool, outbox.Config{Logger: quietLogger()})
+	require.NoError(t, err)
+	h := New(Config{Logger: quietLogger(), Backend: NewPostgresBackend(pool).NotifyTo(ob, "http://127.0.0.1:9"),
+		Store: server.NewPostgresStore(pool)})
+	require.Equal(t, http.StatusOK, do(t, h, call{method: "PUT", path: "/v1/accounts/acc-1", body: `{"balance_cents": 100}`}).Code)
+
+	pay := func(key string, cents int64) int {
+		return do(t, h, call{method: "POST", path: "/v1/payments", key: key,
+			body: `{"account_id":"acc-1","amount_cents":` + itoa(cents) + `,"currency":"EUR"}`}).Code
+	}
+	require.Equal(t, http.StatusCreated, pay("k1", 60))
+	require.Equal(t, http.StatusCreated, pay("k1", 60)) // a replay enqueues nothing
+	require.Equal(t, http.StatusPaymentRequired, pay("k2", 60))
+	require.Equal(t, http.StatusBadRequest, pay("k3", 0))
+	require.Equal(t, 1, countJobs(t, pool))
+
+	// The message's key derives from the payment's operation.
+	var key string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT args->>'key' FROM river_job").Scan(&key))
+	require.Equal(t, outbox.DeriveKey(server.Operation{Tenant: "acme", Principal: "alice", Route: "POST /v1/payments", Key: "k1"},
+		EventPaymentCreated), key)
+}
+
+// The memory backend enqueues atomically with the payment, and not for a
+// refused one.
+func TestMemoryPaymentsNotify(t *testing.T) {
+	delivered := make(chan string, 4)
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		delivered <- r.Header.Get("Idempotency-Key")
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer rc.Close()
+	q := outbox.NewMemory(outbox.Config{Logger: quietLogger()})
+	h := New(Config{Logger: quietLogger(), Backend: NewMemoryBackend().NotifyTo(q, rc.URL)})
+	require.Equal(t, http.StatusOK, do(t, h, call{method: "PUT", path: "/v1/accounts/acc-1", body: `{"balance_cents": 100}`}).Code)
+	require.Equal(t, http.StatusCreated, do(t, h, call{method: "POST", path: "/v1/payments", key: "k1",
+		body: `{"account_id":"acc-1","amount_cents":60,"currency":"EUR"}`}).Code)
+	require.Equal(t, http.StatusPaymentRequired, do(t, h, call{method: "POST", path: "/v1/payments", key: "k2",
+		body: `{"account_id":"acc-1","amount_cents":60,"currency":"EUR"}`}).Code)
+	require.Equal(t, 1, q.Pending())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- q.Run(ctx) }()
+	select {
+	case key := <-delivered:
+		require.True(t, strings.HasPrefix(key, "ob1-"), "key %q", key)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not delivered")
+	}
+	cancel()
+	require.NoError(t, <-done)
+}
+
+func countJobs(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM river_job").Scan(&n))
+	return n
+}

@@ -1,0 +1,115 @@
+// Command dispatcher delivers the payments API's outbox: the payment.created
+// notifications that POST /v1/payments enqueues in its transaction (see
+// package outbox). Run one or several beside the API servers, on the same
+// database:
+//
+//	go run ./examples/payments/receiver -addr 127.0.0.1:8090
+//	go run ./examples/payments/dispatcher -db postgres://...
+//
+// Several dispatchers may run at once: each message is delivered by one of
+// them at a time, and a message whose dispatcher was killed is delivered
+// again, with the same Idempotency-Key, once -rescue-after has passed (see
+// outbox.Config.RescueAfter). It applies the outbox's schema, prints
+//
+//	payments dispatcher: running
+//
+// to stdout once it dispatches, and stops gracefully on SIGINT or SIGTERM
+// (the deliveries running finish, within -timeout).
+//
+// Flags -timeout, -rescue-after, -poll, -workers, -max-attempts,
+// -min-backoff and -max-backoff set the outbox.Config fields of the same
+// names (zero: the outbox's defaults); -attempt-timeout bounds each HTTP
+// attempt of the idem client; -name adds "X-Dispatcher: <name>" to its
+// deliveries, so that tests can tell the dispatchers apart.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/outbox"
+)
+
+type options struct {
+	db, name       string
+	cfg            outbox.Config
+	attemptTimeout time.Duration
+}
+
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.db, "db", os.Getenv("DATABASE_URL"), "Postgres `URL` (default $DATABASE_URL)")
+	flag.StringVar(&o.name, "name", "", "sent as X-Dispatcher on every delivery")
+	flag.DurationVar(&o.cfg.Timeout, "timeout", 0, "bound of one delivery")
+	flag.DurationVar(&o.cfg.RescueAfter, "rescue-after", 0, "a message being delivered for longer is taken as abandoned")
+	flag.DurationVar(&o.cfg.PollInterval, "poll", 0, "poll interval when no notification arrives")
+	flag.IntVar(&o.cfg.Workers, "workers", 0, "deliveries at once")
+	flag.IntVar(&o.cfg.MaxAttempts, "max-attempts", 0, "deliveries before a message is parked")
+	flag.DurationVar(&o.cfg.MinBackoff, "min-backoff", 0, "least backoff ceiling between deliveries")
+	flag.DurationVar(&o.cfg.MaxBackoff, "max-backoff", 0, "greatest backoff between deliveries")
+	flag.DurationVar(&o.attemptTimeout, "attempt-timeout", 2*time.Second, "bound of each HTTP attempt")
+	flag.Parse()
+	if flag.NArg() > 0 || o.db == "" {
+		fmt.Fprintln(os.Stderr, "payments dispatcher: -db (or DATABASE_URL) is required, and no arguments are taken")
+		flag.Usage()
+		os.Exit(2)
+	}
+	return o
+}
+
+func main() {
+	o := parseFlags()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "payments dispatcher:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	pool, err := pgxpool.New(ctx, o.db)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := outbox.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	o.cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	o.cfg.Client = idem.Config{AttemptTimeout: o.attemptTimeout, Base: named(o.name)}
+	ob, err := outbox.New(pool, o.cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Println("payments dispatcher: running")
+	return ob.Run(ctx)
+}
+
+// named returns the base transport, which adds X-Dispatcher: name to each
+// request when name is set.
+func named(name string) http.RoundTripper {
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	if name == "" {
+		return base
+	}
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Header.Set("X-Dispatcher", name)
+		return base.RoundTrip(r)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -1,0 +1,144 @@
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// keptBodyBytes is how much of a response body a parked message keeps.
+const keptBodyBytes = 4 << 10
+
+// verdict is what one delivery attempt means for its message.
+type verdict int
+
+const (
+	// delivered: the downstream took the message (2xx, or 500
+	// result-unavailable: it ran the operation but cannot replay it).
+	delivered verdict = iota + 1
+	// refused: a definite refusal (a 4xx other than 408, 409 key-in-flight,
+	// 425 and 429, a 1xx or 3xx, or a key refusal): sending it again
+	// would be refused again, so it is parked.
+	refused
+	// retry: not sent, ambiguous, 408, 409 key-in-flight, 425, 429, 5xx, or
+	// given up by the client (deadline, budget, breaker): try again later.
+	retry
+	// deferred: the idem client put nothing on the wire because its circuit
+	// breaker or retry budget refused: try again later, without counting
+	// the delivery against Config.MaxAttempts (an open breaker would
+	// otherwise use a message's attempts up in seconds).
+	deferred
+)
+
+func (v verdict) String() string {
+	switch v {
+	case delivered:
+		return "delivered"
+	case refused:
+		return "refused"
+	case retry:
+		return "retry"
+	case deferred:
+		return "deferred"
+	}
+	return "unknown"
+}
+
+// result is a classified delivery attempt: the verdict and what the
+// downstream answered, for the parked message's record.
+type result struct {
+	verdict    verdict
+	status     int
+	header     http.Header
+	body       []byte // the first keptBodyBytes
+	retryAfter time.Duration
+	err        error
+}
+
+// classify turns what the idem client returned for one delivery into a
+// result. It is the single place where the outbox decides between
+// delivered, parked and retried: the Postgres and the memory outboxes both
+// use it. It reads (the first keptBodyBytes of) and closes resp's body.
+func classify(resp *http.Response, err error) result {
+	if err != nil {
+		return classifyError(err)
+	}
+	defer resp.Body.Close()
+	r := result{status: resp.StatusCode, header: resp.Header.Clone()}
+	r.body, _ = io.ReadAll(io.LimitReader(resp.Body, keptBodyBytes))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
+	r.verdict = statusVerdict(resp.StatusCode, resp.Header.Get("Content-Type"), r.body)
+	if ra, ok := wire.ParseRetryAfter(resp.Header.Get(wire.HeaderRetryAfter), time.Now()); ok {
+		r.retryAfter = ra
+	}
+	return r
+}
+
+// statusVerdict classifies a response by its status (and, for 409, its
+// problem type).
+func statusVerdict(status int, contentType string, body []byte) verdict {
+	switch {
+	case status >= 200 && status < 300:
+		return delivered
+	case status >= 500, status == http.StatusRequestTimeout, status == http.StatusTooEarly,
+		status == http.StatusTooManyRequests:
+		return retry
+	case status == http.StatusConflict:
+		if p, ok := wire.ReadProblem(contentType, bytes.NewReader(body), keptBodyBytes); ok && p.Name() == wire.ProblemKeyInFlight {
+			return retry
+		}
+	}
+	return refused
+}
+
+// classifyError classifies an error of the idem client: a refusal of the
+// key itself is parked, an operation the downstream ran but cannot replay
+// is delivered, anything else (not sent, ambiguous, attempts, deadline,
+// budget, breaker, key in flight) is retried.
+func classifyError(err error) result {
+	r := result{verdict: retry, err: err}
+	var ie *idem.Error
+	if errors.As(err, &ie) {
+		r.status, r.retryAfter = ie.Status, ie.RetryAfter
+	}
+	switch {
+	case errors.Is(err, idem.ErrResultUnavailable):
+		r.verdict = delivered
+	case errors.Is(err, idem.ErrKeyReused), errors.Is(err, idem.ErrKeyMissing), errors.Is(err, idem.ErrKeyInvalid):
+		r.verdict = refused
+	case ie != nil && ie.Attempts == 0 && (errors.Is(err, idem.ErrCircuitOpen) || errors.Is(err, idem.ErrBudgetExhausted)):
+		r.verdict = deferred
+	}
+	return r
+}
+
+// request builds the HTTP request of one delivery of m.
+func request(ctx context.Context, m *Message) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, m.Method, m.URL, bytes.NewReader(m.Body))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range m.Header {
+		req.Header[k] = append([]string(nil), v...)
+	}
+	req.Header.Set(wire.HeaderKey, m.Key)
+	return req, nil
+}
+
+// deliver sends m once through rt (an idem transport, which retries
+// within the attempt) within timeout, and classifies the outcome.
+func deliver(ctx context.Context, rt http.RoundTripper, m *Message, timeout time.Duration) result {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := request(ctx, m)
+	if err != nil {
+		return result{verdict: refused, err: err}
+	}
+	return classify(rt.RoundTrip(req))
+}

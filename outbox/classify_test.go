@@ -1,0 +1,130 @@
+package outbox
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+)
+
+func response(status int, header http.Header, body string) *http.Response {
+	if header == nil {
+		header = http.Header{}
+	}
+	return &http.Response{StatusCode: status, Header: header, Body: io.NopCloser(strings.NewReader(body))}
+}
+
+func TestClassify(t *testing.T) {
+	problem := http.Header{"Content-Type": {"application/problem+json"}}
+	tests := []struct {
+		name string
+		resp *http.Response
+		err  error
+		want verdict
+	}{
+		{"200", response(200, nil, "ok"), nil, delivered},
+		{"201", response(201, nil, ""), nil, delivered},
+		{"204", response(204, nil, ""), nil, delivered},
+		{"400", response(400, nil, "bad"), nil, refused},
+		{"404", response(404, nil, ""), nil, refused},
+		{"409 business conflict", response(409, problem, `{"type":"urn:x:conflict","status":409}`), nil, refused},
+		{"409 key-in-flight", response(409, problem, `{"type":"urn:idem:problem:key-in-flight","status":409}`), nil, retry},
+		{"410", response(410, nil, ""), nil, refused},
+		{"422", response(422, nil, ""), nil, refused},
+		{"408", response(408, nil, ""), nil, retry},
+		{"425", response(425, nil, ""), nil, retry},
+		{"429", response(429, nil, ""), nil, retry},
+		{"500", response(500, nil, ""), nil, retry},
+		{"503", response(503, nil, ""), nil, retry},
+		{"301", response(301, nil, ""), nil, refused},
+		{"not sent", nil, &idem.Error{Certainty: idem.NotSent, Err: errors.New("dial")}, retry},
+		{"ambiguous", nil, &idem.Error{Certainty: idem.Ambiguous, Reason: idem.ErrAttemptsExhausted, MayHaveTakenEffect: true}, retry},
+		{"key in flight", nil, &idem.Error{Reason: idem.ErrKeyInFlight, Status: 409}, retry},
+		{"budget", nil, &idem.Error{Reason: idem.ErrBudgetExhausted, Attempts: 2}, retry},
+		{"breaker open, nothing sent", nil, &idem.Error{Reason: idem.ErrCircuitOpen}, deferred},
+		{"breaker open after a request", nil, &idem.Error{Reason: idem.ErrCircuitOpen, Attempts: 1}, retry},
+		{"deadline", nil, &idem.Error{Reason: idem.ErrDeadline}, retry},
+		{"key reused", nil, &idem.Error{Reason: idem.ErrKeyReused, Status: 422}, refused},
+		{"key invalid", nil, &idem.Error{Reason: idem.ErrKeyInvalid, Status: 400}, refused},
+		{"key missing", nil, &idem.Error{Reason: idem.ErrKeyMissing, Status: 400}, refused},
+		{"result unavailable", nil, &idem.Error{Reason: idem.ErrResultUnavailable, Status: 500}, delivered},
+		{"plain error", nil, errors.New("boom"), retry},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := classify(tt.resp, tt.err)
+			require.Equal(t, tt.want, r.verdict, "classify = %s, want %s", r.verdict, tt.want)
+		})
+	}
+}
+
+func TestClassifyKeepsTheResponse(t *testing.T) {
+	body := strings.Repeat("x", 10_000)
+	r := classify(response(400, http.Header{"X-Why": {"nope"}, "Retry-After": {"3"}}, body), nil)
+	require.Equal(t, 400, r.status)
+	require.Equal(t, "nope", r.header.Get("X-Why"))
+	require.Len(t, r.body, keptBodyBytes)
+	require.Equal(t, 3*time.Second, r.retryAfter)
+}
+
+func TestBackoff(t *testing.T) {
+	const minB, maxB = 100 * time.Millisecond, 10 * time.Second
+	tests := []struct {
+		n          int
+		retryAfter time.Duration
+		r          float64
+		want       time.Duration
+	}{
+		{1, 0, 0.5, 50 * time.Millisecond},
+		{2, 0, 0.5, 100 * time.Millisecond},
+		{3, 0, 0.999999, 399999600},
+		{8, 0, 0.5, 5 * time.Second},
+		{200, 0, 0.5, 5 * time.Second}, // capped, no overflow
+		{1, 0, 0, 0},
+		{1, 2 * time.Second, 0.1, 2 * time.Second}, // Retry-After is a floor
+		{1, time.Hour, 0.1, maxB},                  // clamped to the maximum
+	}
+	for _, tt := range tests {
+		got := backoff(tt.n, minB, maxB, tt.retryAfter, tt.r)
+		require.Equal(t, tt.want, got, "backoff(%d, ra %s, r %v) = %s, want %s", tt.n, tt.retryAfter, tt.r, got, tt.want)
+	}
+}
+
+func TestDecide(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, err := newSettings(Config{MaxAttempts: 3, MaxAge: time.Hour, MinBackoff: time.Second, MaxBackoff: time.Minute})
+	require.NoError(t, err)
+	s.now, s.random = func() time.Time { return now }, func() float64 { return 0.5 }
+
+	reason, wait := s.decide(result{verdict: retry}, 1, now)
+	require.Equal(t, Reason(""), reason)
+	require.Equal(t, 500*time.Millisecond, wait)
+	reason, _ = s.decide(result{verdict: retry}, 3, now)
+	require.Equal(t, ReasonAttempts, reason)
+	reason, _ = s.decide(result{verdict: retry}, 1, now.Add(-time.Hour+100*time.Millisecond))
+	require.Equal(t, ReasonAge, reason, "the next delivery would start past MaxAge")
+	reason, wait = s.decide(result{verdict: deferred}, 3, now)
+	require.Equal(t, Reason(""), reason, "a deferred delivery does not count")
+	require.Equal(t, 750*time.Millisecond, wait)
+	reason, _ = s.decide(result{verdict: refused}, 1, now)
+	require.Equal(t, ReasonRefused, reason)
+	reason, _ = s.decide(result{verdict: delivered}, 3, now)
+	require.Equal(t, Reason(""), reason)
+
+	require.Equal(t, ReasonAttempts, s.overdue(4, now))
+	require.Equal(t, ReasonAge, s.overdue(1, now.Add(-time.Hour)))
+	require.Equal(t, Reason(""), s.overdue(3, now))
+}
+
+func TestRescueAfterMustExceedTimeout(t *testing.T) {
+	_, err := newSettings(Config{Timeout: 5 * time.Second, RescueAfter: 6 * time.Second})
+	require.ErrorContains(t, err, "RescueAfter")
+	_, err = newSettings(Config{Timeout: 5 * time.Second, RescueAfter: 7 * time.Second})
+	require.NoError(t, err)
+}

@@ -1,0 +1,245 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/idemkit/idem"
+)
+
+// Defaults of Config's zero values.
+const (
+	DefaultTimeout     = 30 * time.Second
+	DefaultMaxAttempts = 25
+	DefaultMaxAge      = 12 * time.Hour
+	DefaultMinBackoff  = time.Second
+	DefaultMaxBackoff  = 5 * time.Minute
+	DefaultWorkers     = 20
+)
+
+// Config configures an Outbox (and a Memory outbox). Its zero value means
+// the defaults: the idem client's defaults for each delivery, 30 s per
+// delivery, parking after 25 deliveries or 12 hours, full-jitter backoff
+// from 1 s to 5 min between deliveries, 20 deliveries at once per
+// dispatcher. Zero or negative durations and counts mean the default.
+type Config struct {
+	// Client configures the idem client (idem.NewTransport) that sends each
+	// delivery: its attempts, backoff, retry budget and circuit breaker
+	// apply within a delivery. Zero: the idem client's defaults (4 requests
+	// on the wire per delivery). Its Base is the transport underneath
+	// (nil: a clone of http.DefaultTransport that keeps Workers idle
+	// connections per host).
+	Client idem.Config
+
+	// Timeout bounds one delivery, every attempt and wait of the idem
+	// client included. Zero: 30 s.
+	Timeout time.Duration
+
+	// MaxAttempts is how many deliveries a message gets before it is
+	// parked, counted since it was enqueued or last re-driven (each
+	// delivery is one call of the idem client, itself up to
+	// Client.MaxAttempts requests). Zero: 25.
+	MaxAttempts int
+
+	// MaxAge is how long after its enqueue (or its last re-drive) a
+	// message is retried before it is parked. Keep it well under the
+	// downstream's key retention (24 h for an idem server by default): a
+	// retry after that would run the operation again there. Zero: 12 h.
+	MaxAge time.Duration
+
+	// MinBackoff and MaxBackoff bound the wait between two deliveries:
+	// full jitter, random(0, min(MaxBackoff, MinBackoff * 2^(n-1))) after
+	// the n-th, and at least the downstream's Retry-After (clamped to
+	// MaxBackoff). Zero: 1 s and 5 min.
+	MinBackoff, MaxBackoff time.Duration
+
+	// Workers is how many messages one dispatcher delivers at once. Zero: 20.
+	Workers int
+
+	// Observer is told of every delivery outcome. Zero: nothing is told.
+	Observer Observer
+
+	// Logger receives the dispatcher's records: a warning per parked
+	// message, a debug record per failed delivery (and River's records,
+	// for the Postgres outbox). Nil: slog.Default().
+	Logger *slog.Logger
+
+	// The fields below apply to the Postgres outbox (New) only.
+
+	// RescueAfter is how long a message may stay "being delivered" before
+	// it is taken as abandoned (its dispatcher died) and delivered again,
+	// with the same key. It must exceed Timeout by at least 2 s: a live
+	// dispatcher's delivery is cancelled at Timeout, so a message is never
+	// delivered by two dispatchers at once. A killed dispatcher's message
+	// is delivered again within RescueAfter plus about a minute (River's
+	// rescuer runs every 30 s on the elected leader, a dead leader is
+	// replaced within 20 s, and the rescued message becomes available
+	// within 5 s). River compares the database's clock (when a delivery
+	// started) with the leader's: keep their skew well under RescueAfter -
+	// Timeout. Zero: Timeout + 30 s.
+	RescueAfter time.Duration
+
+	// PollInterval is how often a dispatcher looks for due messages when no
+	// notification arrives: a committed message is normally announced at
+	// once by LISTEN/NOTIFY, and a retry whose backoff ended is found by
+	// this poll. Zero: 1 s.
+	PollInterval time.Duration
+
+	// FetchCooldown is the least time between two fetches of a dispatcher:
+	// it bounds both the database load under a stream of notifications and
+	// the throughput (Workers messages per fetch). Zero: 2 ms.
+	FetchCooldown time.Duration
+
+	// Schema is the Postgres schema of the outbox's tables (River's).
+	// Empty: the first schema of the search_path. Applications that run
+	// River clients of their own should give the outbox a schema of its
+	// own, since River's leader applies its maintenance settings to every
+	// job of its schema.
+	Schema string
+
+	// StopTimeout bounds the graceful stop of Run: deliveries still
+	// running after it are cancelled (and delivered again later, with the
+	// same key). Zero: Timeout.
+	StopTimeout time.Duration
+}
+
+// Observer is told of delivery outcomes. Each hook may be nil; hooks run
+// on the delivering goroutine and must be fast and safe for concurrent use.
+type Observer struct {
+	// Delivered is called when a delivery got a 2xx (or 500
+	// result-unavailable: the downstream ran it).
+	Delivered func(ctx context.Context, d Delivery)
+	// Retried is called when a delivery failed and the message will be
+	// delivered again after wait.
+	Retried func(ctx context.Context, d Delivery, wait time.Duration)
+	// Parked is called when a message is parked (d.Reason says why).
+	Parked func(ctx context.Context, d Delivery)
+}
+
+// Delivery describes one delivery of a message, for an Observer.
+type Delivery struct {
+	// ID is the message's ID; Name and Key are the message's.
+	ID        int64
+	Name, Key string
+	// Attempt counts the deliveries of the message, this one included,
+	// since it was enqueued or last re-driven.
+	Attempt int
+	// Status is the last HTTP status received, 0 when none.
+	Status int
+	// Err is the delivery's error (an *idem.Error, or a context error),
+	// nil when a response was classified.
+	Err error
+	// Reason says why a message was parked, "" otherwise.
+	Reason Reason
+}
+
+// Reason says why a message was parked.
+type Reason string
+
+// The reasons of a parked message.
+const (
+	// ReasonRefused: the downstream refused it for sure (see Parked.Status).
+	ReasonRefused Reason = "refused"
+	// ReasonAttempts: Config.MaxAttempts deliveries failed.
+	ReasonAttempts Reason = "max-attempts"
+	// ReasonAge: it was still failing Config.MaxAge after its enqueue.
+	ReasonAge Reason = "max-age"
+	// ReasonDiscarded: the queue gave up on it by itself (River discarded
+	// the job); should not happen with the outbox's settings.
+	ReasonDiscarded Reason = "discarded"
+)
+
+// settings is a Config with its defaults resolved.
+type settings struct {
+	Config
+	rt     *idem.Transport
+	now    func() time.Time
+	random func() float64 // in [0, 1)
+}
+
+func newSettings(cfg Config) (*settings, error) {
+	s := &settings{Config: cfg, now: time.Now, random: rand.Float64}
+	s.Timeout = orDefault(s.Timeout, DefaultTimeout)
+	s.MaxAttempts = orDefault(s.MaxAttempts, DefaultMaxAttempts)
+	s.MaxAge = orDefault(s.MaxAge, DefaultMaxAge)
+	s.MinBackoff = orDefault(s.MinBackoff, DefaultMinBackoff)
+	s.MaxBackoff = orDefault(s.MaxBackoff, DefaultMaxBackoff)
+	s.Workers = orDefault(s.Workers, DefaultWorkers)
+	s.RescueAfter = orDefault(s.RescueAfter, s.Timeout+30*time.Second)
+	s.PollInterval = orDefault(s.PollInterval, time.Second)
+	s.FetchCooldown = orDefault(s.FetchCooldown, 2*time.Millisecond)
+	s.StopTimeout = orDefault(s.StopTimeout, s.Timeout)
+	if s.Logger == nil {
+		s.Logger = slog.Default()
+	}
+	if s.RescueAfter < s.jobTimeout()+time.Second {
+		return nil, fmt.Errorf("outbox: RescueAfter (%s) must exceed Timeout (%s) by at least 2s, "+
+			"so that a live dispatcher's delivery ends before its message can be rescued", s.RescueAfter, s.Timeout)
+	}
+	if s.Client.Base == nil {
+		// A connection per worker kept alive to a downstream: net/http's
+		// default keeps 2 per host and would close the others after each
+		// delivery.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = s.Workers
+		s.Client.Base = t
+	}
+	s.rt = idem.NewTransport(s.Client)
+	return s, nil
+}
+
+// jobTimeout is River's bound on a job: the delivery's own timeout ends
+// first, and the second after it leaves time to return.
+func (s *settings) jobTimeout() time.Duration { return s.Timeout + time.Second }
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// backoff returns the wait after the n-th failed delivery (n >= 1): full
+// jitter, r * min(max, min * 2^(n-1)) for r in [0, 1), raised to
+// retryAfter, and never over max.
+func backoff(n int, minB, maxB, retryAfter time.Duration, r float64) time.Duration {
+	ceil := maxB
+	if n-1 < 62 {
+		if c := minB << (n - 1); c > 0 && c < maxB && c>>(n-1) == minB {
+			ceil = c
+		}
+	}
+	wait := time.Duration(r * float64(ceil))
+	return min(max(wait, retryAfter), maxB)
+}
+
+// observe reports a classified delivery to the Observer and the Logger
+// (a retry at debug level, a parked message as a warning).
+func (s *settings) observe(ctx context.Context, d Delivery, v verdict, wait time.Duration) {
+	attrs := []any{"id", d.ID, "name", d.Name, "key", d.Key, "attempt", d.Attempt, "status", d.Status}
+	if d.Err != nil {
+		attrs = append(attrs, "error", d.Err)
+	}
+	switch {
+	case d.Reason != "":
+		s.Logger.WarnContext(ctx, "outbox: message parked", append(attrs, "reason", string(d.Reason))...)
+	case v != delivered:
+		s.Logger.DebugContext(ctx, "outbox: delivery failed, will retry", append(attrs, "wait", wait)...)
+	}
+	o := s.Observer
+	switch {
+	case v == delivered && o.Delivered != nil:
+		o.Delivered(ctx, d)
+	case d.Reason != "" && o.Parked != nil:
+		o.Parked(ctx, d)
+	case (v == retry || v == deferred) && d.Reason == "" && o.Retried != nil:
+		o.Retried(ctx, d, wait)
+	}
+}
+
+// discardLogger is a logger that drops every record.
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,239 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Memory is an outbox in process memory, for tests and demos: the same
+// Message, key derivation, delivery classification, retry, backoff and
+// parking rules as Outbox, without durability. Its messages die with the
+// process, so it guarantees nothing across a crash: never use it where the
+// data it notifies about is durable.
+//
+// Enqueue has no transaction: a message is committed when Enqueue
+// returns. Call it where the caller's own change becomes visible (under
+// the lock that makes it so), and not at all when the change is undone.
+// It is safe for concurrent use.
+type Memory struct {
+	s      *settings
+	mu     sync.Mutex
+	msgs   map[int64]*memMsg
+	byKey  map[string]int64
+	ready  []int64 // due messages, in order
+	nextID int64
+	wake   chan struct{} // a token when ready is not empty
+}
+
+type memState int
+
+const (
+	memPending memState = iota
+	memRunning
+	memDelivered
+	memParked
+)
+
+type memMsg struct {
+	msg        Message
+	state      memState
+	attempts   int // deliveries made, ever
+	rec        record
+	enqueuedAt time.Time
+	parkedAt   time.Time
+}
+
+// NewMemory returns an empty Memory outbox. The Postgres-only fields of
+// cfg are ignored.
+func NewMemory(cfg Config) *Memory {
+	cfg.RescueAfter = 0
+	s, _ := newSettings(cfg) // cannot fail without RescueAfter
+	return &Memory{s: s, msgs: make(map[int64]*memMsg), byKey: make(map[string]int64), wake: make(chan struct{}, 1)}
+}
+
+// Enqueue stores m, due at once, and returns its ID. Like Outbox.Enqueue,
+// it derives an empty key from ctx's operation, is idempotent by key, and
+// returns ErrInvalidMessage or ErrKeyConflict.
+func (q *Memory) Enqueue(ctx context.Context, m Message) (int64, error) {
+	msg, err := prepare(ctx, m)
+	if err != nil {
+		return 0, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if id, ok := q.byKey[msg.Key]; ok {
+		if !q.msgs[id].msg.same(&msg) {
+			return 0, fmt.Errorf("%w: %s (message %d)", ErrKeyConflict, msg.Key, id)
+		}
+		return id, nil
+	}
+	q.nextID++
+	id := q.nextID
+	q.msgs[id] = &memMsg{msg: msg, enqueuedAt: q.s.now(), rec: record{Since: q.s.now()}}
+	q.byKey[msg.Key] = id
+	q.pushLocked(id)
+	return id, nil
+}
+
+func (q *Memory) pushLocked(id int64) {
+	q.ready = append(q.ready, id)
+	q.signal()
+}
+
+// signal leaves a token for a worker waiting for a due message.
+func (q *Memory) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers the due messages with Config.Workers goroutines until ctx
+// is done, then waits up to Config.StopTimeout for the deliveries running
+// (then cancels them: their messages stay due). It returns nil.
+func (q *Memory) Run(ctx context.Context) error {
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(q.s.StopTimeout, cancel) })
+	defer stop()
+	var wg sync.WaitGroup
+	for range q.s.Workers {
+		wg.Go(func() { q.work(ctx, dctx) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// work delivers due messages until ctx is done.
+func (q *Memory) work(ctx, dctx context.Context) {
+	for {
+		id, ok := q.next()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-q.wake:
+				continue
+			}
+		}
+		q.deliver(dctx, id)
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// next takes the next due message, marking it running.
+func (q *Memory) next() (int64, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.ready) > 0 {
+		id := q.ready[0]
+		q.ready = q.ready[1:]
+		if m := q.msgs[id]; m != nil && m.state == memPending {
+			m.state = memRunning
+			if len(q.ready) > 0 {
+				q.signal() // for the other workers
+			}
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+// deliver makes one delivery of message id and applies its outcome.
+func (q *Memory) deliver(ctx context.Context, id int64) {
+	q.mu.Lock()
+	m := q.msgs[id]
+	msg, win := m.msg, m.rec
+	m.attempts++
+	d := Delivery{ID: id, Name: msg.Name, Key: msg.Key, Attempt: m.attempts - win.Base}
+	q.mu.Unlock()
+
+	r := deliver(ctx, q.s.rt, &msg, q.s.Timeout)
+	if r.verdict == retry && ctx.Err() != nil { // stopping: due again, not counted
+		q.mu.Lock()
+		m.state, m.attempts = memPending, m.attempts-1
+		q.ready = append(q.ready, id) // no signal: the workers are stopping
+		q.mu.Unlock()
+		return
+	}
+	reason, wait := q.s.decide(r, d.Attempt, win.Since)
+	d.Status, d.Err, d.Reason = r.status, r.err, reason
+	q.mu.Lock()
+	if r.verdict == deferred && reason == "" {
+		m.attempts-- // not counted
+	}
+	q.mu.Unlock()
+	q.settle(m, id, newRecord(r, reason, win), r.verdict, reason, wait)
+	q.s.observe(ctx, d, r.verdict, wait)
+}
+
+// settle records a delivery's outcome and schedules its retry.
+func (q *Memory) settle(m *memMsg, id int64, rec record, v verdict, reason Reason, wait time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	m.rec = rec
+	switch {
+	case reason != "":
+		m.state, m.parkedAt = memParked, q.s.now()
+	case v == delivered:
+		m.state = memDelivered
+	default:
+		m.state = memPending
+		time.AfterFunc(wait, func() {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			q.pushLocked(id)
+		})
+	}
+}
+
+// Parked returns up to limit parked messages whose ID is over after,
+// oldest first.
+func (q *Memory) Parked(_ context.Context, after int64, limit int) ([]ParkedMessage, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []ParkedMessage
+	for id, m := range q.msgs {
+		if id > after && m.state == memParked {
+			out = append(out, ParkedMessage{
+				ID: id, Message: m.msg.clone(), Reason: Reason(m.rec.Outcome), Attempts: m.attempts - m.rec.Base,
+				Status: m.rec.Status, Header: m.rec.Header, Body: m.rec.Body, Err: m.rec.Error,
+				EnqueuedAt: m.enqueuedAt, ParkedAt: m.parkedAt,
+			})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out[:min(len(out), max(limit, 1))], nil
+}
+
+// Redrive makes the parked message id due again with its key and a new
+// retry window, or returns ErrNotParked.
+func (q *Memory) Redrive(_ context.Context, id int64) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	m := q.msgs[id]
+	if m == nil || m.state != memParked {
+		return fmt.Errorf("%w: %d", ErrNotParked, id)
+	}
+	m.state, m.rec.Since, m.rec.Base = memPending, q.s.now(), m.attempts
+	q.pushLocked(id)
+	return nil
+}
+
+// Pending returns how many messages are neither delivered nor parked.
+func (q *Memory) Pending() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, m := range q.msgs {
+		if m.state == memPending || m.state == memRunning {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,214 @@
+package outbox
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// MaxBodyBytes is the largest Message.Body that Enqueue accepts: 256 KiB.
+// A message is a notification, not a file transfer; a larger payload
+// belongs in storage the receiver can fetch, with its reference in the
+// message.
+const MaxBodyBytes = 256 << 10
+
+// maxNameLen bounds Message.Name.
+const maxNameLen = 128
+
+// Errors of Enqueue and Redrive. Enqueue wraps ErrInvalidMessage with the
+// field at fault; nothing is stored when it returns an error.
+var (
+	// ErrNoTx: Enqueue was given a nil transaction.
+	ErrNoTx = errors.New("outbox: nil transaction: a message is enqueued in the caller's transaction")
+	// ErrInvalidMessage: a field of the Message is invalid (the error names it).
+	ErrInvalidMessage = errors.New("outbox: invalid message")
+	// ErrKeyConflict: a different message was already enqueued under this
+	// Idempotency-Key (two messages of one operation with the same Name, or
+	// one Key given to two messages). Enqueueing the same message again
+	// under its key is not an error: it returns the first one's ID.
+	ErrKeyConflict = errors.New("outbox: a different message is already enqueued under this key")
+	// ErrNotParked: Redrive named a message that is not parked (unknown,
+	// pending, being delivered, or delivered).
+	ErrNotParked = errors.New("outbox: message is not parked")
+)
+
+// Message is an HTTP request to another service, sent by the dispatcher
+// after the transaction that enqueued it commits, and on every retry with
+// the same Idempotency-Key.
+type Message struct {
+	// Name says what the message is ("payment.created"). It must be 1 to
+	// 128 printable ASCII characters, and distinct among the messages of
+	// one operation: it is part of the derived key (see Key).
+	Name string
+	// Method is the HTTP method, an RFC 9110 token ("POST"). Required.
+	Method string
+	// URL is the absolute http or https URL the request is sent to.
+	URL string
+	// Header holds the request's headers. Idempotency-Key is not allowed
+	// here (the dispatcher sets it from Key), nor are the headers the
+	// transport owns: Host, Content-Length, Transfer-Encoding, Connection,
+	// Keep-Alive, Upgrade, TE, Trailer, Proxy-Connection. Headers and body
+	// are stored in the database in clear until the message is deleted:
+	// put a credential the downstream needs in Config.Client.Base (a
+	// RoundTripper that adds it) rather than in every message.
+	Header http.Header
+	// Body is the request body, at most MaxBodyBytes.
+	Body []byte
+	// Key is the Idempotency-Key sent on every delivery attempt. Empty: it
+	// is derived at enqueue from the server.Operation that ctx carries (see
+	// DeriveKey), so that the operation, if it runs again, enqueues the
+	// same message under the same key; without an operation, a random
+	// UUIDv4 fixed at enqueue. A Key given must be 1 to 255 printable
+	// ASCII characters.
+	Key string
+}
+
+// ownedHeaders are the headers a Message may not set: the dispatcher or
+// the transport sets them.
+var ownedHeaders = map[string]bool{
+	"Idempotency-Key": true, "Host": true, "Content-Length": true, "Transfer-Encoding": true,
+	"Connection": true, "Keep-Alive": true, "Upgrade": true, "Te": true, "Trailer": true,
+	"Proxy-Connection": true,
+}
+
+// validate returns what is wrong with m (whose Key may still be empty), as
+// an error that wraps ErrInvalidMessage.
+func (m *Message) validate() error {
+	var problem string
+	switch {
+	case m.Name == "" || len(m.Name) > maxNameLen || !printable(m.Name):
+		problem = fmt.Sprintf("Name must be 1 to %d printable ASCII characters", maxNameLen)
+	case m.Method == "" || !isToken(m.Method):
+		problem = fmt.Sprintf("Method %q is not an HTTP method (a non-empty token)", m.Method)
+	case len(m.Body) > MaxBodyBytes:
+		problem = fmt.Sprintf("Body is %d bytes, over the limit of %d (MaxBodyBytes)", len(m.Body), MaxBodyBytes)
+	default:
+		problem = firstOf(validURL(m.URL), validHeader(m.Header), validKey(m.Key))
+	}
+	if problem == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrInvalidMessage, problem)
+}
+
+func firstOf(problems ...string) string {
+	for _, p := range problems {
+		if p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+func validURL(raw string) string {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("URL: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Sprintf("URL %q must be absolute, with scheme http or https", raw)
+	case u.Host == "":
+		return fmt.Sprintf("URL %q has no host", raw)
+	}
+	return ""
+}
+
+func validHeader(h http.Header) string {
+	for name, values := range h {
+		switch {
+		case name == "" || !isToken(name):
+			return fmt.Sprintf("header name %q is not a token", name)
+		case ownedHeaders[http.CanonicalHeaderKey(name)]:
+			return fmt.Sprintf("header %s is set by the dispatcher or the transport, not by the message (use Message.Key for the Idempotency-Key)", name)
+		}
+		for _, v := range values {
+			if !validHeaderValue(v) {
+				return fmt.Sprintf("header %s has a value with a control character", name)
+			}
+		}
+	}
+	return ""
+}
+
+func validKey(key string) string {
+	if key == "" {
+		return ""
+	}
+	if err := wire.ValidateKey(key); err != nil {
+		return "Key: " + err.Error()
+	}
+	return ""
+}
+
+// isToken reports whether s is an RFC 9110 token.
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// validHeaderValue reports whether v has no control character but HTAB.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// same reports whether two messages are the same request under one key.
+func (m *Message) same(o *Message) bool {
+	return m.Name == o.Name && m.Method == o.Method && m.URL == o.URL && m.Key == o.Key &&
+		string(m.Body) == string(o.Body) && sameHeader(m.Header, o.Header)
+}
+
+func sameHeader(a, b http.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok || len(va) != len(vb) {
+			return false
+		}
+		for i := range va {
+			if va[i] != vb[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// clone returns a deep copy of m, whose Header keys are canonical.
+func (m *Message) clone() Message {
+	c := *m
+	c.Body = append([]byte(nil), m.Body...)
+	c.Header = make(http.Header, len(m.Header))
+	for k, v := range m.Header {
+		ck := http.CanonicalHeaderKey(k)
+		c.Header[ck] = append(c.Header[ck], v...)
+	}
+	if len(m.Body) == 0 {
+		c.Body = nil
+	}
+	return c
+}

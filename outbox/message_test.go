@@ -1,0 +1,118 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/wire"
+	"github.com/idemkit/idem/server"
+)
+
+func validMessage() Message {
+	return Message{Name: "payment.created", Method: "POST", URL: "http://127.0.0.1:9/hook",
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"id":1}`)}
+}
+
+func TestMessageValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(m *Message)
+		want string // in the error; "" for a valid message
+	}{
+		{"valid", func(*Message) {}, ""},
+		{"valid, body at the limit", func(m *Message) { m.Body = make([]byte, MaxBodyBytes) }, ""},
+		{"empty method", func(m *Message) { m.Method = "" }, "Method"},
+		{"method with a space", func(m *Message) { m.Method = "PO ST" }, "Method"},
+		{"relative URL", func(m *Message) { m.URL = "/hook" }, "absolute"},
+		{"ftp URL", func(m *Message) { m.URL = "ftp://127.0.0.1/x" }, "http or https"},
+		{"URL without host", func(m *Message) { m.URL = "http:///x" }, "no host"},
+		{"unparsable URL", func(m *Message) { m.URL = "http://[::1" }, "URL"},
+		{"body over the limit", func(m *Message) { m.Body = make([]byte, MaxBodyBytes+1) }, "MaxBodyBytes"},
+		{"empty name", func(m *Message) { m.Name = "" }, "Name"},
+		{"name with a space", func(m *Message) { m.Name = "payment created" }, "Name"},
+		{"long name", func(m *Message) { m.Name = strings.Repeat("n", 129) }, "Name"},
+		{"Idempotency-Key header", func(m *Message) { m.Header.Set("Idempotency-Key", "k") }, "Message.Key"},
+		{"Content-Length header", func(m *Message) { m.Header.Set("content-length", "3") }, "Content-Length"},
+		{"bad header name", func(m *Message) { m.Header["X Bad"] = []string{"v"} }, "not a token"},
+		{"header value with CRLF", func(m *Message) { m.Header.Set("X-A", "a\r\nX-B: b") }, "control character"},
+		{"key with a space", func(m *Message) { m.Key = "a b" }, "Key"},
+		{"key too long", func(m *Message) { m.Key = strings.Repeat("k", 256) }, "Key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := validMessage()
+			tt.edit(&m)
+			_, err := prepare(context.Background(), m)
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrInvalidMessage)
+			require.Contains(t, err.Error(), tt.want)
+			require.True(t, strings.HasPrefix(err.Error(), "outbox: "), "error %q lacks the package prefix", err)
+		})
+	}
+}
+
+func TestPrepareCopiesTheMessage(t *testing.T) {
+	m := validMessage()
+	got, err := prepare(context.Background(), m)
+	require.NoError(t, err)
+	m.Body[0], m.Header["Content-Type"][0] = 'X', "text/plain"
+	require.Equal(t, `{"id":1}`, string(got.Body))
+	require.Equal(t, "application/json", got.Header.Get("Content-Type"))
+}
+
+func TestDeriveKey(t *testing.T) {
+	op := server.Operation{Tenant: "t", Principal: "p", Route: "POST /v1/payments", Key: "k1", Attempt: 1}
+	k := DeriveKey(op, "payment.created")
+	require.NoError(t, wire.ValidateKey(k))
+	require.Len(t, k, 68)
+	require.True(t, strings.HasPrefix(k, "ob1-"))
+
+	again := op
+	again.Attempt = 3 // a takeover derives the same key
+	require.Equal(t, k, DeriveKey(again, "payment.created"))
+
+	others := map[string]string{
+		"name":      DeriveKey(op, "payment.settled"),
+		"key":       DeriveKey(server.Operation{Tenant: "t", Principal: "p", Route: "POST /v1/payments", Key: "k2"}, "payment.created"),
+		"tenant":    DeriveKey(server.Operation{Tenant: "u", Principal: "p", Route: "POST /v1/payments", Key: "k1"}, "payment.created"),
+		"boundary":  DeriveKey(server.Operation{Tenant: "tp", Principal: "", Route: "POST /v1/payments", Key: "k1"}, "payment.created"),
+		"principal": DeriveKey(server.Operation{Tenant: "t", Principal: "q", Route: "POST /v1/payments", Key: "k1"}, "payment.created"),
+		"route":     DeriveKey(server.Operation{Tenant: "t", Principal: "p", Route: "POST /v1/charges", Key: "k1"}, "payment.created"),
+	}
+	for what, other := range others {
+		require.NotEqual(t, k, other, "another %s derives the same key", what)
+	}
+	// The derivation is fixed: a change of it must change the version.
+	require.Equal(t, "ob1-", k[:4])
+	require.Equal(t, DeriveKey(op, "payment.created"), k)
+}
+
+func TestKeyFor(t *testing.T) {
+	m := validMessage()
+	a, b := keyFor(context.Background(), &m), keyFor(context.Background(), &m)
+	require.NotEqual(t, a, b, "without an operation each enqueue draws a key")
+	require.NoError(t, wire.ValidateKey(a))
+	m.Key = "given"
+	require.Equal(t, "given", keyFor(context.Background(), &m))
+}
+
+func TestSame(t *testing.T) {
+	a := validMessage()
+	a.Key = "k"
+	b := a.clone()
+	require.True(t, a.same(&b))
+	b.Body = []byte(`{"id":2}`)
+	require.False(t, a.same(&b))
+	c := a.clone()
+	c.Header.Add("X-A", "1")
+	require.False(t, a.same(&c))
+	require.False(t, errors.Is(nil, ErrKeyConflict))
+}

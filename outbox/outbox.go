@@ -1,0 +1,171 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// queueName and kind name the outbox's River queue and job kind.
+const (
+	queueName = "idem_outbox"
+	kind      = "idem_outbox_message"
+	// riverMaxAttempts keeps River from discarding a message by itself:
+	// the outbox parks it after Config.MaxAttempts.
+	riverMaxAttempts = 30000
+)
+
+// allStates makes a key unique among the outbox's messages in every
+// state, parked and delivered ones included, until River's cleaner
+// deletes a delivered message (24 h after its delivery).
+var allStates = []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStateCancelled, rivertype.JobStateCompleted,
+	rivertype.JobStateDiscarded, rivertype.JobStatePending, rivertype.JobStateRetryable,
+	rivertype.JobStateRunning, rivertype.JobStateScheduled,
+}
+
+// Outbox is a transactional outbox on Postgres. It has three main methods:
+// Enqueue stores a message in the caller's transaction, Run delivers the
+// committed messages until its context ends, and Parked with Redrive let
+// an operator see and resend the messages it gave up on.
+//
+// Messages are River jobs (github.com/riverqueue/river) of the queue
+// "idem_outbox", in the tables that Migrate creates. Several processes may
+// Run dispatchers on one database: each message is delivered by one
+// dispatcher at a time (see Config.RescueAfter). An Outbox is safe for
+// concurrent use.
+type Outbox struct {
+	s      *settings
+	pool   *pgxpool.Pool
+	client *river.Client[pgx.Tx]
+	waits  sync.Map // job ID -> time.Duration, the wait decided by the last delivery
+}
+
+// New returns an Outbox on pool, which must hold the tables of Migrate. It
+// returns an error when cfg is inconsistent (see Config.RescueAfter).
+// Messages are enqueued in transactions of pool's database; a process
+// that only enqueues never calls Run.
+func New(pool *pgxpool.Pool, cfg Config) (*Outbox, error) {
+	s, err := newSettings(cfg)
+	if err != nil {
+		return nil, err
+	}
+	o := &Outbox{s: s, pool: pool}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &worker{o: o}); err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
+	o.client, err = river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:                      map[string]river.QueueConfig{queueName: {MaxWorkers: s.Workers}},
+		Workers:                     workers,
+		FetchCooldown:               s.FetchCooldown,
+		FetchPollInterval:           s.PollInterval,
+		JobTimeout:                  s.jobTimeout(),
+		RescueStuckJobsAfter:        s.RescueAfter,
+		RetryPolicy:                 retryPolicy{o},
+		CancelledJobRetentionPeriod: -1, // parked messages stay until re-driven or deleted
+		DiscardedJobRetentionPeriod: -1,
+		MaxAttempts:                 riverMaxAttempts,
+		Logger:                      s.Logger,
+		Schema:                      s.Schema,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
+	return o, nil
+}
+
+// Enqueue stores m in tx, to be delivered if and only if tx commits, and
+// returns its ID. Inside a handler under server.Middleware (Transactional
+// mode), tx is server.Tx(ctx); any pgx.Tx of the application's works too.
+// An empty m.Key is derived from the server.Operation of ctx (see
+// DeriveKey), or drawn at random without one.
+//
+// Enqueue is idempotent by key: the same message enqueued again under its
+// key (an operation that ran again) returns the first one's ID and adds
+// nothing; a different message under a key already used returns
+// ErrKeyConflict. That holds while the first message is kept: until 24 h
+// after its delivery, and for as long as it is parked (send a parked
+// message again with Redrive, not Enqueue). Errors: ErrNoTx,
+// ErrInvalidMessage (wrapped with the
+// field at fault; nothing is stored), ErrKeyConflict, and the database's.
+// A database error leaves tx aborted, as any failed statement does.
+func (o *Outbox) Enqueue(ctx context.Context, tx pgx.Tx, m Message) (int64, error) {
+	if tx == nil {
+		return 0, ErrNoTx
+	}
+	msg, err := prepare(ctx, m)
+	if err != nil {
+		return 0, err
+	}
+	res, err := o.client.InsertTx(ctx, tx, toArgs(&msg), &river.InsertOpts{
+		Queue: queueName, MaxAttempts: riverMaxAttempts,
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: allStates},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("outbox: enqueue: %w", err)
+	}
+	if res.UniqueSkippedAsDuplicate {
+		old, err := decodeArgs(res.Job.EncodedArgs)
+		if err != nil || !old.same(&msg) {
+			return 0, fmt.Errorf("%w: %s (message %d)", ErrKeyConflict, msg.Key, res.Job.ID)
+		}
+	}
+	return res.Job.ID, nil
+}
+
+// Run delivers committed messages until ctx is done, then stops
+// gracefully: it fetches no more messages and waits up to
+// Config.StopTimeout for the deliveries running, then cancels them (their
+// messages are delivered again later, with the same key). It returns nil
+// after a stop caused by ctx, or the error that kept the dispatcher from
+// starting. Run must not be called again while it runs.
+func (o *Outbox) Run(ctx context.Context) error {
+	if err := o.client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("outbox: start: %w", err)
+	}
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.s.StopTimeout)
+	defer cancel()
+	err := o.client.Stop(stopCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		hardCtx, cancelHard := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancelHard()
+		err = o.client.StopAndCancel(hardCtx)
+	}
+	if err != nil {
+		return fmt.Errorf("outbox: stop: %w", err)
+	}
+	return nil
+}
+
+// retryPolicy is River's retry policy for the outbox's jobs: the wait the
+// failed delivery decided (see Config.MinBackoff), or, for a message
+// rescued from a dead dispatcher, the backoff of its attempt.
+type retryPolicy struct{ o *Outbox }
+
+func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	s := p.o.s
+	if w, ok := p.o.waits.LoadAndDelete(job.ID); ok {
+		return s.now().Add(w.(time.Duration))
+	}
+	n := max(job.Attempt-decodeRecord(job.Metadata).Base, 1)
+	return s.now().Add(backoff(n, s.MinBackoff, s.MaxBackoff, 0, s.random()))
+}
+
+// header returns a copy of h, nil when empty.
+func header(h http.Header) http.Header {
+	if len(h) == 0 {
+		return nil
+	}
+	return h.Clone()
+}
