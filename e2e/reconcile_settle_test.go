@@ -46,7 +46,7 @@ func settledAfterKill(t *testing.T, r *reconcileRun) {
 	assert.True(t, v.replayed, "the retry replays the settled charge")
 	assert.Equal(t, charge.ID, v.result)
 	r.requireCreditedOnce(t, op, before)
-	assert.Equal(t, 1, settlements(op.key, "completed", nodeA, nodeB), "settled once")
+	assert.Equal(t, 1, logged(1, func() int { return settlements(op.key, "completed", nodeA, nodeB) }), "settled once")
 }
 
 // settledWhilePaused: a node stalls (its crash switch pauses the charge
@@ -93,7 +93,7 @@ func settledWhilePaused(t *testing.T, r *reconcileRun) {
 	assert.Contains(t, late.body, wire.ProblemKeyInFlight)
 	assert.Contains(t, nodeA.logText(), "stale completion refused")
 	r.requireCreditedOnce(t, op, before)
-	assert.Equal(t, 1, settlements(op.key, "completed", nodeA, nodeB), "settled once")
+	assert.Equal(t, 1, logged(1, func() int { return settlements(op.key, "completed", nodeA, nodeB) }), "settled once")
 }
 
 // freedAfterKill: a node dies at point, before it called the gateway
@@ -118,7 +118,7 @@ func freedAfterKill(point string) func(*testing.T, *reconcileRun) {
 		gone := func(_ chargeRecord, found bool) bool { return !found }
 		r.db.awaitRecord(t, op.key, killed.Add(bound+reconcileSlack), gone, nodeA, nodeB)
 		t.Logf("freed %v after the kill (lease + interval: %v)", time.Since(killed).Round(time.Millisecond), bound)
-		assert.Equal(t, 1, settlements(op.key, "not-happened", nodeA, nodeB), "freed by a reconciler, once")
+		assert.Equal(t, 1, logged(1, func() int { return settlements(op.key, "not-happened", nodeA, nodeB) }), "freed by a reconciler, once")
 		wantLookups := map[bool]int{true: 0, false: 1}[point == "claimed"]
 		assert.Len(t, r.lookups(), wantLookups, "lookups at the gateway")
 		assert.Equal(t, api.GatewayStats{}, r.gateway.Stats(), "nothing charged")

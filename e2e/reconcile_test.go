@@ -195,6 +195,21 @@ func settlements(key, answer string, nodes ...*supervisor) int {
 	return n
 }
 
+// logged waits until count() reaches want, at most 10 s, and returns its
+// last value: a node logs a settlement after it stored it, so its line may
+// trail what the database already shows.
+func logged(want int, count func() int) int {
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	n := count()
+	for n < want && time.Now().Before(deadline) {
+		<-tick.C
+		n = count()
+	}
+	return n
+}
+
 // countLines counts the lines of text that hold every one of parts.
 func countLines(text string, parts ...string) int {
 	n := 0
