@@ -51,7 +51,7 @@ func (a *api) putAccount(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case errors.Is(err, ErrCurrencyMismatch):
 			writeProblem(w, http.StatusConflict, "currency-conflict", "Currency conflict",
-				"the account exists in another currency, which cannot change; omit currency or send the account's")
+				currencyDetail(err)+"; an account's currency never changes: omit currency or send the account's")
 		case err != nil:
 			a.internalError(w, r, err)
 		default:

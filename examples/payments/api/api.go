@@ -100,7 +100,11 @@ type api struct {
 //	POST /v1/charges              {"account_id", "amount_cents", "currency"} -> 201 charge
 //
 // Every /v1 route needs "Authorization: Bearer <tenant>:<principal>" (a
-// demo scheme). The handler is safe for concurrent use. New panics when
+// demo scheme). Every route takes request bodies of at most 64 KiB (413
+// request-too-large beyond, with or without an Idempotency-Key), and every
+// error is a problem document (RFC 9457) that says what is wrong in the
+// API's terms, 404 not-found and 405 method-not-allowed included. The
+// handler is safe for concurrent use. New panics when
 // Config.Store is nil and the Backend is a PostgresBackend whose DB is not
 // a server.DB (see Config.Store).
 func New(cfg Config) http.Handler {
@@ -134,7 +138,7 @@ func New(cfg Config) http.Handler {
 		mw.Keys, mw.Mode = server.KeyRequired, server.Leased
 		mux.Handle("POST /v1/charges", authenticate(server.Middleware(cfg.Store, mw)(http.HandlerFunc(a.createCharge))))
 	}
-	return mux
+	return problemMux(mux)
 }
 
 // defaultStore is the Store of a Config without one: the records go

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 )
 
 // The business errors of a Backend. The handlers turn them into problem
@@ -89,6 +90,31 @@ type Backend interface {
 	Payments(ctx context.Context, tenant string) ([]Payment, error)
 }
 
+// currencyError is an ErrCurrencyMismatch that names both currencies:
+// errors.Is(err, ErrCurrencyMismatch) holds for it.
+type currencyError struct {
+	account, requested string
+}
+
+func mismatch(account, requested string) error {
+	return &currencyError{account: account, requested: requested}
+}
+
+func (e *currencyError) Error() string {
+	return fmt.Sprintf("api: currency %s differs from the account's currency, %s", e.requested, e.account)
+}
+
+func (e *currencyError) Is(target error) bool { return target == ErrCurrencyMismatch }
+
+// currencyDetail says, in the API's terms, which currencies differ.
+func currencyDetail(err error) string {
+	var ce *currencyError
+	if errors.As(err, &ce) {
+		return fmt.Sprintf("the request's currency, %s, differs from the account's currency, %s", ce.requested, ce.account)
+	}
+	return "the request's currency differs from the account's currency"
+}
+
 // newID returns a fresh id with the given prefix: "pay_", "ch_", ...
 func newID(prefix string) string {
 	return prefix + rand.Text()
@@ -99,7 +125,7 @@ func newID(prefix string) string {
 func checkAccount(accountCurrency string, balance int64, currency string, debit int64) error {
 	switch {
 	case accountCurrency != currency:
-		return ErrCurrencyMismatch
+		return mismatch(accountCurrency, currency)
 	case debit > balance:
 		return ErrInsufficientFunds
 	}

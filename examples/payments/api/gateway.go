@@ -110,7 +110,7 @@ func NewGateway(cfg GatewayConfig) *Gateway {
 	mux.Handle("POST /v1/charges", g.track(idempotent(http.HandlerFunc(g.charge))))
 	mux.HandleFunc("GET /v1/charges/by-key/{key}", g.lookup)
 	mux.HandleFunc("GET /v1/charges", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, g.Stats()) })
-	g.handler = mux
+	g.handler = problemMux(mux)
 	return g
 }
 

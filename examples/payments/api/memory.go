@@ -48,7 +48,7 @@ func (m *MemoryBackend) PutAccount(_ context.Context, tenant, id, currency strin
 		a = &memAccount{currency: currency}
 		m.accounts[accountKey{tenant, id}] = a
 	case currency != "" && currency != a.currency:
-		return Account{}, ErrCurrencyMismatch
+		return Account{}, mismatch(a.currency, currency)
 	}
 	a.balance = balance
 	return a.view(id), nil

@@ -93,8 +93,12 @@ func (b *PostgresBackend) PutAccount(ctx context.Context, tenant, id, currency s
 	err := b.inTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, sqlPutAccount, tenant, id, nullable(currency), balance, defaultCurrency).
 			Scan(&a.Currency, &a.PaymentCount)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrCurrencyMismatch
+		if errors.Is(err, pgx.ErrNoRows) { // the account exists in another currency
+			if err := tx.QueryRow(ctx, `SELECT currency FROM accounts WHERE tenant = $1 AND id = $2`, tenant, id).
+				Scan(&a.Currency); err != nil {
+				return err
+			}
+			return mismatch(a.Currency, currency)
 		}
 		return err
 	})

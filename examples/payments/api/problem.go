@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -48,7 +47,7 @@ func (a *api) writeBusinessError(w http.ResponseWriter, r *http.Request, err err
 	case errors.Is(err, ErrUnknownAccount):
 		badRequest(w, "account_id names no account of this tenant")
 	case errors.Is(err, ErrCurrencyMismatch):
-		badRequest(w, "currency differs from the account's currency")
+		badRequest(w, currencyDetail(err))
 	case errors.Is(err, ErrInsufficientFunds):
 		writeProblem(w, http.StatusPaymentRequired, "insufficient-funds", "Insufficient funds",
 			"the account's balance does not cover the amount")
@@ -69,20 +68,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-// decodeJSON decodes the request body, one JSON object with no unknown
-// fields, into v. It answers 400 and returns false when it cannot.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil && dec.Decode(new(json.RawMessage)) != io.EOF {
-		err = errors.New("trailing data after the JSON object")
-	}
-	if err != nil {
-		badRequest(w, "the body must be one JSON object of the documented fields: "+err.Error())
-		return false
-	}
-	return true
 }

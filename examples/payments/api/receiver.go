@@ -116,7 +116,7 @@ func NewReceiver(cfg ReceiverConfig) *Receiver {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.Handle("POST /v1/notifications", mw(http.HandlerFunc(rc.receive)))
 	mux.HandleFunc("GET /v1/notifications", rc.list)
-	rc.h = mux
+	rc.h = problemMux(mux)
 	return rc
 }
 

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -100,32 +99,6 @@ func (a *api) reconcileCharge(ctx context.Context, op *server.Abandoned) (server
 	}
 	writeJSON(&rec, http.StatusCreated, ch)
 	return rec.settlement(), nil
-}
-
-// recorder is the http.ResponseWriter into which a reconcile function has
-// the handlers' own code write the response of a settled operation.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header {
-	if r.header == nil {
-		r.header = http.Header{}
-	}
-	return r.header
-}
-
-func (r *recorder) WriteHeader(status int) {
-	if r.status == 0 {
-		r.status = status
-	}
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	r.WriteHeader(http.StatusOK)
-	return r.body.Write(b)
 }
 
 // settlement is the recorded response as a Completed settlement.
