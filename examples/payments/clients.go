@@ -28,9 +28,25 @@ type verdict struct {
 	err       error  // why, for the other kinds
 }
 
-// payer makes one payment against the API at url, as tenant.
+// payer makes one payment against the API at url, as tenant, and says how
+// long it waited before its retries.
 type payer interface {
 	pay(ctx context.Context, url, token string, op operation) verdict
+	waited() *waits
+}
+
+// waits adds up a client's waits before its retries, over all payments:
+// the waits a server asked for (Retry-After) and the client's own.
+type waits struct {
+	retryAfter, own atomic.Int64 // nanoseconds
+}
+
+func (w *waits) add(d time.Duration, retryAfter bool) {
+	if retryAfter {
+		w.retryAfter.Add(int64(d))
+	} else {
+		w.own.Add(int64(d))
+	}
 }
 
 // idemPayer pays through an idem client. It counts the breaker trips it
@@ -39,6 +55,7 @@ type idemPayer struct {
 	client *http.Client
 	budget *idem.Budget
 	trips  atomic.Int64
+	waits  waits
 }
 
 // newIdemPayer configures the idem client as a payments service would:
@@ -54,14 +71,19 @@ func newIdemPayer(base http.RoundTripper, attemptTimeout time.Duration) *idemPay
 		AttemptTimeout: attemptTimeout,
 		Backoff:        idem.Backoff{Base: 25 * time.Millisecond, Cap: time.Second},
 		Budget:         p.budget,
-		Observer: idem.Observer{OnBreakerChange: func(_ string, _, to gobreaker.State) {
-			if to == gobreaker.StateOpen {
-				p.trips.Add(1)
-			}
-		}},
+		Observer: idem.Observer{
+			OnBreakerChange: func(_ string, _, to gobreaker.State) {
+				if to == gobreaker.StateOpen {
+					p.trips.Add(1)
+				}
+			},
+			OnRetry: func(a idem.Attempt, wait time.Duration) { p.waits.add(wait, a.RetryAfter > 0) },
+		},
 	})
 	return p
 }
+
+func (p *idemPayer) waited() *waits { return &p.waits }
 
 func (p *idemPayer) pay(ctx context.Context, url, token string, op operation) verdict {
 	ctx, cancel := context.WithTimeout(idem.WithKey(ctx, op.id), paymentDeadline)
@@ -94,11 +116,14 @@ type naivePayer struct {
 	client *http.Client
 	tries  int
 	pause  time.Duration
+	waits  waits
 }
 
 func newNaivePayer(base http.RoundTripper, attemptTimeout time.Duration) *naivePayer {
 	return &naivePayer{client: &http.Client{Transport: base, Timeout: attemptTimeout}, tries: 4, pause: 50 * time.Millisecond}
 }
+
+func (p *naivePayer) waited() *waits { return &p.waits }
 
 func (p *naivePayer) pay(ctx context.Context, url, token string, op operation) verdict {
 	var v verdict
@@ -116,6 +141,7 @@ func (p *naivePayer) pay(ctx context.Context, url, token string, op operation) v
 		}
 		select { // "just retry": any error, any 5xx, Retry-After ignored
 		case <-time.After(p.pause):
+			p.waits.add(p.pause, false)
 		case <-ctx.Done():
 			return v
 		}

@@ -62,7 +62,12 @@ func TestDemo(t *testing.T) {
 			assert.Equal(t, res.naive.report.DoubleEffects, len(res.naive.report.Violations),
 				"the naive client's only violations are double payments")
 
-			assert.Contains(t, report, fmt.Sprintf("seed %d (rerun: go run ./examples/payments -seed %d)", o.seed, o.seed))
+			assert.Contains(t, report, fmt.Sprintf("seed %d (rerun: %s)\n", o.seed, o.command()))
+			assert.Contains(t, report, "A rerun meets the same fault at every (payment, attempt)")
+			assert.Positive(t, res.idem.waitedRetryAfter, "the idem client honoured the 503 bursts' Retry-After")
+			assert.Zero(t, res.naive.waitedRetryAfter, "the naive client ignores Retry-After")
+			assert.Positive(t, res.naive.waitedOwn, "the naive client's fixed pauses")
+			assert.Regexp(t, `waits before retries, all payments +\S+ +\S+\n`, report)
 			assert.Contains(t, report, "store "+store)
 			assert.Regexp(t, fmt.Sprintf(`DOUBLE PAYMENTS \(operations paid 2\+ times\) +0 +%d\n`, res.naive.report.DoubleEffects), report)
 			assert.Greater(t, res.idem.summary.Requests, o.n, "the faults made the idem client retry")
@@ -202,4 +207,40 @@ func TestPercentile(t *testing.T) {
 	assert.Equal(t, time.Duration(6), percentile(ds, 50))
 	assert.Equal(t, time.Duration(10), percentile(ds, 99))
 	assert.Equal(t, time.Duration(0), percentile(nil, 50))
+}
+
+// The rerun hint is the whole command: parsed again, it gives the same
+// options (the database URL without its password).
+func TestRerunCommandHasEveryFlag(t *testing.T) {
+	o := options{n: 2000, seed: 7, concurrency: 8, faults: "heavy", attemptTimeout: 300 * time.Millisecond,
+		db: "postgres://demo:secret@127.0.0.1:5432/test?sslmode=disable"}
+	cmd := o.command()
+	assert.NotContains(t, cmd, "secret")
+	args := strings.Fields(strings.TrimPrefix(cmd, "go run ./examples/payments "))
+	for i, a := range args {
+		args[i] = strings.Trim(a, "'")
+	}
+	got, err := parseFlags(args, io.Discard, func(string) string { return "" })
+	require.NoError(t, err, cmd)
+	want := o
+	want.db = "postgres://demo:xxxxx@127.0.0.1:5432/test?sslmode=disable"
+	assert.Equal(t, want, got, cmd)
+}
+
+// When the idem client is the slower one, the report says where its time
+// went; when it is not, it says nothing.
+func TestReportSaysWhyTheIdemClientIsSlower(t *testing.T) {
+	idemc := column{elapsed: 9 * time.Second, waitedRetryAfter: 40 * time.Second, waitedOwn: 3 * time.Second, budgetDenied: 12}
+	naive := column{elapsed: 2 * time.Second, waitedOwn: 5 * time.Second, report: testserver.Report{DoubleEffects: 266}}
+	var b strings.Builder
+	printWhySlower(&b, idemc, naive)
+	assert.Contains(t, b.String(), "Why the idem client took longer (9s against 2s)")
+	assert.Contains(t, b.String(), "it waited 43s before its retries: 40s honouring the server's Retry-After")
+	assert.Contains(t, b.String(), "3s backing off")
+	assert.Contains(t, b.String(), "refused 12 retries")
+	assert.Contains(t, b.String(), "266 double payments")
+	b.Reset()
+	idemc.elapsed = time.Second
+	printWhySlower(&b, idemc, naive)
+	assert.Empty(t, b.String())
 }

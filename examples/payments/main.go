@@ -49,6 +49,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"time"
@@ -92,6 +93,21 @@ type options struct {
 	// stripKeys makes the API ignore Idempotency-Key (tests only): the
 	// idem column then shows double payments, and the exit status says so.
 	stripKeys bool
+}
+
+// command is the command line that runs the demo again with o's flags,
+// all of them (the seed included), the database URL without its password.
+func (o options) command() string {
+	cmd := fmt.Sprintf("go run ./examples/payments -n %d -seed %d -concurrency %d -faults %s -attempt-timeout %s",
+		o.n, o.seed, o.concurrency, o.faults, o.attemptTimeout)
+	if o.db != "" {
+		db := o.db
+		if u, err := url.Parse(o.db); err == nil {
+			db = u.Redacted()
+		}
+		cmd += " -db '" + db + "'"
+	}
+	return cmd
 }
 
 func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (options, error) {

@@ -45,6 +45,8 @@ func printReport(w io.Writer, r result) {
 	num("  delivery attempts (event log)", func(c column) int { return c.notes.attempts })
 	row("retry budget denials", optional(a.budgetDenied), optional(b.budgetDenied))
 	row("circuit breaker trips", optional(a.breakerTrips), optional(b.breakerTrips))
+	row("waits before retries, all payments", round(a.waitedRetryAfter+a.waitedOwn), round(b.waitedRetryAfter+b.waitedOwn))
+	row("  honouring the server's Retry-After", round(a.waitedRetryAfter), round(b.waitedRetryAfter))
 	row("latency p50", round(a.p50), round(b.p50))
 	row("latency p99", round(a.p99), round(b.p99))
 	row("time", round(a.elapsed), round(b.elapsed))
@@ -52,6 +54,26 @@ func printReport(w io.Writer, r result) {
 	printVerdict(w, a)
 	printVerdict(w, b)
 	printNotesVerdict(w, a, b)
+	printWhySlower(w, a, b)
+}
+
+// printWhySlower says where the idem client's time goes when it is the
+// slower one: the waits it makes on purpose.
+func printWhySlower(w io.Writer, idemc, naive column) {
+	if idemc.elapsed <= naive.elapsed {
+		return
+	}
+	fmt.Fprintf(w, "Why the idem client took longer (%s against %s): it waits on purpose. Over all payments it waited %s before "+
+		"its retries: %s honouring the server's Retry-After (the 503 bursts ask for whole seconds) and %s backing off "+
+		"with jitter, so that retries do not pile onto a struggling server; the naive client ignored Retry-After and "+
+		"waited %s in fixed pauses. ",
+		round(idemc.elapsed), round(naive.elapsed), round(idemc.waitedRetryAfter+idemc.waitedOwn),
+		round(idemc.waitedRetryAfter), round(idemc.waitedOwn), round(naive.waitedRetryAfter+naive.waitedOwn))
+	if idemc.budgetDenied > 0 {
+		fmt.Fprintf(w, "Its retry budget also refused %d retries, attempts it saved the server. ", idemc.budgetDenied)
+	}
+	fmt.Fprintf(w, "Its waits show in its latency; the naive client's speed is paid in %d double payments.\n",
+		naive.report.DoubleEffects)
 }
 
 // printNotesVerdict says whether the outbox kept its promise in both

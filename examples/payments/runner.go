@@ -26,7 +26,10 @@ type column struct {
 	// budgetDenied and breakerTrips are -1 for a client without them.
 	budgetDenied, breakerTrips int64
 	p50, p99, elapsed          time.Duration
-	notes                      notes // the payments' notifications
+	// waitedRetryAfter and waitedOwn add up the client's waits before its
+	// retries: those the server asked for, and its own (backoff, pause).
+	waitedRetryAfter, waitedOwn time.Duration
+	notes                       notes // the payments' notifications
 }
 
 // trial is what one run of a client needs.
@@ -79,6 +82,8 @@ func runTrial(ctx context.Context, t trial) (column, error) {
 	c := column{
 		name: t.name, report: testserver.Check(ledger, &history), summary: testserver.Summarize(srv.Events()),
 		budgetDenied: -1, breakerTrips: -1, elapsed: elapsed,
+		waitedRetryAfter: time.Duration(t.payer.waited().retryAfter.Load()),
+		waitedOwn:        time.Duration(t.payer.waited().own.Load()),
 	}
 	c.p50, c.p99 = percentile(latencies, 50), percentile(latencies, 99)
 	return c, nil
