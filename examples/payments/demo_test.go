@@ -235,7 +235,7 @@ func TestReportSaysWhyTheIdemClientIsSlower(t *testing.T) {
 	var b strings.Builder
 	printWhySlower(&b, idemc, naive)
 	assert.Contains(t, b.String(), "Why the idem client took longer (9s against 2s)")
-	assert.Contains(t, b.String(), "it waited 43s before its retries: 40s honouring the server's Retry-After")
+	assert.Contains(t, b.String(), "it waited 43s before its retries: 40s honouring the server's Retry-After\n")
 	assert.Contains(t, b.String(), "3s backing off")
 	assert.Contains(t, b.String(), "refused 12 retries")
 	assert.Contains(t, b.String(), "266 double payments")

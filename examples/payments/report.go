@@ -63,16 +63,16 @@ func printWhySlower(w io.Writer, idemc, naive column) {
 	if idemc.elapsed <= naive.elapsed {
 		return
 	}
-	fmt.Fprintf(w, "Why the idem client took longer (%s against %s): it waits on purpose. Over all payments it waited %s before "+
-		"its retries: %s honouring the server's Retry-After (the 503 bursts ask for whole seconds) and %s backing off "+
-		"with jitter, so that retries do not pile onto a struggling server; the naive client ignored Retry-After and "+
-		"waited %s in fixed pauses. ",
+	fmt.Fprintf(w, "Why the idem client took longer (%s against %s): it waits on purpose.\n"+
+		"  Over all payments it waited %s before its retries: %s honouring the server's Retry-After\n"+
+		"  (the 503 bursts ask for whole seconds) and %s backing off with jitter, so that retries do not\n"+
+		"  pile onto a struggling server; the naive client ignored Retry-After and waited %s in fixed pauses.\n",
 		round(idemc.elapsed), round(naive.elapsed), round(idemc.waitedRetryAfter+idemc.waitedOwn),
 		round(idemc.waitedRetryAfter), round(idemc.waitedOwn), round(naive.waitedRetryAfter+naive.waitedOwn))
 	if idemc.budgetDenied > 0 {
-		fmt.Fprintf(w, "Its retry budget also refused %d retries, attempts it saved the server. ", idemc.budgetDenied)
+		fmt.Fprintf(w, "  Its retry budget also refused %d retries, attempts it saved the server.\n", idemc.budgetDenied)
 	}
-	fmt.Fprintf(w, "Its waits show in its latency; the naive client's speed is paid in %d double payments.\n",
+	fmt.Fprintf(w, "  Its waits show in its latency; the naive client's speed is paid in %d double payments.\n",
 		naive.report.DoubleEffects)
 }
 
