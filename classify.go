@@ -17,25 +17,27 @@ import (
 // the table. The tables of README.md and docs/CONTRACT.md §8 and the one
 // below are tested against outcomes (classify_test.go).
 //
-//	outcome of an attempt          verdict          breaker  may have acted
-//	not sent                       Retry            failure  no
-//	ambiguous                      Retry if safe    failure  yes
-//	408, 429                       Retry if safe    -        no
-//	409 key-in-flight              InFlight         -        yes
-//	422 key-reused                 ErrKeyReused     -        no
-//	400 key-missing                ErrKeyMissing    -        no
-//	400 key-invalid                ErrKeyInvalid    -        no
-//	500 result-unavailable         ErrResultUnavail -        yes
-//	500, 502, 503, 504             Retry if safe    failure  yes
-//	another 5xx                    Stop             -        yes
-//	any other response             Stop             -        no
+//	outcome of an attempt      verdict                breaker  may have acted
+//	not sent                   Retry                  failure  no
+//	ambiguous                  Retry if safe          failure  yes
+//	408, 429                   Retry if safe          -        no
+//	409 key-in-flight          InFlight               -        yes
+//	422 key-reused             ErrKeyReused           -        no
+//	400 key-missing            ErrKeyMissing          -        no
+//	400 key-invalid            ErrKeyInvalid          -        no
+//	500 result-unavailable     ErrResultUnavailable   -        yes
+//	500, 502, 503, 504         Retry if safe          failure  yes
+//	another 5xx                Stop                   -        yes
+//	any other response         Stop                   -        no
 //
 // "Retry if safe": retried when the request has a key or an idempotent
 // method; otherwise an ambiguous attempt fails with ErrOutcomeUnknown and a
 // response is returned (Stop). InFlight retries with the same key (a
 // request without a key gets the response). A problem (409 key-in-flight,
 // ...) is the name in an application/problem+json body with that status;
-// the first row that matches an attempt decides.
+// the first row that matches an attempt decides. An attempt that the host's
+// open breaker refused is not in the table: it is not sent, not counted,
+// and ends the call with ErrCircuitOpen.
 
 // rule is a row of the table: the outcomes it covers and what follows them.
 type rule struct {
@@ -58,8 +60,8 @@ type rule struct {
 // outcomes is the table, in the order in which rules are tried.
 var outcomes = []rule{
 	{name: "not sent", certainty: NotSent, verdict: Retry, failure: true,
-		outcome: "not sent: the dial, DNS, the TLS handshake or a proxy's CONNECT failed, as net/http's connection trace shows (when a `Base` hides the trace, only an error whose type shows it); the host's breaker refused the attempt",
-		client:  "retries, any method (an open breaker: `ErrCircuitOpen`)"},
+		outcome: "not sent: the dial, DNS, the TLS handshake or a proxy's CONNECT failed, as net/http's connection trace shows (when a `Base` hides the trace, only an error whose type shows it)",
+		client:  "retries, any method"},
 	{name: "ambiguous", certainty: Ambiguous, verdict: Retry, safeOnly: true, failure: true, acted: true,
 		outcome: "ambiguous: sent, no complete response (timeout, reset, EOF, a body cut short)",
 		client:  "retries when the request has a key or an idempotent method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE); otherwise `ErrOutcomeUnknown`"},
