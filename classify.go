@@ -53,7 +53,7 @@ type rule struct {
 	acted    bool    // the server may have acted on the operation
 
 	// The row's name in the table above, and its text in the contract
-	// tables of README.md and CONTRACT.md.
+	// tables of README.md and docs/CONTRACT.md.
 	name, outcome, client string
 }
 
