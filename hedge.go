@@ -124,21 +124,18 @@ type race struct {
 	hedges  int                  // hedges sent
 }
 
-// race makes an attempt and, while none has completed, hedges of it, one
-// after each hedge delay, as long as MaxHedges, MaxAttempts and the budget
-// allow. The first attempt whose decision ends the call (Stop, Fail) wins,
-// or else the last to complete; the others are cancelled. It returns the
-// winner as step does.
-func (c *call) race(ctx context.Context) (result, decision, bool) {
+// race makes an attempt and, while none has completed, hedges of it, the
+// first after delay and one after each hedge delay since, as long as
+// MaxHedges, MaxAttempts and the budget allow. The first attempt whose
+// decision ends the call (Stop, Fail) wins, or else the last to complete;
+// the others are cancelled. It returns the winner as step does.
+func (c *call) race(ctx context.Context, delay time.Duration) (result, decision, bool) {
 	h := c.t.hedge
 	r := &race{results: make(chan raced, 1+h.cfg.MaxHedges)}
 	c.launch(ctx, r, false)
-	var timerC <-chan time.Time
-	if d, ok := h.delay(c.latencies); ok {
-		timer := c.t.newTimer(d)
-		defer timer.Stop()
-		timerC = timer.C
-	}
+	timer := c.t.newTimer(delay)
+	defer timer.Stop()
+	timerC := timer.C
 	for {
 		select {
 		case x := <-r.results:
@@ -157,7 +154,8 @@ func (c *call) race(ctx context.Context) (result, decision, bool) {
 				continue
 			}
 			if d, ok := h.delay(c.latencies); ok && r.hedges < h.cfg.MaxHedges {
-				timerC = c.t.newTimer(d).C
+				timer.Reset(d)
+				timerC = timer.C
 			}
 		}
 	}

@@ -100,7 +100,9 @@ func (c *call) run() (*http.Response, error) {
 // taken effect.
 func (c *call) step(ctx context.Context) (res result, d decision, actedBefore bool) {
 	if c.hedged {
-		return c.race(ctx)
+		if delay, ok := c.t.hedge.delay(c.latencies); ok {
+			return c.race(ctx, delay)
+		}
 	}
 	res = c.attempt(ctx)
 	actedBefore = c.mayActed
