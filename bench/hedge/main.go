@@ -12,7 +12,8 @@
 // every variant sees the same slow first attempts. Each variant sends -calls
 // GETs (2,000) from -workers goroutines (8) over a fresh http.Transport,
 // and the table gives the p50 and p99 of the calls' latencies and the
-// requests the server received per call. The program has a go.mod of its
+// requests the server received per call (and, for idem, the hedges its
+// default retry budget denied: hedges spend it). The program has a go.mod of its
 // own, so that idem does not depend on failsafe-go.
 package main
 
@@ -82,31 +83,42 @@ func main() {
 // variant is one client under test.
 type variant struct {
 	name string
-	// client returns the RoundTripper of a run over base.
-	client func(base *http.Transport) http.RoundTripper
+	// client returns the RoundTripper of a run over base, and a function
+	// that counts the hedges its retry budget denied (nil for none).
+	client func(base *http.Transport) (http.RoundTripper, func() int64)
 }
 
 func variants(s settings) []variant {
-	idemWith := func(h idem.HedgeConfig) func(*http.Transport) http.RoundTripper {
-		return func(base *http.Transport) http.RoundTripper {
-			return idem.NewTransport(idem.Config{Base: base, Hedge: h})
+	idemWith := func(h idem.HedgeConfig) func(*http.Transport) (http.RoundTripper, func() int64) {
+		return func(base *http.Transport) (http.RoundTripper, func() int64) {
+			budget := idem.NewBudget(idem.BudgetConfig{}) // the default, as the Transport's own would be
+			denied := func() int64 { return budget.Stats().Denied }
+			return idem.NewTransport(idem.Config{Base: base, Budget: budget, Hedge: h}), denied
+		}
+	}
+	unbudgeted := func(h idem.HedgeConfig) func(*http.Transport) (http.RoundTripper, func() int64) {
+		return func(base *http.Transport) (http.RoundTripper, func() int64) {
+			return idem.NewTransport(idem.Config{Base: base, NoBudget: true, Hedge: h}), nil
 		}
 	}
 	percentile := func(p float64) idem.HedgeConfig {
 		return idem.HedgeConfig{Percentile: p, Window: s.window, MinSamples: s.minSamples}
 	}
-	failsafeWith := func(p failsafe.Policy[*http.Response]) func(*http.Transport) http.RoundTripper {
-		return func(base *http.Transport) http.RoundTripper { return failsafehttp.NewRoundTripper(base, p) }
+	failsafeWith := func(p failsafe.Policy[*http.Response]) func(*http.Transport) (http.RoundTripper, func() int64) {
+		return func(base *http.Transport) (http.RoundTripper, func() int64) {
+			return failsafehttp.NewRoundTripper(base, p), nil
+		}
 	}
 	quantile := func(q float64) failsafe.Policy[*http.Response] {
 		return hedgepolicy.NewWithDelayQuantile[*http.Response](q, uint(s.window), uint(s.minSamples))
 	}
 	return []variant{
-		{"net/http, no hedging", func(base *http.Transport) http.RoundTripper { return base }},
+		{"net/http, no hedging", func(base *http.Transport) (http.RoundTripper, func() int64) { return base, nil }},
 		{"idem, no hedging", idemWith(idem.HedgeConfig{})},
 		{fmt.Sprintf("idem, fixed %s", s.fixed), idemWith(idem.HedgeConfig{Delay: s.fixed})},
 		{"idem, p90", idemWith(percentile(0.90))},
 		{"idem, p95", idemWith(percentile(0.95))},
+		{"idem, p90, no budget", unbudgeted(percentile(0.90))},
 		{fmt.Sprintf("failsafe-go, fixed %s", s.fixed), failsafeWith(hedgepolicy.NewWithDelay[*http.Response](s.fixed))},
 		{"failsafe-go, p90", failsafeWith(quantile(0.90))},
 		{"failsafe-go, p95", failsafeWith(quantile(0.95))},
@@ -118,6 +130,7 @@ type figures struct {
 	p50, p99, max   time.Duration
 	requestsPerCall float64
 	errors          int
+	denied          int64 // hedges the budget denied
 }
 
 // run sends s.calls GETs through a fresh client of v, from s.workers
@@ -126,7 +139,8 @@ func run(srv *server, v variant, s settings) figures {
 	srv.reset()
 	base := &http.Transport{MaxIdleConnsPerHost: 4 * s.workers, DisableCompression: true}
 	defer base.CloseIdleConnections()
-	client := &http.Client{Transport: v.client(base)}
+	rt, denied := v.client(base)
+	client := &http.Client{Transport: rt}
 	latencies := make([]time.Duration, s.calls)
 	var next atomic.Int64
 	var errs atomic.Int64
@@ -149,11 +163,15 @@ func run(srv *server, v variant, s settings) figures {
 	wg.Wait()
 	slices.Sort(latencies)
 	at := func(q float64) time.Duration { return latencies[int(q*float64(len(latencies)-1)+0.5)] }
-	return figures{
+	f := figures{
 		p50: at(0.50), p99: at(0.99), max: latencies[len(latencies)-1],
 		requestsPerCall: float64(srv.requests.Load()) / float64(s.calls),
 		errors:          int(errs.Load()),
 	}
+	if denied != nil {
+		f.denied = denied()
+	}
+	return f
 }
 
 func get(client *http.Client, url string) error {
@@ -254,14 +272,18 @@ func report(out io.Writer, s settings, vs []variant, results [][]figures) {
 	fmt.Fprintf(out, "%d GETs per variant, %d workers, %.0f%% of attempts %s, seed %d, %d rounds (median; each round's in brackets)\n\n",
 		s.calls, s.workers, s.slow*100, s.tail, s.seed, s.rounds)
 	w := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
-	fmt.Fprintln(w, "| variant\t| p50\t| p99\t| requests per call\t| max\t| errors\t|")
-	fmt.Fprintln(w, "|---\t|---\t|---\t|---\t|---\t|---\t|")
+	fmt.Fprintln(w, "| variant\t| p50\t| p99\t| requests per call\t| max\t| errors\t| denied by the budget\t|")
+	fmt.Fprintln(w, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
 	for i, v := range vs {
 		rs := results[i]
-		fmt.Fprintf(w, "| %s\t| %s\t| %s\t| %s\t| %s\t| %d\t|\n", v.name,
+		var denied int64
+		for _, f := range rs {
+			denied += f.denied
+		}
+		fmt.Fprintf(w, "| %s\t| %s\t| %s\t| %s\t| %s\t| %d\t| %d\t|\n", v.name,
 			durations(rs, func(f figures) time.Duration { return f.p50 }),
 			durations(rs, func(f figures) time.Duration { return f.p99 }),
-			ratios(rs), durations(rs, func(f figures) time.Duration { return f.max }), sumErrors(rs))
+			ratios(rs), durations(rs, func(f figures) time.Duration { return f.max }), sumErrors(rs), denied)
 	}
 	w.Flush()
 }
