@@ -9,7 +9,9 @@
 // The server answers at once, except that a seeded draw per (call,
 // attempt) makes -slow of the attempts (2%) take -tail (200 ms): a hedge of
 // a slow attempt is drawn anew, as a second server instance would be. So
-// every variant sees the same slow first attempts. Each variant sends -calls
+// every variant sees the same slow first attempts. Each round runs every
+// variant once, starting one variant later than the round before, and each
+// run starts cold (a fresh client and policy). Each variant sends -calls
 // GETs (2,000) from -workers goroutines (8) over a fresh http.Transport,
 // and the table gives the p50 and p99 of the calls' latencies and the
 // requests the server received per call (and, for idem, the hedges its
@@ -72,9 +74,10 @@ func main() {
 	defer srv.close()
 	vs := variants(s)
 	results := make([][]figures, len(vs))
-	for range s.rounds {
-		for i, v := range vs {
-			results[i] = append(results[i], run(srv, v, s))
+	for r := range s.rounds {
+		for k := range vs { // each round starts one variant later, so that none always runs first
+			i := (r + k) % len(vs)
+			results[i] = append(results[i], run(srv, vs[i], s))
 		}
 	}
 	report(os.Stdout, s, vs, results)
@@ -104,14 +107,19 @@ func variants(s settings) []variant {
 	percentile := func(p float64) idem.HedgeConfig {
 		return idem.HedgeConfig{Percentile: p, Window: s.window, MinSamples: s.minSamples}
 	}
-	failsafeWith := func(p failsafe.Policy[*http.Response]) func(*http.Transport) (http.RoundTripper, func() int64) {
+	// A policy is built per run, as idem's Transport is: a quantile policy
+	// learns latencies, and each run must start cold.
+	failsafeWith := func(policy func() failsafe.Policy[*http.Response]) func(*http.Transport) (http.RoundTripper, func() int64) {
 		return func(base *http.Transport) (http.RoundTripper, func() int64) {
-			return failsafehttp.NewRoundTripper(base, p), nil
+			return failsafehttp.NewRoundTripper(base, policy()), nil
 		}
 	}
-	quantile := func(q float64) failsafe.Policy[*http.Response] {
-		return hedgepolicy.NewWithDelayQuantile[*http.Response](q, uint(s.window), uint(s.minSamples))
+	quantile := func(q float64) func() failsafe.Policy[*http.Response] {
+		return func() failsafe.Policy[*http.Response] {
+			return hedgepolicy.NewWithDelayQuantile[*http.Response](q, uint(s.window), uint(s.minSamples))
+		}
 	}
+	fixed := func() failsafe.Policy[*http.Response] { return hedgepolicy.NewWithDelay[*http.Response](s.fixed) }
 	return []variant{
 		{"net/http, no hedging", func(base *http.Transport) (http.RoundTripper, func() int64) { return base, nil }},
 		{"idem, no hedging", idemWith(idem.HedgeConfig{})},
@@ -119,7 +127,7 @@ func variants(s settings) []variant {
 		{"idem, p90", idemWith(percentile(0.90))},
 		{"idem, p95", idemWith(percentile(0.95))},
 		{"idem, p90, no budget", unbudgeted(percentile(0.90))},
-		{fmt.Sprintf("failsafe-go, fixed %s", s.fixed), failsafeWith(hedgepolicy.NewWithDelay[*http.Response](s.fixed))},
+		{fmt.Sprintf("failsafe-go, fixed %s", s.fixed), failsafeWith(fixed)},
 		{"failsafe-go, p90", failsafeWith(quantile(0.90))},
 		{"failsafe-go, p95", failsafeWith(quantile(0.95))},
 	}
