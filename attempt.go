@@ -108,11 +108,22 @@ func (s sender) exchange(ctx context.Context, req *http.Request, trace *wireTrac
 	res.rule = classify(res.certainty, res.status, res.problem)
 	if timed {
 		res.elapsed = s.t.now().Sub(start)
-		if s.latencies != nil && res.certainty == Responded && !res.rule.failure {
-			s.latencies.add(res.elapsed)
-		}
+		s.recordLatency(ctx, res)
 	}
 	return res, res.breakerReport(ctx.Err() != nil)
+}
+
+// recordLatency adds an attempt's latency to its host's, for a percentile
+// hedge: a response that is not a failure of the host, or an attempt that
+// lost its race (it took at least that long: leaving it out would bias the
+// percentile down, the more so the slower the host gets).
+func (s sender) recordLatency(ctx context.Context, res result) {
+	if s.latencies == nil {
+		return
+	}
+	if res.certainty == Responded && !res.rule.failure || context.Cause(ctx) == errHedgeLost {
+		s.latencies.add(res.elapsed)
+	}
 }
 
 // request builds the request of the next attempt: a clone of the caller's

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"net/http/httptrace"
 	"time"
 )
@@ -38,8 +39,10 @@ type HedgeConfig struct {
 	// ones, so about 5% of calls send a hedge. A latency is the time from
 	// sending an attempt to its response read ahead, counted for responses
 	// that are not failures of the host (see BreakerConfig), of the
-	// requests that may be hedged. Zero means the fixed Delay; a value
-	// outside (0, 1) is clamped into it.
+	// requests that may be hedged; an attempt cancelled because another
+	// won counts the time until then, a lower bound of its latency, so
+	// that the percentile rises when the host slows down. Zero means the
+	// fixed Delay; a value outside (0, 1) is clamped into it.
 	Percentile float64
 	// Window is how many of a host's latest latencies the percentile is
 	// taken from. Zero or negative means 256.
@@ -116,10 +119,14 @@ type raced struct {
 	id  int // the attempt's index in race.cancels
 }
 
+// errHedgeLost is the cause of the context of an attempt that another
+// attempt of its race beat.
+var errHedgeLost = errors.New("idem: another attempt of the hedged call won")
+
 // race is one step of a hedged call: an attempt and its hedges.
 type race struct {
 	results chan raced
-	cancels []context.CancelFunc // of each attempt, by id
+	cancels []context.CancelCauseFunc // of each attempt, by id
 	running int                  // attempts whose result has not arrived
 	hedges  int                  // hedges sent
 }
@@ -147,7 +154,7 @@ func (c *call) race(ctx context.Context, delay time.Duration) (result, decision,
 				return x.res, d, actedBefore
 			}
 			discard(x.res.resp) // asked for a retry while another attempt runs
-			r.cancels[x.id]()
+			r.cancels[x.id](nil)
 		case <-timerC:
 			timerC = nil
 			if !c.hedge(ctx, r) {
@@ -175,7 +182,7 @@ func (c *call) hedge(ctx context.Context, r *race) bool {
 // launch starts an attempt of the race on a goroutine of its own, under a
 // context that the race cancels when another attempt wins.
 func (c *call) launch(ctx context.Context, r *race, hedge bool) {
-	hctx, cancel := context.WithCancel(ctx)
+	hctx, cancel := context.WithCancelCause(ctx)
 	id := len(r.cancels)
 	r.cancels = append(r.cancels, cancel)
 	r.running++
@@ -201,13 +208,14 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool) {
 func (c *call) settleRace(r *race, x raced) {
 	for id, cancel := range r.cancels {
 		if id != x.id {
-			cancel()
+			cancel(errHedgeLost)
 		}
 	}
+	won := r.cancels[x.id]
 	if x.res.resp != nil {
-		x.res.resp.Body = &cancelOnClose{ReadCloser: x.res.resp.Body, done: r.cancels[x.id]}
+		x.res.resp.Body = &cancelOnClose{ReadCloser: x.res.resp.Body, done: func() { won(nil) }}
 	} else {
-		r.cancels[x.id]()
+		won(nil)
 	}
 	if r.running > 0 {
 		c.attempts += r.running // on the wire, or about to be: counted as sent

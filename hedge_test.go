@@ -233,3 +233,28 @@ func TestHedgePercentileDelay(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// An attempt that lost its race counts, at the time it was cancelled, in
+// the host's latencies: it took at least that long.
+func TestHedgeLoserLatencyRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: func(n int) time.Duration {
+			if n == 1 {
+				return time.Hour
+			}
+			return 3 * time.Millisecond
+		}}
+		tr := NewTransport(Config{Base: base, NoBudget: true,
+			Hedge: HedgeConfig{Delay: 10 * time.Millisecond, Percentile: 0.5, Window: 4, MinSamples: 4}})
+		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/x"))
+		require.NoError(t, err)
+		discard(resp)
+		synctest.Wait()
+		l := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		assert.Equal(t, 2, l.added)
+		assert.ElementsMatch(t, []time.Duration{3 * time.Millisecond, 13 * time.Millisecond}, l.ring[:2],
+			"the hedge's 3 ms, and the loser's 13 ms until it was cancelled")
+	})
+}
