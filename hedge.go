@@ -127,8 +127,8 @@ var errHedgeLost = errors.New("idem: another attempt of the hedged call won")
 type race struct {
 	results chan raced
 	cancels []context.CancelCauseFunc // of each attempt, by id
-	running int                  // attempts whose result has not arrived
-	hedges  int                  // hedges sent
+	running int                       // attempts whose result has not arrived
+	hedges  int                       // hedges sent
 }
 
 // race makes an attempt and, while none has completed, hedges of it, the
