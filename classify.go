@@ -91,6 +91,24 @@ var outcomes = []rule{
 
 // classify returns the first rule that covers an attempt's outcome.
 func classify(certainty Certainty, status int, problem string) *rule {
+	if certainty == Responded && problem == "" && status >= 0 && status < len(plainStatuses) {
+		return plainStatuses[status]
+	}
+	return firstRule(certainty, status, problem)
+}
+
+// plainStatuses holds the rule of each status without a problem, looked up
+// in the table once, so that classifying the common response costs an
+// index.
+var plainStatuses = func() (rules [600]*rule) {
+	for code := range rules {
+		rules[code] = firstRule(Responded, code, "")
+	}
+	return rules
+}()
+
+// firstRule scans the table for the first rule that covers an outcome.
+func firstRule(certainty Certainty, status int, problem string) *rule {
 	for i := range outcomes {
 		r := &outcomes[i]
 		if r.covers(certainty, status, problem) {
