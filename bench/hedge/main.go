@@ -4,7 +4,7 @@
 // server and the same request sequence, variant after variant in each
 // round:
 //
-//	cd bench/hedge && go run . -rounds 5
+//	cd bench/hedge && go run . -rounds 21
 //
 // The server answers at once, except that a seeded draw per (call,
 // attempt) makes -slow of the attempts (2%) take -tail (200 ms): a hedge of
@@ -14,8 +14,10 @@
 // run starts cold (a fresh client and policy). Each variant sends -calls
 // GETs (2,000) from -workers goroutines (8) over a fresh http.Transport,
 // and the table gives the p50 and p99 of the calls' latencies and the
-// requests the server received per call (and, for idem, the hedges its
-// default retry budget denied: hedges spend it). The program has a go.mod of its
+// requests the server received per call, the connections the client
+// dialled (a cancelled HTTP/1.1 request closes its connection) and, for
+// idem, the hedges its default retry budget denied (hedges spend it). The
+// program has a go.mod of its
 // own, so that idem does not depend on failsafe-go.
 package main
 
@@ -139,13 +141,20 @@ type figures struct {
 	requestsPerCall float64
 	errors          int
 	denied          int64 // hedges the budget denied
+	dials           int64 // connections the client opened
 }
 
 // run sends s.calls GETs through a fresh client of v, from s.workers
 // goroutines, and measures them.
 func run(srv *server, v variant, s settings) figures {
 	srv.reset()
-	base := &http.Transport{MaxIdleConnsPerHost: 4 * s.workers, DisableCompression: true}
+	var dials atomic.Int64
+	var dialer net.Dialer
+	base := &http.Transport{MaxIdleConnsPerHost: 4 * s.workers, DisableCompression: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1) // a cancelled request closes its connection: hedging costs dials
+			return dialer.DialContext(ctx, network, addr)
+		}}
 	defer base.CloseIdleConnections()
 	rt, denied := v.client(base)
 	client := &http.Client{Transport: rt}
@@ -175,6 +184,7 @@ func run(srv *server, v variant, s settings) figures {
 		p50: at(0.50), p99: at(0.99), max: latencies[len(latencies)-1],
 		requestsPerCall: float64(srv.requests.Load()) / float64(s.calls),
 		errors:          int(errs.Load()),
+		dials:           dials.Load(),
 	}
 	if denied != nil {
 		f.denied = denied()
@@ -274,66 +284,45 @@ func splitmix(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-// report prints, per variant, the median over rounds of each figure, and
-// every round's figures.
+// report prints, per variant, the median over rounds of each figure, with
+// the lowest and highest round's in brackets.
 func report(out io.Writer, s settings, vs []variant, results [][]figures) {
-	fmt.Fprintf(out, "%d GETs per variant, %d workers, %.0f%% of attempts %s, seed %d, %d rounds (median; each round's in brackets)\n\n",
+	fmt.Fprintf(out, "%d GETs per variant, %d workers, %.0f%% of attempts %s, seed %d, %d rounds: median [lowest, highest round]\n\n",
 		s.calls, s.workers, s.slow*100, s.tail, s.seed, s.rounds)
 	w := tabwriter.NewWriter(out, 0, 0, 1, ' ', 0)
-	fmt.Fprintln(w, "| variant\t| p50\t| p99\t| requests per call\t| max\t| errors\t| denied by the budget\t|")
-	fmt.Fprintln(w, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
+	fmt.Fprintln(w, "| variant\t| p50\t| p99\t| requests per call\t| max\t| dials\t| errors\t| hedges denied by the budget\t|")
+	fmt.Fprintln(w, "|---\t|---\t|---\t|---\t|---\t|---\t|---\t|---\t|")
 	for i, v := range vs {
 		rs := results[i]
+		var errs int
 		var denied int64
 		for _, f := range rs {
+			errs += f.errors
 			denied += f.denied
 		}
-		fmt.Fprintf(w, "| %s\t| %s\t| %s\t| %s\t| %s\t| %d\t| %d\t|\n", v.name,
-			durations(rs, func(f figures) time.Duration { return f.p50 }),
-			durations(rs, func(f figures) time.Duration { return f.p99 }),
-			ratios(rs), durations(rs, func(f figures) time.Duration { return f.max }), sumErrors(rs), denied)
+		fmt.Fprintf(w, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %d\t| %d\t|\n", v.name,
+			spread(rs, func(f figures) float64 { return float64(f.p50) }, duration),
+			spread(rs, func(f figures) float64 { return float64(f.p99) }, duration),
+			spread(rs, func(f figures) float64 { return f.requestsPerCall }, func(x float64) string { return fmt.Sprintf("%.3f", x) }),
+			spread(rs, func(f figures) float64 { return float64(f.max) }, duration),
+			spread(rs, func(f figures) float64 { return float64(f.dials) }, func(x float64) string { return fmt.Sprintf("%.0f", x) }),
+			errs, denied)
 	}
 	w.Flush()
 }
 
-func durations(rs []figures, get func(figures) time.Duration) string {
-	var all []time.Duration
+// spread formats the median of a figure over the rounds, and its lowest and
+// highest round.
+func spread(rs []figures, get func(figures) float64, format func(float64) string) string {
+	var all []float64
 	for _, f := range rs {
 		all = append(all, get(f))
 	}
-	each := fmt.Sprint(roundAll(all))
 	slices.Sort(all)
-	return fmt.Sprintf("%s %s", round(all[len(all)/2]), each)
+	return fmt.Sprintf("%s [%s, %s]", format(all[len(all)/2]), format(all[0]), format(all[len(all)-1]))
 }
 
-func ratios(rs []figures) string {
-	var all []float64
-	each := "["
-	for i, f := range rs {
-		all = append(all, f.requestsPerCall)
-		if i > 0 {
-			each += " "
-		}
-		each += fmt.Sprintf("%.3f", f.requestsPerCall)
-	}
-	slices.Sort(all)
-	return fmt.Sprintf("%.3f %s]", all[len(all)/2], each)
-}
-
-func sumErrors(rs []figures) (n int) {
-	for _, f := range rs {
-		n += f.errors
-	}
-	return n
-}
-
-func roundAll(ds []time.Duration) []time.Duration {
-	out := make([]time.Duration, len(ds))
-	for i, d := range ds {
-		out[i] = round(d)
-	}
-	return out
-}
+func duration(ns float64) string { return round(time.Duration(ns)).String() }
 
 // round keeps three significant digits, enough to read and to compare.
 func round(d time.Duration) time.Duration {
