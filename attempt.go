@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"time"
 
 	"github.com/idemkit/idem/internal/wire"
@@ -17,73 +18,112 @@ const maxProblemBytes = 16 << 10
 
 // result is what one attempt produced.
 type result struct {
-	req        *http.Request  // the attempt's request; nil when none was built
+	req        *http.Request  // the attempt's request; nil when none was sent
 	resp       *http.Response // set when a complete response arrived (Responded)
 	status     int            // the status received, also when the body was then cut short
 	problem    string         // the problem name of a problem+json response
+	body       []byte         // the part of the body read ahead, nil when none
 	retryAfter time.Duration  // Retry-After, unclamped
 	certainty  Certainty
+	rule       *rule // the outcome's row of the table (classify.go)
 	err        error // the transport error or the cut-short body error
 	wire       int   // connections the base transport used
 	open       bool  // the host's breaker refused the attempt
+	hedge      bool  // the attempt was a hedge (hedge.go)
 	elapsed    time.Duration
 }
 
-// attempt sends one attempt of the call through its host's breaker, and
-// reads ahead what the decision and a possible retry need of the response.
+// sender sends the attempts of one call. It is a copy of what they need, so
+// that a hedge can run on a goroutine of its own without the call.
+type sender struct {
+	t          *Transport
+	url        *url.URL
+	safe       bool       // the response may be read ahead in full
+	classified bool       // a Classifier reads error bodies
+	latencies  *latencies // the host's latencies to record, nil for none
+}
+
+func (c *call) sender() sender {
+	return sender{t: c.t, url: c.req.URL, safe: c.safe, classified: c.classified, latencies: c.latencies}
+}
+
+// attempt sends one attempt of the call under ctx, through its host's
+// breaker, and reads ahead what the decision and a possible retry need of
+// the response.
 func (c *call) attempt(ctx context.Context) result {
-	actx, done := ctx, context.CancelFunc(func() {})
-	if c.t.cfg.AttemptTimeout > 0 {
-		actx, done = context.WithTimeout(ctx, c.t.cfg.AttemptTimeout)
+	actx, done := c.t.attemptContext(ctx)
+	trace := newWireTrace(c.t.tracedBase)
+	req, err := c.request(httptrace.WithClientTrace(actx, &trace.hooks))
+	if err != nil {
+		done()
+		return result{certainty: NotSent, err: err, rule: notSentRule}
 	}
+	return c.sender().send(ctx, req, trace, done)
+}
+
+// attemptContext returns the context of one attempt under ctx, bounded by
+// Config.AttemptTimeout, and the function that ends it.
+func (t *Transport) attemptContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if t.cfg.AttemptTimeout > 0 {
+		return context.WithTimeout(ctx, t.cfg.AttemptTimeout)
+	}
+	return ctx, func() {}
+}
+
+// send sends req, built under ctx for one attempt, through its host's
+// breaker; done ends the attempt's context.
+func (s sender) send(ctx context.Context, req *http.Request, trace *wireTrace, done context.CancelFunc) result {
 	var res result
-	err := c.t.breakers.through(c.req.URL, func() error {
+	err := s.t.breakers.through(s.url, func() error {
 		var outcome error
-		res, outcome = c.exchange(ctx, actx, done)
+		res, outcome = s.exchange(ctx, req, trace, done)
 		return outcome
 	})
 	if err != nil {
 		done()
-		return result{certainty: NotSent, err: err, open: true}
+		closeRequestBody(req)
+		return result{certainty: NotSent, err: err, open: true, rule: notSentRule}
 	}
 	return res
 }
 
-// exchange builds and sends the request of one attempt, under actx. It
-// returns what the attempt produced, and what its host's breaker is told.
-func (c *call) exchange(ctx, actx context.Context, done context.CancelFunc) (result, error) {
-	trace := newWireTrace(c.t.tracedBase)
-	actx = httptrace.WithClientTrace(actx, &trace.hooks)
-	timed := c.t.cfg.Observer.seesAttempts()
+// exchange runs the base transport for one attempt and settles its
+// response. It returns what the attempt produced, and what its host's
+// breaker is told.
+func (s sender) exchange(ctx context.Context, req *http.Request, trace *wireTrace, done context.CancelFunc) (result, error) {
+	timed := s.latencies != nil || s.t.cfg.Observer.seesAttempts()
 	var start time.Time
 	if timed {
-		start = c.t.now()
+		start = s.t.now()
 	}
-	req, err := c.request(actx)
-	if err != nil {
-		done()
-		return result{certainty: NotSent, err: err}, errAttemptExcluded
-	}
-	res := c.send(req, trace, done)
-	res.req = req
-	if timed {
-		res.elapsed = c.t.now().Sub(start)
-	}
-	return res, res.outcome(ctx.Err() != nil)
-}
-
-// send runs the base transport for one attempt and settles its response.
-func (c *call) send(req *http.Request, trace *wireTrace, done context.CancelFunc) result {
-	resp, err := c.t.cfg.Base.RoundTrip(req)
+	resp, err := s.t.cfg.Base.RoundTrip(req)
 	conns := int(trace.conns.Load())
-	res := result{wire: max(1, conns), certainty: Responded}
+	res := result{req: req, wire: max(1, conns), certainty: Responded}
 	if err != nil {
 		done()
 		res.err, res.certainty = err, trace.unanswered(req, err, conns)
-		return res
+	} else {
+		s.settle(resp, done, &res)
 	}
-	c.settle(resp, done, &res)
-	return res
+	res.rule = classify(res.certainty, res.status, res.problem)
+	if timed {
+		res.elapsed = s.t.now().Sub(start)
+		s.recordLatency(ctx, res)
+	}
+	return res, res.breakerReport(ctx.Err() != nil)
+}
+
+// recordLatency adds an attempt's latency to its host's, for a percentile
+// hedge: a response that is not a failure of the host, or an attempt that
+// lost its race (it took at least that long: leaving it out would bias the
+// percentile down, the more so the slower the host gets).
+func (s sender) recordLatency(ctx context.Context, res result) {
+	if s.latencies == nil {
+		return
+	}
+	if res.certainty == Responded && !res.rule.failure || context.Cause(ctx) == errHedgeLost {
+		s.latencies.add(res.elapsed)
+	}
 }
 
 // request builds the request of the next attempt: a clone of the caller's
@@ -91,7 +131,7 @@ func (c *call) send(req *http.Request, trace *wireTrace, done context.CancelFunc
 func (c *call) request(ctx context.Context) (*http.Request, error) {
 	r := c.req.Clone(ctx)
 	if c.field != "" {
-		r.Header[KeyHeader] = []string{c.field} // Set, without canonicalising a canonical name
+		r.Header[c.t.keyHeader] = []string{c.field} // Set, without canonicalising a canonical name
 	}
 	body, err := c.body.next()
 	if err != nil {
@@ -105,18 +145,18 @@ func (c *call) request(ctx context.Context) (*http.Request, error) {
 // call needs: a problem document's name, and, for a response that may be
 // returned from a retry-safe call, the body itself (see MaxBufferedBody).
 // A body cut short turns the attempt ambiguous.
-func (c *call) settle(resp *http.Response, done context.CancelFunc, res *result) {
+func (s sender) settle(resp *http.Response, done context.CancelFunc, res *result) {
 	res.status = resp.StatusCode
 	if v := firstValue(resp.Header, wire.HeaderRetryAfter); v != "" { // the clock only when needed
-		if ra, ok := wire.ParseRetryAfter(v, c.t.now()); ok {
+		if ra, ok := wire.ParseRetryAfter(v, s.t.now()); ok {
 			res.retryAfter = ra
 		}
 	}
 	ct := firstValue(resp.Header, "Content-Type")
 	problem := resp.StatusCode >= 400 && wire.IsProblem(ct)
-	limit := c.readAheadLimit(resp.StatusCode, problem)
+	limit := s.readAheadLimit(resp.StatusCode, problem)
 	if limit <= 0 {
-		if c.t.cfg.AttemptTimeout > 0 {
+		if s.t.cfg.AttemptTimeout > 0 {
 			resp.Body = &cancelOnClose{ReadCloser: resp.Body, done: done}
 		}
 		res.resp = resp
@@ -128,7 +168,7 @@ func (c *call) settle(resp *http.Response, done context.CancelFunc, res *result)
 		res.err = fmt.Errorf("response body cut short after %d bytes (status %d): %w", len(buf), resp.StatusCode, err)
 		return
 	}
-	res.resp = resp
+	res.resp, res.body = resp, buf
 	if problem {
 		if p, ok := wire.ReadProblem(ct, bytes.NewReader(buf), maxProblemBytes); ok {
 			res.problem = p.Name()
@@ -138,19 +178,17 @@ func (c *call) settle(resp *http.Response, done context.CancelFunc, res *result)
 
 // readAheadLimit says how much of a response's body to read before
 // deciding: a problem document (problem: its Content-Type says so) where
-// the status code can carry a contract problem, the whole body (up to
+// the table names the status (classify.go), the whole body (up to
 // MaxBufferedBody) where the response may be returned and a cut could be
-// retried, else nothing.
-func (c *call) readAheadLimit(code int, problem bool) int64 {
-	if retryableStatus(code) || code == http.StatusBadRequest ||
-		code == http.StatusConflict || code == http.StatusUnprocessableEntity {
-		if problem {
-			return maxProblemBytes
-		}
-		return 0
-	}
-	if c.safe {
-		return c.t.cfg.MaxBufferedBody
+// retried, the start of an error's body for a Classifier, else nothing.
+func (s sender) readAheadLimit(code int, problem bool) int64 {
+	switch {
+	case namedStatus(code) && problem:
+		return maxProblemBytes
+	case s.safe && !namedStatus(code):
+		return s.t.cfg.MaxBufferedBody
+	case s.classified && code >= 400:
+		return maxProblemBytes
 	}
 	return 0
 }
@@ -163,17 +201,4 @@ func firstValue(h http.Header, key string) string {
 		return v[0]
 	}
 	return ""
-}
-
-// retryableStatus reports whether a response with this status may be
-// retried (docs/CONTRACT.md §8): the request was refused or failed in a
-// way that a later attempt can fix.
-func retryableStatus(code int) bool {
-	switch code {
-	case http.StatusRequestTimeout, http.StatusTooManyRequests,
-		http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package idem
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -20,15 +21,44 @@ type requestBody struct {
 	getBody func() (io.ReadCloser, error)
 	once    *onceBody // wraps orig when it cannot be rewound
 	used    bool      // orig (with GetBody) was handed to the transport, which closes it
+	overCap int64     // the buffer that the body outgrew (Config.BufferRequestBody), 0 if none
 }
 
-func newRequestBody(req *http.Request) requestBody {
+// newRequestBody returns the body of req's call. When buffer is positive, a
+// body without GetBody is read into memory, up to buffer bytes, so that it
+// can be re-sent; a longer one keeps what was read in front of the rest and
+// is sent once. The error is that of a body that could not be read.
+func newRequestBody(req *http.Request, buffer int64) (requestBody, error) {
 	b := requestBody{getBody: req.GetBody}
 	if req.Body != nil && req.Body != http.NoBody {
 		b.orig = req.Body
 	}
-	return b
+	if b.orig == nil || b.getBody != nil || buffer <= 0 {
+		return b, nil
+	}
+	buf, err := io.ReadAll(io.LimitReader(b.orig, buffer+1))
+	if err != nil {
+		b.orig.Close()
+		return requestBody{}, fmt.Errorf("reading the request body into memory (Config.BufferRequestBody): %w", err)
+	}
+	if int64(len(buf)) > buffer {
+		b.orig = &prefixedBody{Reader: io.MultiReader(bytes.NewReader(buf), b.orig), body: b.orig}
+		b.overCap = buffer
+		return b, nil
+	}
+	b.orig.Close()
+	b.getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+	b.orig, _ = b.getBody()
+	return b, nil
 }
+
+// prefixedBody is a body whose start was read into memory.
+type prefixedBody struct {
+	io.Reader
+	body io.Closer
+}
+
+func (p *prefixedBody) Close() error { return p.body.Close() }
 
 // next returns the body for the next attempt.
 func (b *requestBody) next() (io.ReadCloser, error) {
@@ -50,6 +80,20 @@ func (b *requestBody) next() (io.ReadCloser, error) {
 // resendable reports whether another attempt can carry the whole body.
 func (b *requestBody) resendable() bool {
 	return b.orig == nil || b.getBody != nil || b.once == nil || !b.once.wasRead()
+}
+
+// rewindable reports whether any number of attempts can carry the body at
+// once, as hedges need: it has none, or GetBody.
+func (b *requestBody) rewindable() bool {
+	return b.orig == nil || b.getBody != nil
+}
+
+// why says why a body that is not resendable cannot be re-sent.
+func (b *requestBody) why() string {
+	if b.overCap > 0 {
+		return fmt.Sprintf("the body is longer than Config.BufferRequestBody (%d bytes), so it was sent once and not kept", b.overCap)
+	}
+	return "the body was written once and has no GetBody to write it again"
 }
 
 // release ends the call: a body without GetBody is closed now, or when the

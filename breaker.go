@@ -3,6 +3,7 @@ package idem
 import (
 	"container/list"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -10,8 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/sony/gobreaker/v2"
-
-	"github.com/idemkit/idem/internal/wire"
 )
 
 // ErrCircuitOpen: the circuit breaker of the request's host is open (or
@@ -34,12 +33,14 @@ const (
 // BreakerConfig configures the per-host circuit breakers (sony/gobreaker)
 // of a Transport. Its zero value gives the defaults listed with each field.
 //
-// A breaker counts attempts, not calls. Failures: attempts that were not
+// A breaker counts attempts, not calls, and its failures are those of the
+// outcome table (classify.go, docs/CONTRACT.md §8): attempts that were not
 // sent or got no complete response (attempt timeouts included), and 500,
 // 502, 503 and 504 responses. Not failures: other responses (a 4xx is the
 // caller's problem, not the host's; 429 is throttling, not a fault; a 500
 // result-unavailable is an answer). An attempt ended by the caller's own
-// context is not counted at all.
+// context, or a hedge's attempt cancelled because another won, is not
+// counted at all.
 type BreakerConfig struct {
 	// Disabled turns the breakers off.
 	Disabled bool
@@ -73,6 +74,43 @@ type BreakerConfig struct {
 	MaxHosts int
 }
 
+// BreakerState is the state of a host's circuit breaker, as the Observer
+// sees it.
+type BreakerState int
+
+const (
+	// BreakerClosed: attempts go through and are counted.
+	BreakerClosed BreakerState = iota
+	// BreakerHalfOpen: a few probes go through; the others fail fast.
+	BreakerHalfOpen
+	// BreakerOpen: every attempt fails fast with ErrCircuitOpen.
+	BreakerOpen
+)
+
+// String returns "closed", "half-open" or "open".
+func (s BreakerState) String() string {
+	switch s {
+	case BreakerClosed:
+		return "closed"
+	case BreakerHalfOpen:
+		return "half-open"
+	case BreakerOpen:
+		return "open"
+	}
+	return fmt.Sprintf("BreakerState(%d)", int(s))
+}
+
+// breakerState returns the BreakerState of a gobreaker state.
+func breakerState(s gobreaker.State) BreakerState {
+	switch s {
+	case gobreaker.StateHalfOpen:
+		return BreakerHalfOpen
+	case gobreaker.StateOpen:
+		return BreakerOpen
+	}
+	return BreakerClosed
+}
+
 // breaker is the gobreaker of one host.
 type breaker = gobreaker.CircuitBreaker[struct{}]
 
@@ -88,7 +126,7 @@ var (
 // It is safe for concurrent use.
 type breakers struct {
 	cfg      BreakerConfig
-	onChange func(host string, from, to gobreaker.State)
+	onChange func(host string, from, to BreakerState)
 
 	mu     sync.Mutex
 	byHost map[string]*list.Element // of *hostBreaker
@@ -100,7 +138,7 @@ type hostBreaker struct {
 	cb   *breaker
 }
 
-func newBreakers(cfg BreakerConfig, onChange func(host string, from, to gobreaker.State)) *breakers {
+func newBreakers(cfg BreakerConfig, onChange func(host string, from, to BreakerState)) *breakers {
 	if cfg.Disabled {
 		return nil
 	}
@@ -198,26 +236,21 @@ func (r *breakers) settings(host string) gobreaker.Settings {
 		IsExcluded: func(err error) bool { return err == errAttemptExcluded },
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			if r.onChange != nil {
-				r.onChange(name, from, to)
+				r.onChange(name, breakerState(from), breakerState(to))
 			}
 		},
 	}
 }
 
-// outcome is what an attempt reports to its host's breaker: nil for a
-// success, errAttemptFailed, or errAttemptExcluded when the caller's own
-// context ended it.
-func (res *result) outcome(callerDone bool) error {
+// breakerReport is what an attempt reports to its host's breaker: nil for
+// a success, errAttemptFailed for an outcome the table (classify.go) counts
+// as a failure of the host, or errAttemptExcluded when the attempt's own
+// context ended it (the caller's, or a hedge that lost).
+func (res *result) breakerReport(ended bool) error {
 	switch {
-	case callerDone:
+	case ended:
 		return errAttemptExcluded
-	case res.certainty != Responded:
-		return errAttemptFailed
-	case res.problem == wire.ProblemResultUnavailable:
-		return nil
-	}
-	switch res.status {
-	case 500, 502, 503, 504:
+	case res.rule.failure:
 		return errAttemptFailed
 	}
 	return nil

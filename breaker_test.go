@@ -25,7 +25,7 @@ func TestBreakerStopsRequestsToFailingHost(t *testing.T) {
 	srv := a.start(t)
 	tr, _ := newTestTransport(t, Config{MaxAttempts: 1, NoBudget: true})
 	var changes []string
-	tr.cfg.Observer.OnBreakerChange = func(host string, from, to gobreaker.State) {
+	tr.cfg.Observer.OnBreakerChange = func(host string, from, to BreakerState) {
 		changes = append(changes, fmt.Sprintf("%s %s->%s", host, from, to))
 	}
 
@@ -81,7 +81,7 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 		var mu sync.Mutex
 		var changes []string
 		tr := NewTransport(Config{Base: host, MaxAttempts: 1, NoBudget: true, Observer: Observer{
-			OnBreakerChange: func(_ string, from, to gobreaker.State) {
+			OnBreakerChange: func(_ string, from, to BreakerState) {
 				mu.Lock()
 				defer mu.Unlock()
 				changes = append(changes, from.String()+"->"+to.String())

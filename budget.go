@@ -135,3 +135,18 @@ func (b *Budget) allowRetry() bool {
 	b.stats.Retries++
 	return true
 }
+
+// spend takes a token for a retry that is made whatever the budget holds
+// (a critical call's, WithCritical): an earned retry or a floor token when
+// one is left, so that the budget sees the load, and never a denial.
+func (b *Budget) spend() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.earned >= milli:
+		b.earned -= milli
+	case b.floor != nil:
+		b.floor.AllowN(b.now(), 1)
+	}
+	b.stats.Retries++
+}

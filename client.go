@@ -2,12 +2,13 @@ package idem
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"time"
 
-	"github.com/sony/gobreaker/v2"
+	"github.com/idemkit/idem/internal/wire"
 )
 
 // Defaults of Config.
@@ -98,6 +99,34 @@ type Config struct {
 	// Observer receives every attempt, retry and give-up. The zero value
 	// observes nothing.
 	Observer Observer
+
+	// KeyHeader names the request header that carries the idempotency key,
+	// for APIs that use another than the draft's (X-Idempotency-Key,
+	// PayPal-Request-Id). It must be a valid header field name
+	// (NewTransport panics otherwise). Empty means KeyHeader,
+	// "Idempotency-Key".
+	KeyHeader string
+
+	// Classifier, when set, is asked about each attempt before the default
+	// rules (see Classifier): it teaches the client an API's own way of
+	// saying "retry", "in flight" or "stop". Nil means the default rules
+	// alone. WithClassifier sets one per call, asked first.
+	Classifier Classifier
+
+	// BufferRequestBody, when positive, lets a request body without GetBody
+	// (a plain io.Reader) be re-sent: before the first attempt up to
+	// BufferRequestBody bytes of it are read into memory. A longer body is
+	// sent once, streamed, and the call fails with ErrNotRewindable, saying
+	// so, when it would need a retry after it was read. Zero or negative
+	// means no buffering: such a body is re-sent only when no attempt read
+	// from it. Do not set it for a body whose writer waits for the response
+	// (a pipe that streams a conversation): reading it first would block.
+	BufferRequestBody int64
+
+	// Hedge enables hedged requests: a second attempt sent while the first
+	// is still running, the first complete response winning. The zero
+	// value disables hedging.
+	Hedge HedgeConfig
 }
 
 // Transport is an http.RoundTripper that makes retries safe: it gives each
@@ -107,23 +136,47 @@ type Config struct {
 // the request body, and returns (resp, nil) when it returns a response,
 // whatever its status. It is safe for concurrent use.
 //
+// Transport departs from http.RoundTripper's contract in one way: some
+// responses that it received become errors, because returning them would
+// mislead the caller about the operation. They are drained, closed, and
+// replaced by an *Error:
+//
+//   - when the attempts run out on a response that asked for a retry,
+//     after an earlier attempt that may have acted (a 5xx, a lost
+//     response), or on a 409 key-in-flight: the last response, often a 503
+//     from a proxy, says nothing of whether the operation took effect, so
+//     the call fails with ErrAttemptsExhausted or ErrKeyInFlight, matching
+//     ErrOutcomeUnknown;
+//   - when a response asked for a retry that the budget or the deadline
+//     does not allow: ErrBudgetExhausted or ErrDeadline, which say why the
+//     refusal was not retried (and match ErrOutcomeUnknown when an attempt
+//     may have acted);
+//   - a response that names a contract problem (422 key-reused, 400
+//     key-missing or key-invalid, 500 result-unavailable): ErrKeyReused,
+//     ErrKeyMissing, ErrKeyInvalid or ErrResultUnavailable, the last
+//     matching ErrOutcomeUnknown too, since the operation took effect;
+//   - a response that a Classifier answered with Fail.
+//
 // The stack, from the caller down: key attachment; the retry loop, which
-// asks the budget before each retry; the host's circuit breaker, around
-// each attempt; the base transport.
+// asks the budget before each retry or hedge; the host's circuit breaker,
+// around each attempt; the base transport.
 type Transport struct {
-	cfg      Config
-	log      *slog.Logger
-	budget   *Budget   // nil: no budget
-	breakers *breakers // nil: no breakers
+	cfg       Config
+	log       *slog.Logger
+	keyHeader string    // Config.KeyHeader, canonical
+	budget    *Budget   // nil: no budget
+	breakers  *breakers // nil: no breakers
+	hedge     *hedger   // nil: no hedging
 	// tracedBase: Base is an *http.Transport, which reports every
 	// connection through the request's trace.
 	tracedBase bool
 
 	// Injected for tests; the real clock, timer and random source otherwise.
-	now    func() time.Time
-	sleep  func(ctx context.Context, d time.Duration) error
-	rand   func() float64
-	newKey func() string
+	now      func() time.Time
+	sleep    func(ctx context.Context, d time.Duration) error
+	newTimer func(d time.Duration) *time.Timer
+	rand     func() float64
+	newKey   func() string
 }
 
 // NewTransport returns a Transport configured by cfg.
@@ -145,13 +198,14 @@ func NewTransport(cfg Config) *Transport {
 		log = slog.New(slog.DiscardHandler)
 	}
 	t := &Transport{
-		cfg:    cfg,
-		log:    log,
-		budget: cfg.Budget,
-		now:    time.Now,
-		sleep:  sleep,
-		rand:   rand.Float64,
-		newKey: NewKey,
+		cfg:      cfg,
+		log:      log,
+		budget:   cfg.Budget,
+		now:      time.Now,
+		sleep:    sleep,
+		newTimer: time.NewTimer,
+		rand:     rand.Float64,
+		newKey:   NewKey,
 	}
 	switch {
 	case cfg.NoBudget:
@@ -161,11 +215,25 @@ func NewTransport(cfg Config) *Transport {
 	}
 	_, t.tracedBase = cfg.Base.(*http.Transport)
 	t.breakers = newBreakers(cfg.Breaker, t.breakerChanged)
+	t.hedge = newHedger(cfg.Hedge, cfg.Breaker.MaxHosts)
+	t.keyHeader = keyHeaderName(cfg.KeyHeader)
 	return t
 }
 
+// keyHeaderName returns the canonical form of Config.KeyHeader, KeyHeader
+// when it is empty. It panics on a name that is not a header field name.
+func keyHeaderName(name string) string {
+	if name == "" {
+		return KeyHeader
+	}
+	if !wire.ValidHeaderName(name) {
+		panic(fmt.Sprintf("idem: Config.KeyHeader %q is not a valid header field name", name))
+	}
+	return http.CanonicalHeaderKey(name)
+}
+
 // breakerChanged reports a state change of a host's breaker.
-func (t *Transport) breakerChanged(host string, from, to gobreaker.State) {
+func (t *Transport) breakerChanged(host string, from, to BreakerState) {
 	t.log.Warn("idem: circuit breaker changed state",
 		slog.String("host", host), slog.String("from", from.String()), slog.String("to", to.String()))
 	if t.cfg.Observer.OnBreakerChange != nil {

@@ -25,6 +25,10 @@
 // context down, or its errors are ambiguous unless their type shows a
 // failure before sending (see Config.Base).
 //
+// What follows each outcome is one table, in classify.go (and
+// docs/CONTRACT.md §8), which the retry loop, the read-ahead of response
+// bodies and the circuit breaker all read:
+//
 //   - NotSent: retried, whatever the method.
 //   - Ambiguous: retried when the request carries a key or its method is
 //     idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE); otherwise the call
@@ -41,6 +45,13 @@
 //     ErrKeyInvalid, ErrResultUnavailable.
 //   - Any other response is returned as it is.
 //
+// An API with a dialect of its own (Stripe's JSON 409
+// idempotency_key_in_use and Stripe-Should-Retry header, say) is taught
+// with a Classifier (Config.Classifier, or WithClassifier for one call),
+// asked before the table: it may say Retry, InFlight, Stop or Fail, or
+// Defer to the table. An API that carries the key in another header
+// (X-Idempotency-Key, PayPal-Request-Id) is named by Config.KeyHeader.
+//
 // Which requests get a key: every request whose method is not idempotent
 // (POST, PATCH, ...) gets a fresh key per call, unless the caller set the
 // header, named a key with WithKey, or opted out with WithoutKey. The key sent
@@ -48,6 +59,13 @@
 // call of RoundTrip is one logical operation: an application that retries
 // the operation itself, or resends it after a restart, must store the key
 // and pass it with WithKey.
+//
+// # Per-call options
+//
+// The request's context carries options for its call: WithKey and
+// WithoutKey (the key), WithMaxAttempts and WithoutRetry (the attempts),
+// WithCritical (exempt from the retry budget), WithClassifier and
+// WithHedging. A context without them changes nothing.
 //
 // # Time
 //
@@ -79,12 +97,23 @@
 // used), reports them to the Observer (Attempt.Wire) and counts them against
 // Config.MaxAttempts, so that MaxAttempts bounds the requests on the wire.
 //
+// # Hedging
+//
+// With Config.Hedge, a GET (or another idempotent request, or a keyed one
+// under WithHedging) whose attempt has not completed after a delay (fixed,
+// or a percentile of the host's recent latencies) gets a second attempt
+// beside it; the first complete response wins and the other is cancelled.
+// Hedges spend the retry budget and count toward MaxAttempts. Hedging is
+// off by default.
+//
 // # Bodies
 //
 // A request body is re-sent from GetBody, which http.NewRequest sets for
 // bytes.Reader, bytes.Buffer and strings.Reader bodies. A body without
 // GetBody is sent at most once: it is retried only when the attempt was not
-// sent, and otherwise the call fails with ErrNotRewindable. The response
-// body of a retry-safe request is read ahead (up to Config.MaxBufferedBody)
-// so that a body cut short by the network is retried rather than returned.
+// sent, and otherwise the call fails with ErrNotRewindable, unless
+// Config.BufferRequestBody lets idem read it into memory first (up to a
+// cap; a longer body is sent once). The response body of a retry-safe
+// request is read ahead (up to Config.MaxBufferedBody) so that a body cut
+// short by the network is retried rather than returned.
 package idem

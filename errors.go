@@ -32,8 +32,9 @@ var (
 	// request that was written but got no complete response and was not (or
 	// no longer) safe or possible to retry.
 	ErrOutcomeUnknown = errors.New("idem: outcome unknown")
-	// ErrNotRewindable: the request body cannot be re-read (no GetBody), so
-	// the request was not retried after it had been written.
+	// ErrNotRewindable: the request body cannot be re-read (no GetBody, or
+	// longer than Config.BufferRequestBody), so the request was not retried
+	// after it had been written; the error's Detail says which.
 	ErrNotRewindable = errors.New("idem: request body cannot be re-sent")
 	// ErrDeadline: the next wait (backoff or Retry-After) would end past the
 	// context deadline, so the call gave up at once instead of sleeping into
@@ -83,7 +84,7 @@ func (c Certainty) String() string {
 type Error struct {
 	Method string // the request's method
 	URL    string // the request's URL, without its query string
-	Key    string // the Idempotency-Key sent, "" when the request had none
+	Key    string // the idempotency key sent, "" when the request had none
 	// Attempts counts the requests this call put on the wire, including
 	// re-sends made by the base transport on a broken keep-alive connection.
 	Attempts int
@@ -138,7 +139,7 @@ func (e *Error) Error() string {
 		b.WriteString("; outcome unknown: the request may have taken effect")
 	}
 	if e.Key != "" {
-		fmt.Fprintf(&b, "; Idempotency-Key %s", e.Key)
+		fmt.Fprintf(&b, "; idempotency key %s", e.Key)
 	}
 	if e.Err != nil {
 		b.WriteString(": " + e.Err.Error())

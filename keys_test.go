@@ -55,7 +55,8 @@ func TestRequestKey(t *testing.T) {
 			for _, h := range tt.header {
 				req.Header.Add(KeyHeader, h)
 			}
-			key, field, err := tt.tr.requestKey(req)
+			opts := optionsOf(req.Context())
+			key, field, err := tt.tr.requestKey(req, &opts)
 			if tt.wantErr {
 				require.Error(t, err)
 				return

@@ -3,8 +3,6 @@ package idem
 import (
 	"net/http"
 	"time"
-
-	"github.com/sony/gobreaker/v2"
 )
 
 // Attempt describes one attempt of a call, as reported to an Observer.
@@ -38,6 +36,9 @@ type Attempt struct {
 	Err error
 	// Elapsed is how long the attempt took.
 	Elapsed time.Duration
+	// Hedge is true for an attempt sent while an earlier attempt of the
+	// call was still running (see HedgeConfig).
+	Hedge bool
 }
 
 // Observer receives the events of every call. Its zero value observes
@@ -56,7 +57,7 @@ type Observer struct {
 	// OnBreakerChange is called when the circuit breaker of a host
 	// (scheme://host:port) changes state. It may run on any goroutine that
 	// made an attempt to that host.
-	OnBreakerChange func(host string, from, to gobreaker.State)
+	OnBreakerChange func(host string, from, to BreakerState)
 }
 
 // seesAttempts reports whether some hook receives Attempts, and so needs

@@ -7,17 +7,20 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-
-	"github.com/idemkit/idem/internal/wire"
 )
 
 // call is one RoundTrip: the attempts of one logical operation.
 type call struct {
 	t          *Transport
 	req        *http.Request // the caller's, never modified
+	opts       callOptions   // the request context's
 	key, field string        // the bare key and the header value; "" for none
 	safe       bool          // keyed or idempotent: an ambiguous attempt may be retried
+	classified bool          // a Classifier is asked about each attempt
+	hedged     bool          // attempts may be hedged (hedge.go)
+	latencies  *latencies    // the host's latencies, for a percentile hedge
 	body       requestBody
+	max        int // Config.MaxAttempts, or the call's own
 
 	attempts  int           // requests put on the wire
 	retries   int           // retries made
@@ -26,27 +29,38 @@ type call struct {
 	lastRetry time.Duration // the latest Retry-After seen
 }
 
-// verdict is what the call does after an attempt.
-type verdict int
-
-const (
-	finish verdict = iota // return the response
-	retry                 // try again after a wait
-	fail                  // return an error
-)
+// decision is what the call does after an attempt.
+type decision struct {
+	verdict Verdict       // Retry, InFlight, Stop or Fail
+	wait    time.Duration // before a retry; 0: Retry-After or the backoff
+	reason  error         // Fail's sentinel
+	detail  string        // a sentence for Fail's error
+}
 
 // newCall returns the call of req. It returns a value, not a pointer, so
 // that the call can live on RoundTrip's stack.
 func (t *Transport) newCall(req *http.Request) (call, error) {
-	key, field, err := t.requestKey(req)
+	opts := optionsOf(req.Context())
+	key, field, err := t.requestKey(req, &opts)
 	if err != nil {
 		return call{}, &Error{Method: req.Method, URL: redact(req), Certainty: NotSent, Reason: ErrKeyInvalid, Err: err}
 	}
-	return call{
-		t: t, req: req, key: key, field: field,
-		safe: key != "" || isIdempotent(req.Method),
-		body: newRequestBody(req),
-	}, nil
+	body, err := newRequestBody(req, t.cfg.BufferRequestBody)
+	if err != nil {
+		return call{}, &Error{Method: req.Method, URL: redact(req), Key: key, Certainty: NotSent, Err: err}
+	}
+	c := call{
+		t: t, req: req, opts: opts, key: key, field: field,
+		safe:       key != "" || isIdempotent(req.Method),
+		classified: opts.classifier != nil || t.cfg.Classifier != nil,
+		body:       body,
+		max:        t.cfg.MaxAttempts,
+	}
+	if opts.maxAttempts > 0 {
+		c.max = opts.maxAttempts
+	}
+	t.hedge.prepare(&c)
+	return c, nil
 }
 
 // run makes attempts until one gives a response to return, an error to
@@ -61,27 +75,49 @@ func (c *call) run() (*http.Response, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, c.giveUp(result{certainty: NotSent}, nil, err, "the context ended before the attempt")
 		}
-		res := c.attempt(ctx)
-		actedBefore := c.mayActed // an attempt before this one may have taken effect
-		c.record(res)
-		v, detail, reason := c.judge(res)
-		if ctx.Err() != nil && v != finish {
+		res, d, actedBefore := c.step(ctx)
+		if ctx.Err() != nil && d.verdict != Stop {
 			discard(res.resp)
 			return nil, c.giveUp(res, nil, ctx.Err(), "the context ended")
 		}
 		switch {
-		case v == finish:
+		case d.verdict == Stop:
 			return res.resp, nil
-		case v == fail:
+		case d.verdict == Fail:
 			discard(res.resp)
-			return nil, c.giveUp(res, reason, res.err, detail)
-		case c.attempts >= c.t.cfg.MaxAttempts:
-			return c.exhausted(res, actedBefore)
+			return nil, c.giveUp(res, d.reason, res.err, d.detail)
+		case c.attempts >= c.max:
+			return c.exhausted(res, d, actedBefore)
 		}
-		if err := c.wait(ctx, res); err != nil {
+		if err := c.wait(ctx, res, d); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// step makes the next attempt, hedged when the call allows it, and decides
+// what follows it. actedBefore says whether an attempt before it may have
+// taken effect.
+func (c *call) step(ctx context.Context) (res result, d decision, actedBefore bool) {
+	if c.hedged {
+		if delay, ok := c.t.hedge.delay(c.latencies); ok {
+			return c.race(ctx, delay)
+		}
+	}
+	res = c.attempt(ctx)
+	actedBefore = c.mayActed
+	d = c.conclude(ctx, res)
+	return res, d, actedBefore
+}
+
+// conclude records an attempt and decides what follows it.
+func (c *call) conclude(ctx context.Context, res result) decision {
+	c.record(res)
+	d := c.judge(ctx, res)
+	if d.verdict == InFlight {
+		c.mayActed = true
+	}
+	return d
 }
 
 // record counts an attempt and reports it to the Observer.
@@ -90,69 +126,110 @@ func (c *call) record(res result) {
 	if res.retryAfter > 0 {
 		c.lastRetry = res.retryAfter
 	}
-	if res.certainty == Ambiguous || res.status >= 500 ||
-		res.problem == wire.ProblemKeyInFlight || res.problem == wire.ProblemResultUnavailable {
+	if res.rule.acted {
 		c.mayActed = true
 	}
 	c.t.cfg.Observer.attempt(c.describe(res))
 }
 
-// judge decides what follows an attempt, by docs/CONTRACT.md §8: the
-// verdict and, for a failure, a sentence of detail and the reason (the
-// sentinel that names why the call ends).
-func (c *call) judge(res result) (v verdict, detail string, reason error) {
+// judge decides what follows an attempt: what the local checks, the
+// call's Classifiers or the outcome table (classify.go) say, within what
+// is safe (docs/CONTRACT.md §8).
+func (c *call) judge(ctx context.Context, res result) decision {
 	switch {
 	case res.open:
-		return fail, "", ErrCircuitOpen
+		return decision{verdict: Fail, reason: ErrCircuitOpen}
 	case errors.Is(res.err, ErrNotRewindable):
-		return fail, "", ErrNotRewindable
-	case res.certainty == NotSent:
-		return c.retryIfBody()
-	case res.certainty == Ambiguous && !c.safe:
-		return fail, "the request has no Idempotency-Key and its method is not idempotent, so it was not retried", ErrOutcomeUnknown
-	case res.certainty == Ambiguous:
-		return c.retryIfBody()
+		return decision{verdict: Fail, reason: ErrNotRewindable}
 	}
-	switch res.problem {
-	case wire.ProblemKeyReused:
-		return fail, "", ErrKeyReused
-	case wire.ProblemKeyMissing:
-		return fail, "", ErrKeyMissing
-	case wire.ProblemKeyInvalid:
-		return fail, "the server rejected the key", ErrKeyInvalid
-	case wire.ProblemResultUnavailable:
-		return fail, "", ErrResultUnavailable
-	case wire.ProblemKeyInFlight:
-		if c.key != "" {
-			return c.retryIfBody()
-		}
+	d := decision{verdict: Defer}
+	if c.classified && ctx.Err() == nil {
+		d = c.ask(res)
 	}
-	if retryableStatus(res.status) && c.safe && c.body.resendable() {
-		return retry, "", nil
+	if d.verdict == Defer {
+		d = res.rule.decide(c.safe, res.certainty)
 	}
-	return finish, "", nil
+	return c.bound(d, res)
 }
 
-func (c *call) retryIfBody() (verdict, string, error) {
-	if c.body.resendable() {
-		return retry, "", nil
+// decide returns the rule's decision for a request that is safe to retry
+// after an ambiguous attempt (keyed or idempotent), or not.
+func (r *rule) decide(safe bool, certainty Certainty) decision {
+	switch {
+	case r.verdict == Fail:
+		return decision{verdict: Fail, reason: r.reason}
+	case r.verdict != Retry || !r.safeOnly || safe:
+		return decision{verdict: r.verdict}
+	case certainty == Ambiguous:
+		return decision{verdict: Fail, reason: ErrOutcomeUnknown, detail: noKeyDetail}
 	}
-	return fail, "the body was written once and has no GetBody to write it again", ErrNotRewindable
+	return decision{verdict: Stop}
+}
+
+const noKeyDetail = "the request has no idempotency key and its method is not idempotent, so it was not retried"
+
+// bound keeps a decision within what is safe and possible: no retry of an
+// ambiguous attempt that neither a key nor the method makes safe, none of
+// a body that cannot be re-sent, no in-flight wait without a key, and no
+// Stop without a response.
+func (c *call) bound(d decision, res result) decision {
+	switch {
+	case (d.verdict == Retry || d.verdict == InFlight) && res.certainty == Ambiguous && !c.safe:
+		return decision{verdict: Fail, reason: ErrOutcomeUnknown, detail: noKeyDetail}
+	case d.verdict == InFlight && c.key == "":
+		d.verdict = Stop
+	case (d.verdict == Retry || d.verdict == InFlight) && !c.body.resendable():
+		return decision{verdict: Fail, reason: ErrNotRewindable, detail: c.body.why()}
+	}
+	if d.verdict == Stop && res.resp == nil {
+		return decision{verdict: Fail, detail: "a Classifier stopped the call"}
+	}
+	return d
+}
+
+// ask returns the decision of the call's Classifiers, the call's own first;
+// Defer when both defer.
+func (c *call) ask(res result) decision {
+	o := c.outcome(res)
+	for _, cl := range [2]Classifier{c.opts.classifier, c.t.cfg.Classifier} {
+		if cl == nil {
+			continue
+		}
+		switch d := cl(o); d.Verdict {
+		case Retry, InFlight, Stop:
+			return decision{verdict: d.Verdict, wait: max(d.Wait, 0)}
+		case Fail:
+			return decision{verdict: Fail, reason: d.Err, detail: "a Classifier failed the call"}
+		}
+	}
+	return decision{verdict: Defer}
+}
+
+// outcome describes an attempt to a Classifier.
+func (c *call) outcome(res result) Outcome {
+	o := Outcome{
+		Request: res.req, Key: c.key, Attempts: c.attempts, Certainty: res.certainty,
+		Err: res.err, Problem: res.problem, Body: res.body,
+	}
+	if res.resp != nil {
+		o.Status, o.Header = res.status, res.resp.Header
+	}
+	return o
 }
 
 // exhausted ends a call whose last allowed attempt asked for a retry. The
 // last response is returned as it is, unless an earlier attempt may have
 // acted (actedBefore: a 5xx, a lost response), when the last response says
-// nothing of the operation's outcome, or it is a 409 key-in-flight, which
-// says that an attempt of the key is still running: then the error says
-// that it may have taken effect.
-func (c *call) exhausted(res result, actedBefore bool) (*http.Response, error) {
-	if res.resp != nil && !actedBefore && res.problem != wire.ProblemKeyInFlight {
+// nothing of the operation's outcome, or it was in flight (409
+// key-in-flight), which says that an attempt of the key is still running:
+// then the error says that it may have taken effect.
+func (c *call) exhausted(res result, d decision, actedBefore bool) (*http.Response, error) {
+	if res.resp != nil && !actedBefore && d.verdict != InFlight {
 		return res.resp, nil
 	}
 	discard(res.resp)
 	reason := ErrAttemptsExhausted
-	if res.problem == wire.ProblemKeyInFlight {
+	if d.verdict == InFlight {
 		reason = ErrKeyInFlight
 	}
 	return nil, c.giveUp(res, reason, res.err, "")
@@ -161,9 +238,9 @@ func (c *call) exhausted(res result, actedBefore bool) (*http.Response, error) {
 // wait sleeps before the next attempt, unless the wait cannot end before
 // the context's deadline or the budget has no token for the retry; then, or
 // when the context ends during the wait, it returns the call's error.
-func (c *call) wait(ctx context.Context, res result) error {
+func (c *call) wait(ctx context.Context, res result, dec decision) error {
 	discard(res.resp)
-	d, why := c.delay(res)
+	d, why := c.delay(res, dec.wait)
 	if deadline, ok := ctx.Deadline(); ok {
 		if left := deadline.Sub(c.t.now()); d >= left {
 			return c.giveUp(res, ErrDeadline, res.err,
@@ -171,7 +248,7 @@ func (c *call) wait(ctx context.Context, res result) error {
 					d.Round(time.Millisecond), why, left.Round(time.Millisecond)))
 		}
 	}
-	if c.t.budget != nil && !c.t.budget.allowRetry() {
+	if !c.spend() {
 		return c.giveUp(res, ErrBudgetExhausted, res.err, "")
 	}
 	c.t.cfg.Observer.retry(c.describe(res), d)
@@ -184,8 +261,25 @@ func (c *call) wait(ctx context.Context, res result) error {
 	return nil
 }
 
-// delay returns the wait before the next attempt, and where it comes from.
-func (c *call) delay(res result) (time.Duration, string) {
+// spend takes a token of the budget for a retry or a hedge, reporting
+// whether the call may make it; a critical call always may (WithCritical).
+func (c *call) spend() bool {
+	switch {
+	case c.t.budget == nil:
+		return true
+	case c.opts.critical:
+		c.t.budget.spend()
+		return true
+	}
+	return c.t.budget.allowRetry()
+}
+
+// delay returns the wait before the next attempt, and where it comes from:
+// a Classifier's wait, Retry-After, or the backoff.
+func (c *call) delay(res result, wait time.Duration) (time.Duration, string) {
+	if wait > 0 {
+		return wait, "a Classifier's wait"
+	}
 	if res.retryAfter > 0 {
 		d := min(res.retryAfter, c.t.cfg.MaxRetryAfter)
 		if d < res.retryAfter {
@@ -221,7 +315,7 @@ func (c *call) describe(res result) Attempt {
 	return Attempt{
 		Request: req, Key: c.key, Number: c.attempts, Wire: res.wire,
 		Certainty: res.certainty, Status: res.status, Problem: res.problem,
-		RetryAfter: res.retryAfter, Err: res.err, Elapsed: res.elapsed,
+		RetryAfter: res.retryAfter, Err: res.err, Elapsed: res.elapsed, Hedge: res.hedge,
 	}
 }
 

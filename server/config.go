@@ -175,6 +175,13 @@ type Config struct {
 	// Hooks observe the steps of every keyed request. The zero Hooks does
 	// nothing.
 	Hooks Hooks
+
+	// KeyHeader names the request header that carries the idempotency key,
+	// for APIs that use another than the draft's (X-Idempotency-Key,
+	// PayPal-Request-Id); clients must send the same name (idem's
+	// Config.KeyHeader). Middleware panics on a name that is not a valid
+	// header field name. Empty: "Idempotency-Key".
+	KeyHeader string
 }
 
 // settings is a Config with its defaults resolved once, by Middleware.
@@ -185,6 +192,7 @@ type settings struct {
 	reject    map[int]bool
 	fpHeaders []string
 	noPattern sync.Once // the first request routed without a pattern is logged
+	keyHeader string    // KeyHeader, canonical
 }
 
 func newSettings(cfg Config) *settings {
@@ -197,6 +205,13 @@ func newSettings(cfg Config) *settings {
 	if s.Mode == Leased && s.Retention < 2*s.Lease {
 		panic(fmt.Sprintf("server: Config.Retention (%s) must be at least twice Config.Lease (%s) in Leased mode: "+
 			"a retry after a lease ended must still find the record and its recovery point", s.Retention, s.Lease))
+	}
+	s.keyHeader = wire.HeaderKey
+	if s.KeyHeader != "" {
+		if !wire.ValidHeaderName(s.KeyHeader) {
+			panic(fmt.Sprintf("server: Config.KeyHeader %q is not a valid header field name", s.KeyHeader))
+		}
+		s.keyHeader = http.CanonicalHeaderKey(s.KeyHeader)
 	}
 	s.MaxRequestBytes = orDefault(s.MaxRequestBytes, DefaultMaxRequestBytes)
 	s.MaxResponseBytes = orDefault(s.MaxResponseBytes, DefaultMaxResponseBytes)

@@ -84,7 +84,7 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *claimArgs, a
 	if route == "" {
 		return nil, false
 	}
-	fields := r.Header.Values(wire.HeaderKey)
+	fields := r.Header[h.s.keyHeader] // canonical
 	if len(fields) == 0 && (h.s.Keys == KeyOptional || r.Method == http.MethodPut || r.Method == http.MethodDelete) {
 		return nil, false // passes through: no need of its scope
 	}
@@ -95,12 +95,12 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *claimArgs, a
 		h.refuse(w, r, ev, keyMissing(route))
 		return nil, true
 	case len(fields) > 1:
-		h.refuse(w, r, ev, keyInvalid("the request has more than one Idempotency-Key field"))
+		h.refuse(w, r, ev, keyInvalid("the request has more than one "+h.s.keyHeader+" field"))
 		return nil, true
 	}
 	key, err := wire.ParseKey(fields[0])
 	if err != nil {
-		h.refuse(w, r, ev, keyInvalid("Idempotency-Key: "+err.Error()))
+		h.refuse(w, r, ev, keyInvalid(h.s.keyHeader+": "+err.Error()))
 		return nil, true
 	}
 	ev.Key = key

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"time"
+
+	"github.com/idemkit/idem/internal/wire"
 )
 
 // Config configures a Server. The zero Config listens on 127.0.0.1 on a
@@ -21,6 +22,11 @@ type Config struct {
 	// Rules are the initial rules; SetRules replaces them. Nil applies no
 	// fault.
 	Rules []Rule
+	// KeyHeader names the request header that carries the idempotency key,
+	// the operation id of a keyed request, for a client and server that
+	// use another than the draft's (X-Idempotency-Key, PayPal-Request-Id).
+	// Empty means "Idempotency-Key".
+	KeyHeader string
 	// OperationHeader, when set, names the request header that carries
 	// the operation id of requests without an Idempotency-Key (for example
 	// "X-Operation-Id" on a naive client's requests). Empty means that
@@ -51,6 +57,14 @@ type Config struct {
 
 // defaultHoldTimeout is HoldTimeout's default.
 const defaultHoldTimeout = 10 * time.Second
+
+// keyHeader returns KeyHeader or its default.
+func (c Config) keyHeader() string {
+	if c.KeyHeader == "" {
+		return wire.HeaderKey
+	}
+	return c.KeyHeader
+}
 
 // holdTimeout returns HoldTimeout or its default.
 func (c Config) holdTimeout() time.Duration {
@@ -85,25 +99,10 @@ func (c Config) validate() error {
 	if c.MaxEvents < 0 || c.HoldTimeout < 0 {
 		return errors.New("testserver: MaxEvents or HoldTimeout is negative")
 	}
-	for _, h := range []string{c.OperationHeader, c.FaultHeader} {
-		if h != "" && !validHeaderName(h) {
+	for _, h := range []string{c.KeyHeader, c.OperationHeader, c.FaultHeader} {
+		if h != "" && !wire.ValidHeaderName(h) {
 			return fmt.Errorf("testserver: %q is not a valid header name", h)
 		}
 	}
 	return ValidateRules(c.Rules)
-}
-
-// validHeaderName reports whether h is a field name: an RFC 9110 token.
-func validHeaderName(h string) bool {
-	if h == "" {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		alnum := c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-		if !alnum && !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
-			return false
-		}
-	}
-	return true
 }

@@ -17,7 +17,8 @@
 //     FaultPartialBody, FaultSlowBody, FaultStatusAfter;
 //   - races: FaultHold keeps an attempt back until its retry arrives.
 //
-// The operation id of a request is its Idempotency-Key, else the value of
+// The operation id of a request is its idempotency key (the
+// Idempotency-Key header, or the one Config.KeyHeader names), else the value of
 // Config.OperationHeader, else none (each such request is its own
 // operation). Attempt n of an operation is the n-th request with its id to
 // reach the server. A seeded decision depends only on (seed, rule, operation

@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sony/gobreaker/v2"
-
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/testserver"
 )
@@ -72,8 +70,8 @@ func newIdemPayer(base http.RoundTripper, attemptTimeout time.Duration) *idemPay
 		Backoff:        idem.Backoff{Base: 25 * time.Millisecond, Cap: time.Second},
 		Budget:         p.budget,
 		Observer: idem.Observer{
-			OnBreakerChange: func(_ string, _, to gobreaker.State) {
-				if to == gobreaker.StateOpen {
+			OnBreakerChange: func(_ string, _, to idem.BreakerState) {
+				if to == idem.BreakerOpen {
 					p.trips.Add(1)
 				}
 			},

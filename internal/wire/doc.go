@@ -7,7 +7,9 @@ package wire
 
 // Header names of the contract.
 const (
-	// HeaderKey carries the idempotency key of a request.
+	// HeaderKey carries the idempotency key of a request, unless the
+	// client, the server and the testserver are configured with another
+	// name (their Config.KeyHeader).
 	HeaderKey = "Idempotency-Key"
 	// HeaderReplayed is "true" on a response that the server replayed from
 	// its store instead of running the handler.

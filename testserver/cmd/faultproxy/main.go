@@ -60,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) error {
 	}
 	cfg := testserver.Config{
 		Addr: o.listen, Seed: o.seed, Rules: rules,
-		OperationHeader: o.opHeader, FaultHeader: o.faultHeader, HoldTimeout: o.holdTimeout,
+		KeyHeader: o.keyHeader, OperationHeader: o.opHeader, FaultHeader: o.faultHeader, HoldTimeout: o.holdTimeout,
 		MaxEvents: 1, // the summary is counted by t, not from the kept events
 		OnEvent:   t.event,
 	}

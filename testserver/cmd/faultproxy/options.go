@@ -23,6 +23,7 @@ type options struct {
 	path        string
 	seed        uint64
 	opHeader    string
+	keyHeader   string
 	faultHeader string
 	holdTimeout time.Duration
 	logEvents   bool
@@ -48,7 +49,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.method, "method", "", "apply -fault to this `method` only")
 	fs.StringVar(&o.path, "path", "", "apply -fault to this `path` only (a trailing * matches a prefix)")
 	fs.StringVar(&seed, "seed", "", "seed of the probabilistic faults (default: from the clock, printed at start)")
-	fs.StringVar(&o.opHeader, "op-header", "", "`header` naming the operation of requests without an Idempotency-Key")
+	fs.StringVar(&o.keyHeader, "key-header", "", "`header` that carries the idempotency key (default Idempotency-Key)")
+	fs.StringVar(&o.opHeader, "op-header", "", "`header` naming the operation of requests without an idempotency key")
 	fs.StringVar(&o.faultHeader, "fault-header", "", "request `header` that may name a fault for that request (off when empty)")
 	fs.DurationVar(&o.holdTimeout, "hold-timeout", 0, "how long a hold fault waits for the retry (default 10s)")
 	fs.BoolVar(&o.logEvents, "log", false, "print every request's event as a JSON line on stdout")

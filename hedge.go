@@ -1,0 +1,232 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"net/http/httptrace"
+	"time"
+)
+
+// Defaults of HedgeConfig.
+const (
+	DefaultHedgeWindow     = 256
+	DefaultHedgeMinSamples = 32
+)
+
+// HedgeConfig configures hedged requests. Its zero value disables them.
+//
+// When an attempt has not completed after the hedge delay, a hedge (a copy
+// of the request) is sent beside it; the first attempt whose outcome ends
+// the call (a response to return, or a typed error) wins, and the others
+// are cancelled. An outcome that asks for a retry (a 503, a reset) while
+// another attempt still runs is dropped, and the call waits for the other.
+// Hedges cut the tail latency that a slow server instance or a lost packet
+// adds, for a few extra requests: each hedge spends a token of the retry
+// budget (without one, no hedge is sent) and counts toward MaxAttempts.
+//
+// Only requests that are safe to send twice at once are hedged: those with
+// an idempotent method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) and, with
+// WithHedging, keyed requests of any method. Their body must have GetBody
+// (or be buffered, see Config.BufferRequestBody).
+type HedgeConfig struct {
+	// Delay is how long an attempt runs before a hedge is sent. With
+	// Percentile set, it is the delay used until the host has MinSamples
+	// latencies; zero then means no hedge until it has. Zero, with
+	// Percentile zero, disables hedging.
+	Delay time.Duration
+	// Percentile, in (0, 1), sets the delay to that quantile of the host's
+	// recent latencies: 0.95 hedges the attempts slower than 95% of recent
+	// ones, so about 5% of calls send a hedge. A latency is the time from
+	// sending an attempt to its response read ahead, counted for responses
+	// that are not failures of the host (see BreakerConfig), of the
+	// requests that may be hedged; an attempt cancelled because another
+	// won counts the time until then, a lower bound of its latency, so
+	// that the percentile rises when the host slows down. Zero means the
+	// fixed Delay; a value outside (0, 1) is clamped into it.
+	Percentile float64
+	// Window is how many of a host's latest latencies the percentile is
+	// taken from. Zero or negative means 256.
+	Window int
+	// MinSamples is how many latencies a host needs before the percentile
+	// is used. Zero or negative means 32; at most Window.
+	MinSamples int
+	// MaxHedges bounds the hedges sent for one attempt, one after each
+	// delay. Zero or negative means 1.
+	MaxHedges int
+}
+
+// hedger is a Transport's hedging policy.
+type hedger struct {
+	cfg   HedgeConfig
+	hosts *hostLatencies // nil for a fixed delay
+}
+
+// newHedger returns the policy of cfg, nil when hedging is off. maxHosts
+// bounds the hosts whose latencies are kept (BreakerConfig.MaxHosts).
+func newHedger(cfg HedgeConfig, maxHosts int) *hedger {
+	if cfg.Delay <= 0 && cfg.Percentile <= 0 {
+		return nil
+	}
+	cfg.MaxHedges = max(cfg.MaxHedges, 1)
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultHedgeWindow
+	}
+	if cfg.MinSamples <= 0 {
+		cfg.MinSamples = DefaultHedgeMinSamples
+	}
+	cfg.MinSamples = min(cfg.MinSamples, cfg.Window)
+	h := &hedger{cfg: cfg}
+	if cfg.Percentile > 0 {
+		cfg.Percentile = min(cfg.Percentile, 0.999999)
+		if maxHosts <= 0 {
+			maxHosts = DefaultBreakerMaxHosts
+		}
+		h.hosts = &hostLatencies{q: cfg.Percentile, window: cfg.Window, minSamples: cfg.MinSamples,
+			max: maxHosts, byHost: map[string]*latencies{}}
+	}
+	return h
+}
+
+// prepare marks c as hedged when the policy allows it: c may make a second
+// attempt, its body can be sent twice at once, and its method is idempotent
+// or it is keyed and opted in (WithHedging).
+func (h *hedger) prepare(c *call) {
+	switch {
+	case h == nil || c.max < 2 || !c.body.rewindable():
+		return
+	case !isIdempotent(c.req.Method) && (c.key == "" || !c.opts.hedge):
+		return
+	}
+	c.hedged = true
+	if h.hosts != nil {
+		c.latencies = h.hosts.lookup(c.req.URL)
+	}
+}
+
+// delay returns the wait before a hedge, and false when there is none yet.
+func (h *hedger) delay(l *latencies) (time.Duration, bool) {
+	if l != nil {
+		if d, ok := l.get(); ok {
+			return d, true
+		}
+	}
+	return h.cfg.Delay, h.cfg.Delay > 0
+}
+
+// raced is the result of one attempt of a race.
+type raced struct {
+	res result
+	id  int // the attempt's index in race.cancels
+}
+
+// errHedgeLost is the cause of the context of an attempt that another
+// attempt of its race beat.
+var errHedgeLost = errors.New("idem: another attempt of the hedged call won")
+
+// race is one step of a hedged call: an attempt and its hedges.
+type race struct {
+	results chan raced
+	cancels []context.CancelCauseFunc // of each attempt, by id
+	running int                       // attempts whose result has not arrived
+	hedges  int                       // hedges sent
+}
+
+// race makes an attempt and, while none has completed, hedges of it, the
+// first after delay and one after each hedge delay since, as long as
+// MaxHedges, MaxAttempts and the budget allow. The first attempt whose
+// decision ends the call (Stop, Fail) wins, or else the last to complete;
+// the others are cancelled. It returns the winner as step does.
+func (c *call) race(ctx context.Context, delay time.Duration) (result, decision, bool) {
+	h := c.t.hedge
+	r := &race{results: make(chan raced, 1+h.cfg.MaxHedges)}
+	c.launch(ctx, r, false)
+	timer := c.t.newTimer(delay)
+	defer timer.Stop()
+	timerC := timer.C
+	for {
+		select {
+		case x := <-r.results:
+			r.running--
+			actedBefore := c.mayActed
+			d := c.conclude(ctx, x.res)
+			if d.verdict == Stop || d.verdict == Fail || r.running == 0 {
+				c.settleRace(r, x)
+				return x.res, d, actedBefore
+			}
+			discard(x.res.resp) // asked for a retry while another attempt runs
+			r.cancels[x.id](nil)
+		case <-timerC:
+			timerC = nil
+			if !c.hedge(ctx, r) {
+				continue
+			}
+			if d, ok := h.delay(c.latencies); ok && r.hedges < h.cfg.MaxHedges {
+				timer.Reset(d)
+				timerC = timer.C
+			}
+		}
+	}
+}
+
+// hedge sends a hedge when MaxHedges, MaxAttempts, the context and the
+// budget allow, reporting whether it did.
+func (c *call) hedge(ctx context.Context, r *race) bool {
+	if r.hedges >= c.t.hedge.cfg.MaxHedges || c.attempts+r.running >= c.max || ctx.Err() != nil || !c.spend() {
+		return false
+	}
+	r.hedges++
+	c.launch(ctx, r, true)
+	return true
+}
+
+// launch starts an attempt of the race on a goroutine of its own, under a
+// context that the race cancels when another attempt wins.
+func (c *call) launch(ctx context.Context, r *race, hedge bool) {
+	hctx, cancel := context.WithCancelCause(ctx)
+	id := len(r.cancels)
+	r.cancels = append(r.cancels, cancel)
+	r.running++
+	actx, done := c.t.attemptContext(hctx)
+	trace := newWireTrace(c.t.tracedBase)
+	req, err := c.request(httptrace.WithClientTrace(actx, &trace.hooks))
+	if err != nil {
+		done()
+		r.results <- raced{res: result{certainty: NotSent, err: err, rule: notSentRule, hedge: hedge}, id: id}
+		return
+	}
+	s, results := c.sender(), r.results
+	go func() {
+		res := s.send(hctx, req, trace, done)
+		res.hedge = hedge
+		results <- raced{res: res, id: id}
+	}()
+}
+
+// settleRace ends a race that x won: the other attempts are cancelled and
+// counted, their late results drained; the winner's context ends when its
+// response body is closed, or now when it has none.
+func (c *call) settleRace(r *race, x raced) {
+	for id, cancel := range r.cancels {
+		if id != x.id {
+			cancel(errHedgeLost)
+		}
+	}
+	won := r.cancels[x.id]
+	if x.res.resp != nil {
+		x.res.resp.Body = &cancelOnClose{ReadCloser: x.res.resp.Body, done: func() { won(nil) }}
+	} else {
+		won(nil)
+	}
+	if r.running > 0 {
+		c.attempts += r.running // on the wire, or about to be: counted as sent
+		go drainRace(r.results, r.running)
+	}
+}
+
+// drainRace receives the results of n cancelled attempts, and discards
+// their responses.
+func drainRace(results <-chan raced, n int) {
+	for range n {
+		discard((<-results).res.resp)
+	}
+}

@@ -1,0 +1,260 @@
+package idem
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The hedging tests run on synctest's fake clock: time moves only when
+// every goroutine of the test waits, so delays are exact and nothing sleeps.
+
+// scripted is a base transport whose n-th call (from 1) waits latency(n),
+// or until its request's context ends, and then answers status(n). It
+// records each call's start and how it ended.
+type scripted struct {
+	latency func(n int) time.Duration
+	status  func(n int) int
+
+	calls atomic.Int32
+	mu    sync.Mutex
+	start []time.Time
+	ended []error // nil: answered; else the context's error
+}
+
+func (s *scripted) RoundTrip(r *http.Request) (*http.Response, error) {
+	n := int(s.calls.Add(1))
+	s.mu.Lock()
+	s.start = append(s.start, time.Now())
+	s.mu.Unlock()
+	if r.Body != nil {
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	timer := time.NewTimer(s.latency(n))
+	defer timer.Stop()
+	select {
+	case <-r.Context().Done():
+		s.record(r.Context().Err())
+		return nil, r.Context().Err()
+	case <-timer.C:
+	}
+	s.record(nil)
+	status := http.StatusOK
+	if s.status != nil {
+		status = s.status(n)
+	}
+	body := "reply " + string(rune('0'+n))
+	return &http.Response{StatusCode: status, Request: r, Header: http.Header{},
+		ContentLength: int64(len(body)), Body: io.NopCloser(strings.NewReader(body))}, nil
+}
+
+func (s *scripted) record(err error) {
+	s.mu.Lock()
+	s.ended = append(s.ended, err)
+	s.mu.Unlock()
+}
+
+func (s *scripted) report() (starts []time.Time, ended []error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.start...), append([]error(nil), s.ended...)
+}
+
+// slowFirst: the first call takes d, the others answer at once.
+func slowFirst(d time.Duration) func(int) time.Duration {
+	return func(n int) time.Duration {
+		if n == 1 {
+			return d
+		}
+		return 0
+	}
+}
+
+// A GET whose attempt is slow gets a hedge after the delay; the hedge's
+// response wins, the slow attempt is cancelled and not counted against
+// the host's breaker.
+func TestHedgeLoserCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: slowFirst(time.Hour)}
+		var seen []Attempt
+		tr := NewTransport(Config{Base: base, Hedge: HedgeConfig{Delay: 10 * time.Millisecond},
+			Observer: Observer{OnAttempt: func(a Attempt) { seen = append(seen, a) }}})
+		start := time.Now()
+		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
+		require.NoError(t, err)
+		assert.Equal(t, 10*time.Millisecond, time.Since(start), "the hedge's answer, at once")
+		assert.Equal(t, "reply 2", readAll(t, resp))
+		synctest.Wait()
+
+		starts, ended := base.report()
+		require.Len(t, starts, 2)
+		assert.Equal(t, 10*time.Millisecond, starts[1].Sub(starts[0]), "the hedge after the delay")
+		assert.Equal(t, []error{nil, context.Canceled}, ended, "the loser is cancelled")
+		require.Len(t, seen, 1, "the winner is reported")
+		assert.True(t, seen[0].Hedge)
+		counts := tr.breakers.get("http://api.test:80").Counts()
+		assert.EqualValues(t, 0, counts.TotalFailures, "a cancelled loser is no failure of the host")
+	})
+}
+
+// A hedge spends a retry token: when the budget has none, no hedge is sent
+// and the call waits for its attempt.
+func TestHedgeBudgetDenialStopsHedging(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: slowFirst(50 * time.Millisecond)}
+		budget := NewBudget(BudgetConfig{FloorRate: -1}) // a call earns 0.1 of a retry
+		tr := NewTransport(Config{Base: base, Budget: budget,
+			Hedge: HedgeConfig{Delay: 10 * time.Millisecond, MaxHedges: 3}})
+		start := time.Now()
+		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
+		require.NoError(t, err)
+		discard(resp)
+		assert.Equal(t, 50*time.Millisecond, time.Since(start))
+		assert.EqualValues(t, 1, base.calls.Load(), "no hedge")
+		assert.Equal(t, BudgetStats{FirstAttempts: 1, Denied: 1}, budget.Stats(), "one denial stops the hedging")
+
+		budget = NewBudget(BudgetConfig{FloorRate: 1, FloorBurst: 1})
+		base = &scripted{latency: slowFirst(50 * time.Millisecond)}
+		tr = NewTransport(Config{Base: base, Budget: budget, Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
+		resp, err = tr.RoundTrip(mustGet(t, "http://api.test/item"))
+		require.NoError(t, err)
+		discard(resp)
+		assert.EqualValues(t, 2, base.calls.Load(), "a hedge with a token")
+		assert.EqualValues(t, 1, budget.Stats().Retries, "the hedge spent it")
+	})
+}
+
+// Only requests that are safe to send twice at once are hedged: idempotent
+// methods, and keyed requests that opt in; never an unkeyed POST.
+func TestHedgeOnlySafeRequests(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		method string
+		ctx    context.Context
+		calls  int32
+	}{
+		{"GET", http.MethodGet, context.Background(), 2},
+		{"PUT", http.MethodPut, context.Background(), 2},
+		{"unkeyed POST", http.MethodPost, WithHedging(WithoutKey(context.Background())), 1},
+		{"keyed POST", http.MethodPost, context.Background(), 1},
+		{"keyed POST opted in", http.MethodPost, WithHedging(context.Background()), 2},
+		{"GET without retries", http.MethodGet, WithoutRetry(context.Background()), 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &scripted{latency: slowFirst(50 * time.Millisecond)}
+				tr := NewTransport(Config{Base: base, NoBudget: true, Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
+				req, err := http.NewRequestWithContext(tt.ctx, tt.method, "http://api.test/x", strings.NewReader("{}"))
+				require.NoError(t, err)
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				discard(resp)
+				synctest.Wait()
+				assert.Equal(t, tt.calls, base.calls.Load())
+			})
+		})
+	}
+}
+
+// Hedges count toward MaxAttempts.
+func TestHedgeCountsTowardMaxAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: func(int) time.Duration { return 50 * time.Millisecond }}
+		tr := NewTransport(Config{Base: base, NoBudget: true, MaxAttempts: 3,
+			Hedge: HedgeConfig{Delay: 10 * time.Millisecond, MaxHedges: 5}})
+		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/x"))
+		require.NoError(t, err)
+		discard(resp)
+		synctest.Wait()
+		starts, _ := base.report()
+		require.Len(t, starts, 3, "the attempt and two hedges")
+		assert.Equal(t, 20*time.Millisecond, starts[2].Sub(starts[0]), "one hedge per delay")
+	})
+}
+
+// A response that asks for a retry while another attempt runs is dropped:
+// the call takes the other's.
+func TestHedgeRetryOutcomeWaitsForTheOther(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: slowFirst(50 * time.Millisecond), status: func(n int) int {
+			if n == 2 {
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusOK
+		}}
+		tr := NewTransport(Config{Base: base, NoBudget: true, Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
+		start := time.Now()
+		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/x"))
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "reply 1", readAll(t, resp))
+		assert.Equal(t, 50*time.Millisecond, time.Since(start))
+		assert.EqualValues(t, 2, base.calls.Load())
+	})
+}
+
+// With Percentile, the delay is that quantile of the host's recent
+// latencies, once it has MinSamples of them; before, no hedge (Delay 0).
+func TestHedgePercentileDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: func(n int) time.Duration {
+			switch {
+			case n <= 10:
+				return time.Duration(n) * time.Millisecond // 1 ms ... 10 ms
+			case n == 11:
+				return time.Hour
+			}
+			return 0
+		}}
+		tr := NewTransport(Config{Base: base, NoBudget: true,
+			Hedge: HedgeConfig{Percentile: 0.9, Window: 10, MinSamples: 10}})
+		for range 10 {
+			resp, err := tr.RoundTrip(mustGet(t, "http://api.test/x"))
+			require.NoError(t, err)
+			discard(resp)
+		}
+		require.EqualValues(t, 10, base.calls.Load(), "no hedge before MinSamples")
+		start := time.Now()
+		resp, err := tr.RoundTrip(mustGet(t, "http://API.test:80/y"))
+		require.NoError(t, err)
+		discard(resp)
+		assert.Equal(t, 9*time.Millisecond, time.Since(start), "p90 of 1..10 ms, nearest rank")
+		assert.EqualValues(t, 12, base.calls.Load())
+		synctest.Wait()
+	})
+}
+
+// An attempt that lost its race counts, at the time it was cancelled, in
+// the host's latencies: it took at least that long.
+func TestHedgeLoserLatencyRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: func(n int) time.Duration {
+			if n == 1 {
+				return time.Hour
+			}
+			return 3 * time.Millisecond
+		}}
+		tr := NewTransport(Config{Base: base, NoBudget: true,
+			Hedge: HedgeConfig{Delay: 10 * time.Millisecond, Percentile: 0.5, Window: 4, MinSamples: 4}})
+		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/x"))
+		require.NoError(t, err)
+		discard(resp)
+		synctest.Wait()
+		l := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		assert.Equal(t, 2, l.added)
+		assert.ElementsMatch(t, []time.Duration{3 * time.Millisecond, 13 * time.Millisecond}, l.ring[:2],
+			"the hedge's 3 ms, and the loser's 13 ms until it was cancelled")
+	})
+}
