@@ -72,16 +72,20 @@ func TestBrokenServers(t *testing.T) {
 		flaw   flaw
 		fail   []string
 		detail map[string]string // check -> part of its detail
+		// mayFail are checks that may also catch the flaw, depending on
+		// timing: a retry through the faults that overtakes its first
+		// attempt is the racy server's race too.
+		mayFail []string
 	}{
-		{"honours keys", flawNone, nil, nil},
+		{"honours keys", flawNone, nil, nil, nil},
 		{"ignores the key", flawIgnoresKey, []string{"replay", "body-mismatch", "key-missing", "key-invalid", "concurrent", "faults"},
-			map[string]string{"replay": "it names another resource", "faults": "double effects"}},
+			map[string]string{"replay": "it names another resource", "faults": "double effects"}, nil},
 		{"replays without comparing the body", flawNoBodyCompare, []string{"body-mismatch"},
-			map[string]string{"body-mismatch": "got the first operation's response"}},
+			map[string]string{"body-mismatch": "got the first operation's response"}, nil},
 		{"races under concurrency", flawRacy, []string{"concurrent"},
-			map[string]string{"concurrent": "resources: the operation ran"}},
+			map[string]string{"concurrent": "resources: the operation ran"}, []string{"faults"}},
 		{"stores results per key without scope", flawNoScope, []string{"scope"},
-			map[string]string{"scope": "got the first principal's stored response"}},
+			map[string]string{"scope": "got the first principal's stored response"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,7 +100,13 @@ func TestBrokenServers(t *testing.T) {
 			for _, name := range tt.fail {
 				want[name] = conformance.Fail
 			}
-			assert.Equal(t, want, doc.verdicts(), "checks:\n%s", pretty(doc))
+			got := doc.verdicts()
+			for _, name := range tt.mayFail {
+				if got[name] == conformance.Fail {
+					want[name] = conformance.Fail
+				}
+			}
+			assert.Equal(t, want, got, "checks:\n%s", pretty(doc))
 			assert.Equal(t, len(tt.fail) == 0, doc.Passed)
 			assert.Equal(t, map[bool]int{true: exitPass, false: exitFail}[len(tt.fail) == 0], code)
 			for name, part := range tt.detail {

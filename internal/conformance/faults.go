@@ -57,11 +57,7 @@ func (r *runner) newFaultRig() (*faultRig, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cfg testserver.Config
-	if r.cfg.KeyHeader != DefaultKeyHeader {
-		cfg.OperationHeader = r.cfg.KeyHeader // the proxy numbers attempts by the renamed key
-	}
-	srv, err := testserver.NewProxy([]string{u.Scheme + "://" + u.Host}, cfg)
+	srv, err := testserver.NewProxy([]string{u.Scheme + "://" + u.Host}, testserver.Config{KeyHeader: r.cfg.KeyHeader})
 	if err != nil {
 		return nil, err
 	}
@@ -81,46 +77,13 @@ func (g *faultRig) close() {
 // here (a breaker that opened would turn operations into failures that no
 // fault caused).
 func (r *runner) faultClient() *http.Client {
-	var base http.RoundTripper = newTransport()
-	if r.cfg.KeyHeader != DefaultKeyHeader {
-		base = renameKey{base: base, name: r.cfg.KeyHeader}
-	}
 	c := idem.NewClient(idem.Config{
-		Base: base, MaxAttempts: faultAttempts, AttemptTimeout: r.cfg.AttemptTimeout,
+		Base: newTransport(), KeyHeader: r.cfg.KeyHeader, MaxAttempts: faultAttempts, AttemptTimeout: r.cfg.AttemptTimeout,
 		Backoff:  idem.Backoff{Base: 50 * time.Millisecond, Cap: time.Second},
 		NoBudget: true, Breaker: idem.BreakerConfig{Disabled: true},
 	})
 	c.CheckRedirect = noRedirects
 	return c
-}
-
-// renameKey moves the key the idem client sends in Idempotency-Key to the
-// API's own key header. It is TEMPORARY: the idem client always sends
-// Idempotency-Key, and a separate issue makes the name configurable;
-// remove this wrapper then. It sends a clone with the request's own
-// context, so the client still sees the connection trace it relies on.
-type renameKey struct {
-	base http.RoundTripper
-	name string
-}
-
-// RoundTrip renames the header and calls the base transport.
-func (t renameKey) RoundTrip(req *http.Request) (*http.Response, error) {
-	v := req.Header.Get(idem.KeyHeader)
-	if v == "" {
-		return t.base.RoundTrip(req)
-	}
-	out := req.Clone(req.Context())
-	out.Header.Del(idem.KeyHeader)
-	out.Header.Set(t.name, v)
-	return t.base.RoundTrip(out)
-}
-
-// CloseIdleConnections closes the base transport's idle connections.
-func (t renameKey) CloseIdleConnections() {
-	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
 }
 
 // script returns the faults of operation n's attempts: a function of the

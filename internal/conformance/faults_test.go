@@ -4,12 +4,10 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httptrace"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/testserver"
 )
@@ -31,25 +29,6 @@ func TestScriptDependsOnSeedOperationAndAttemptOnly(t *testing.T) {
 		differs = differs || !assert.ObjectsAreEqual(a.script(n), c.script(n))
 	}
 	assert.True(t, differs, "another seed gives other faults")
-}
-
-func TestRenameKeyMovesTheHeaderAndKeepsTheContext(t *testing.T) {
-	var got http.Header
-	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r.Header.Clone() }))
-	defer srv.Close()
-	rt := renameKey{base: http.DefaultTransport, name: "X-Request-Key"}
-	traced := false
-	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { traced = true }})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, nil)
-	require.NoError(t, err)
-	req.Header.Set("Idempotency-Key", "k-1")
-	resp, err := rt.RoundTrip(req)
-	require.NoError(t, err)
-	_ = resp.Body.Close()
-	assert.Equal(t, "k-1", got.Get("X-Request-Key"))
-	assert.Empty(t, got.Get("Idempotency-Key"))
-	assert.Equal(t, "k-1", req.Header.Get("Idempotency-Key"), "the caller's request is not modified")
-	assert.True(t, traced, "the connection trace of the request's context still fires")
 }
 
 func TestFaultsFailsWhenNoOperationSucceeds(t *testing.T) {
