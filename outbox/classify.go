@@ -118,27 +118,28 @@ func classifyError(err error) result {
 	return r
 }
 
-// request builds the HTTP request of one delivery of m.
+// request builds the HTTP request of one delivery of m. The key goes in
+// the context (idem.WithKey): the idem client sends it in the header its
+// Config.KeyHeader names, on every attempt.
 func request(ctx context.Context, m *Message) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, m.Method, m.URL, bytes.NewReader(m.Body))
+	req, err := http.NewRequestWithContext(idem.WithKey(ctx, m.Key), m.Method, m.URL, bytes.NewReader(m.Body))
 	if err != nil {
 		return nil, err
 	}
 	for k, v := range m.Header {
 		req.Header[k] = append([]string(nil), v...)
 	}
-	req.Header.Set(wire.HeaderKey, m.Key)
 	return req, nil
 }
 
-// deliver sends m once through rt (an idem transport, which retries
-// within the attempt) within timeout, and classifies the outcome.
-func deliver(ctx context.Context, rt http.RoundTripper, m *Message, timeout time.Duration) result {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// deliver sends m once through s.rt (an idem transport, which retries
+// within the attempt) within s.Timeout, and classifies the outcome.
+func deliver(ctx context.Context, s *settings, m *Message) result {
+	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
 	req, err := request(ctx, m)
 	if err != nil {
 		return result{verdict: refused, err: err}
 	}
-	return classify(rt.RoundTrip(req))
+	return classify(s.rt.RoundTrip(req))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/internal/wire"
 )
 
 // Defaults of Config's zero values.
@@ -156,13 +157,17 @@ const (
 // settings is a Config with its defaults resolved.
 type settings struct {
 	Config
-	rt     *idem.Transport
-	now    func() time.Time
-	random func() float64 // in [0, 1)
+	keyHeader string // the idem client's key header (Client.KeyHeader), canonical
+	rt        *idem.Transport
+	now       func() time.Time
+	random    func() float64 // in [0, 1)
 }
 
 func newSettings(cfg Config) (*settings, error) {
-	s := &settings{Config: cfg, now: time.Now, random: rand.Float64}
+	s := &settings{Config: cfg, now: time.Now, random: rand.Float64, keyHeader: wire.HeaderKey}
+	if cfg.Client.KeyHeader != "" {
+		s.keyHeader = http.CanonicalHeaderKey(cfg.Client.KeyHeader)
+	}
 	s.Timeout = orDefault(s.Timeout, DefaultTimeout)
 	s.MaxAttempts = orDefault(s.MaxAttempts, DefaultMaxAttempts)
 	s.MaxAge = orDefault(s.MaxAge, DefaultMaxAge)

@@ -27,6 +27,9 @@ type downstream struct {
 	got map[string][]string // key -> bodies received, in order
 	// answer returns the status of the n-th request (from 1) of a key.
 	answer func(key string, n int) (status int, header http.Header, body string)
+	// keyHeader is the header it reads the key from; "" means
+	// Idempotency-Key. Set it before the first request.
+	keyHeader string
 }
 
 func newDownstream(t *testing.T, answer func(key string, n int) (int, http.Header, string)) *downstream {
@@ -39,7 +42,11 @@ func newDownstream(t *testing.T, answer func(key string, n int) (int, http.Heade
 
 func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	key := r.Header.Get(wire.HeaderKey)
+	name := wire.HeaderKey
+	if d.keyHeader != "" {
+		name = d.keyHeader
+	}
+	key := r.Header.Get(name)
 	d.mu.Lock()
 	d.got[key] = append(d.got[key], string(body))
 	n := len(d.got[key])

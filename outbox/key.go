@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -49,9 +50,13 @@ func keyFor(ctx context.Context, m *Message) string {
 }
 
 // prepare validates m and returns the copy that is stored, with its key.
-func prepare(ctx context.Context, m Message) (Message, error) {
+// keyHeader is the dispatcher's key header: the message may not set it.
+func prepare(ctx context.Context, m Message, keyHeader string) (Message, error) {
 	if err := m.validate(); err != nil {
 		return Message{}, err
+	}
+	if _, set := m.Header[keyHeader]; set {
+		return Message{}, fmt.Errorf("%w: header %s is set by the dispatcher, not by the message (use Message.Key)", ErrInvalidMessage, keyHeader)
 	}
 	c := m.clone()
 	c.Key = keyFor(ctx, &m)

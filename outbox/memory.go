@@ -58,7 +58,7 @@ func NewMemory(cfg Config) *Memory {
 // it derives an empty key from ctx's operation, is idempotent by key, and
 // returns ErrInvalidMessage or ErrKeyConflict.
 func (q *Memory) Enqueue(ctx context.Context, m Message) (int64, error) {
-	msg, err := prepare(ctx, m)
+	msg, err := prepare(ctx, m, q.s.keyHeader)
 	if err != nil {
 		return 0, err
 	}
@@ -153,7 +153,7 @@ func (q *Memory) deliver(ctx context.Context, id int64) {
 	d := Delivery{ID: id, Name: msg.Name, Key: msg.Key, Attempt: m.attempts - win.Base}
 	q.mu.Unlock()
 
-	r := deliver(ctx, q.s.rt, &msg, q.s.Timeout)
+	r := deliver(ctx, q.s, &msg)
 	if r.verdict == retry && ctx.Err() != nil { // stopping: due again, not counted
 		q.mu.Lock()
 		m.state, m.attempts = memPending, m.attempts-1

@@ -47,7 +47,7 @@ func TestMessageValidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := validMessage()
 			tt.edit(&m)
-			_, err := prepare(context.Background(), m)
+			_, err := prepare(context.Background(), m, wire.HeaderKey)
 			if tt.want == "" {
 				require.NoError(t, err)
 				return
@@ -61,7 +61,7 @@ func TestMessageValidation(t *testing.T) {
 
 func TestPrepareCopiesTheMessage(t *testing.T) {
 	m := validMessage()
-	got, err := prepare(context.Background(), m)
+	got, err := prepare(context.Background(), m, wire.HeaderKey)
 	require.NoError(t, err)
 	m.Body[0], m.Header["Content-Type"][0] = 'X', "text/plain"
 	require.Equal(t, `{"id":1}`, string(got.Body))

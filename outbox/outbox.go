@@ -103,7 +103,7 @@ func (o *Outbox) Enqueue(ctx context.Context, tx pgx.Tx, m Message) (int64, erro
 	if tx == nil {
 		return 0, ErrNoTx
 	}
-	msg, err := prepare(ctx, m)
+	msg, err := prepare(ctx, m, o.s.keyHeader)
 	if err != nil {
 		return 0, err
 	}

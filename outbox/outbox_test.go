@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -196,4 +197,36 @@ func TestBadInputStoresNothing(t *testing.T) {
 	}
 	require.Equal(t, 0, jobCount(t, pool))
 	require.False(t, errors.Is(ErrInvalidMessage, ErrNoTx))
+}
+
+// With the idem client's key header named otherwise (Config.Client.KeyHeader),
+// every delivery carries the message's key under that name, and a message
+// may not set that header itself.
+func TestClientKeyHeader(t *testing.T) {
+	cfg := func() Config {
+		c := fastConfig(&events{})
+		c.Client.KeyHeader = "X-Request-Key"
+		return c
+	}
+	eachTarget(t, cfg, func(t *testing.T, tg target) {
+		d := newDownstream(t, func(_ string, n int) (int, http.Header, string) {
+			if n == 1 {
+				return http.StatusServiceUnavailable, nil, "busy"
+			}
+			return http.StatusCreated, nil, "ok"
+		})
+		d.keyHeader = "X-Request-Key"
+		ctx := context.Background()
+		bad := d.message("event")
+		bad.Header.Set("x-request-key", "mine")
+		_, err := tg.enqueue(ctx, bad)
+		require.ErrorIs(t, err, ErrInvalidMessage)
+		m := d.message("event")
+		m.Key = "k-custom"
+		_, err = tg.enqueue(ctx, m)
+		require.NoError(t, err)
+		running(t, tg.run)
+		eventually(t, func() bool { return d.requests("k-custom") == 2 }, "delivered on the second request, the key under X-Request-Key both times")
+		assert.Equal(t, []string{"k-custom"}, d.keys(), "no request without the key")
+	})
 }

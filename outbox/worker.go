@@ -63,7 +63,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[jobArgs]) error {
 		win.Outcome, d.Reason = string(reason), reason
 		return w.finish(ctx, d, win, retry, 0)
 	}
-	r := deliver(ctx, s.rt, &msg, s.Timeout)
+	r := deliver(ctx, s, &msg)
 	if r.verdict == retry && ctx.Err() != nil {
 		// The dispatcher is stopping (or River's bound passed): deliver it
 		// again at once, elsewhere, without counting this delivery.
