@@ -41,9 +41,10 @@
 // (idem.NewTransport with Config.Client): classification, full-jitter
 // backoff, the retry budget and the circuit breaker apply within each
 // delivery, bounded by Config.Timeout. The request has the message's
-// method, URL, headers and body, and the header Idempotency-Key set to its
-// key (a message may not set that header itself, nor the transport's own
-// headers, see Message.Header). The outcome:
+// method, URL, headers and body, and its key in the header Idempotency-Key
+// (or the one Config.Client.KeyHeader names; a message may not set that
+// header itself, nor the transport's own headers, see Message.Header). The
+// outcome:
 //
 //   - 2xx: delivered. So is a 500 result-unavailable from an idem server
 //     (it ran the operation but cannot replay its response).
