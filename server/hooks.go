@@ -38,6 +38,10 @@ type Event struct {
 	// verdict, whatever the verdict was; it stays set in the request's
 	// later events.
 	Waited bool
+	// Unavailable is true in Committed when the operation's response was
+	// not stored (it was streamed, or outgrew Config.MaxResponseBytes):
+	// its record answers every retry with 500 result-unavailable.
+	Unavailable bool
 }
 
 // Hooks observe the steps of a keyed request. Every field is optional. They

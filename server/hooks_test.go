@@ -192,6 +192,7 @@ func TestEventsTimeTheStoreAndTellAWait(t *testing.T) {
 		assert.Positive(t, claimed[0].Elapsed, "the claim's time")
 		require.Len(t, committed, 1)
 		assert.Positive(t, committed[0].Elapsed, "the commit's time")
+		assert.False(t, committed[0].Unavailable, "the response is stored")
 		assert.Zero(t, ev.get("handled")[0].Elapsed)
 		refused := ev.get("refused")
 		require.Len(t, refused, 1)

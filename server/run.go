@@ -78,6 +78,7 @@ func (x *runner) settleEarly() error {
 	case outcomeFail:
 		x.release(false, nil)
 	default:
+		x.ev.Unavailable = true
 		if err := x.complete(stateUnavailable); err != nil {
 			x.commitFailed(err)
 			return err
