@@ -1,0 +1,196 @@
+package otelidem
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/idemkit/idem"
+)
+
+// AttemptSpan is the name of the span of each attempt a client puts on the
+// wire.
+const AttemptSpan = "idem.attempt"
+
+// Client turns the events of idem clients into spans and measurements.
+// Install its Observer in idem.Config; one Client may serve any number of
+// Transports. It is safe for concurrent use.
+//
+// Each attempt on the wire gets a span (AttemptSpan, kind internal), a
+// child of the span in the request's context, started just before the
+// attempt is sent and ended when it ended. A base transport instrumented
+// with otelhttp.NewTransport makes its HTTP client span, and puts the trace
+// context on the wire, under it: use otelhttp as idem.Config.Base (idem
+// outside otelhttp), so that every attempt is its own HTTP request in the
+// trace and the server's spans hang under the attempt that reached it.
+type Client struct {
+	tracer trace.Tracer
+
+	attempts    metric.Int64Counter
+	retries     metric.Int64Counter
+	waits       metric.Float64Histogram
+	denials     metric.Int64Counter
+	transitions metric.Int64Counter
+	open        metric.Int64UpDownCounter
+	failures    metric.Int64Counter
+
+	attemptSets sets[attemptKey]
+	retrySets   sets[retryKey]
+	callSets    sets[callKey]
+
+	mu     sync.Mutex
+	opened map[string]bool // hosts whose breaker is counted open
+}
+
+// NewClient returns a Client that reports to cfg's providers. It fails
+// only when the meter refuses an instrument.
+func NewClient(cfg Config) (*Client, error) {
+	in := &instruments{m: cfg.meter()}
+	c := &Client{
+		tracer:      cfg.tracer(),
+		attempts:    in.counter("idem.client.attempts", "{attempt}", "Requests put on the wire, by outcome; net/http's own re-sends of an attempt included."),
+		retries:     in.counter("idem.client.retries", "{retry}", "Retries, by the outcome of the attempt retried."),
+		waits:       in.seconds("idem.client.retry.wait", "Time waited before a retry: backoff, Retry-After or a Classifier's wait.", waitBuckets),
+		denials:     in.counter("idem.client.budget.denials", "{retry}", "Retries that the retry budget denied (each ends its call)."),
+		transitions: in.counter("idem.client.breaker.transitions", "{transition}", "State changes of a host's circuit breaker."),
+		open:        in.upDown("idem.client.breaker.open", "{breaker}", "Circuit breakers open, per host (1 while the host's is open)."),
+		failures:    in.counter("idem.client.errors", "{call}", "Calls that ended with an error, by kind."),
+		opened:      map[string]bool{},
+	}
+	if in.err != nil {
+		return nil, in.err
+	}
+	return c, nil
+}
+
+// Observer returns the hooks to set as idem.Config.Observer. To observe
+// with hooks of your own too, call this Observer's hooks from yours.
+func (c *Client) Observer() idem.Observer {
+	return idem.Observer{
+		OnSend:          c.onSend,
+		OnRetry:         c.onRetry,
+		OnGiveUp:        c.onGiveUp,
+		OnBreakerChange: c.onBreakerChange,
+	}
+}
+
+// onSend starts the attempt's span; the attempt ends in ended.
+func (c *Client) onSend(ctx context.Context, a idem.Attempt) (context.Context, func(idem.Attempt)) {
+	ctx, span := c.tracer.Start(ctx, AttemptSpan, trace.WithSpanKind(trace.SpanKindInternal))
+	if span.IsRecording() {
+		span.SetAttributes(sendAttrs(a)...)
+	}
+	return ctx, func(end idem.Attempt) { c.ended(ctx, span, end) }
+}
+
+// sendAttrs are what an attempt's span says of it before it is sent.
+func sendAttrs(a idem.Attempt) []attribute.KeyValue {
+	e := endpointOf(a.Request.URL)
+	kv := make([]attribute.KeyValue, 0, 9)
+	kv = append(kv, semconv.HTTPRequestMethodKey.String(method(a.Request.Method)), keyKeyPresent.Bool(a.Key != ""))
+	kv = e.attrs(kv)
+	if a.Number > 1 {
+		kv = append(kv, semconv.HTTPRequestResendCount(a.Number-1))
+	}
+	if a.Hedge {
+		kv = append(kv, keyHedge.Bool(true))
+	}
+	if r := a.Resend; r.Certainty != 0 {
+		kv = append(kv, keyRetryReason.String(retryReason(r.Certainty, r.Problem)), keyRetryWait.Float64(r.Wait.Seconds()))
+	}
+	return kv
+}
+
+// ended counts an attempt that ended and ends its span.
+func (c *Client) ended(ctx context.Context, span trace.Span, a idem.Attempt) {
+	k := attemptKey{method: method(a.Request.Method), endpoint: endpointOf(a.Request.URL),
+		certainty: a.Certainty, status: a.Status, problem: problemName(a.Problem), hedge: a.Hedge}
+	c.attempts.Add(ctx, int64(max(a.Wire, 1)), c.attemptSets.get(k, attemptKey.attrs))
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	var buf [6]attribute.KeyValue
+	kv := append(buf[:0], keyCertainty.String(certainty(a.Certainty)))
+	if a.Status != 0 {
+		kv = append(kv, semconv.HTTPResponseStatusCode(a.Status))
+	}
+	if k.problem != "" {
+		kv = append(kv, keyProblem.String(k.problem))
+	}
+	if a.Wire > 1 {
+		kv = append(kv, keyWire.Int(a.Wire))
+	}
+	switch {
+	case a.Err != nil:
+		kv = append(kv, semconv.ErrorType(a.Err))
+		span.SetStatus(codes.Error, a.Err.Error())
+	case a.Status >= 500:
+		span.SetStatus(codes.Error, "")
+	}
+	span.SetAttributes(kv...)
+	span.End()
+}
+
+// onRetry counts a retry and its wait.
+func (c *Client) onRetry(a idem.Attempt, wait time.Duration) {
+	k := retryKey{method: method(a.Request.Method), endpoint: endpointOf(a.Request.URL),
+		reason: retryReason(a.Certainty, a.Problem)}
+	if k.reason == reasonStatus {
+		k.status = a.Status
+	}
+	opt := c.retrySets.get(k, retryKey.attrs)
+	ctx := a.Request.Context()
+	c.retries.Add(ctx, 1, opt)
+	c.waits.Record(ctx, wait.Seconds(), opt)
+}
+
+// onGiveUp counts a call that ended with an error, and a budget denial.
+func (c *Client) onGiveUp(a idem.Attempt, err error) {
+	k := callKey{method: method(a.Request.Method), endpoint: endpointOf(a.Request.URL), kind: errorKind(err)}
+	var e *idem.Error
+	if errors.As(err, &e) {
+		k.unknown = e.MayHaveTakenEffect
+	}
+	ctx := a.Request.Context()
+	c.failures.Add(ctx, 1, c.callSets.get(k, callKey.attrs))
+	if k.kind == "budget_exhausted" {
+		c.denials.Add(ctx, 1, metric.WithAttributes(k.endpoint.attrs(nil)...))
+	}
+}
+
+// onBreakerChange counts a host's breaker changing state, and keeps the
+// open-breakers count.
+func (c *Client) onBreakerChange(host string, from, to idem.BreakerState) {
+	ctx := context.Background()
+	kv := hostAttrs(host)
+	c.transitions.Add(ctx, 1, metric.WithAttributes(append(kv,
+		keyBreakerPrev.String(from.String()), keyBreakerState.String(to.String()))...))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch open := to == idem.BreakerOpen; {
+	case open && !c.opened[host]:
+		c.opened[host] = true
+		c.open.Add(ctx, 1, metric.WithAttributes(kv...))
+	case !open && c.opened[host]:
+		delete(c.opened, host)
+		c.open.Add(ctx, -1, metric.WithAttributes(kv...))
+	}
+}
+
+// hostAttrs are the attributes of a breaker's host, "scheme://host:port".
+func hostAttrs(host string) []attribute.KeyValue {
+	u, err := url.Parse(host)
+	if err != nil {
+		return []attribute.KeyValue{semconv.ServerAddress(host)}
+	}
+	return endpointOf(u).attrs([]attribute.KeyValue{semconv.URLScheme(u.Scheme)})
+}
