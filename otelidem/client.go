@@ -82,23 +82,51 @@ func (c *Client) Observer() idem.Observer {
 	}
 }
 
-// onSend starts the attempt's span; the attempt ends in ended.
-func (c *Client) onSend(ctx context.Context, a idem.Attempt) (context.Context, func(idem.Attempt)) {
-	ctx, span := c.tracer.Start(ctx, AttemptSpan, trace.WithSpanKind(trace.SpanKindInternal))
-	if span.IsRecording() {
-		span.SetAttributes(sendAttrs(a)...)
+// internal is the start option of every attempt span.
+var internal = trace.WithSpanKind(trace.SpanKindInternal)
+
+// onSend starts the attempt's span and returns its context: ended finds
+// the span there, in the context of the request the Attempt it is given
+// names. An attempt whose span does not record (no SDK, or not sampled)
+// keeps its context, and only counts when it ended.
+func (c *Client) onSend(ctx context.Context, _ idem.Attempt) (context.Context, func(idem.Attempt)) {
+	sctx, span := c.tracer.Start(ctx, AttemptSpan, internal)
+	if !span.IsRecording() {
+		return ctx, c.endCount
 	}
-	return ctx, func(end idem.Attempt) { c.ended(ctx, span, end) }
+	return sctx, c.endSpan
 }
 
-// sendAttrs are what an attempt's span says of it before it is sent.
-func sendAttrs(a idem.Attempt) []attribute.KeyValue {
-	e := endpointOf(a.Request.URL)
-	kv := make([]attribute.KeyValue, 0, 9)
+// endCount counts an attempt that ended.
+func (c *Client) endCount(a idem.Attempt) {
+	k := attemptKey{method: method(a.Request.Method), endpoint: endpointOf(a.Request.URL),
+		certainty: a.Certainty, status: a.Status, problem: problemName(a.Problem), hedge: a.Hedge}
+	c.attempts.Add(a.Request.Context(), int64(max(a.Wire, 1)), c.attemptSets.get(k, attemptKey.attrs))
+}
+
+// endSpan counts an attempt that ended and ends its span, which onSend
+// put in the attempt's context, setting every attribute at once.
+func (c *Client) endSpan(a idem.Attempt) {
+	c.endCount(a)
+	span := trace.SpanFromContext(a.Request.Context())
+	switch {
+	case a.Err != nil:
+		span.SetStatus(codes.Error, a.Err.Error())
+	case a.Status >= 500:
+		span.SetStatus(codes.Error, "")
+	}
+	var buf [14]attribute.KeyValue
+	span.SetAttributes(spanAttrs(buf[:0], a)...)
+	span.End()
+}
+
+// spanAttrs appends to kv what an attempt's span says of it: where it
+// went, why it was sent, what it got.
+func spanAttrs(kv []attribute.KeyValue, a idem.Attempt) []attribute.KeyValue {
 	kv = append(kv, semconv.HTTPRequestMethodKey.String(method(a.Request.Method)), keyKeyPresent.Bool(a.Key != ""))
-	kv = e.attrs(kv)
-	if a.Number > 1 {
-		kv = append(kv, semconv.HTTPRequestResendCount(a.Number-1))
+	kv = endpointOf(a.Request.URL).attrs(kv)
+	if resent := a.Number - max(a.Wire, 1); resent > 0 { // the requests of the call before this attempt
+		kv = append(kv, semconv.HTTPRequestResendCount(resent))
 	}
 	if a.Hedge {
 		kv = append(kv, keyHedge.Bool(true))
@@ -106,38 +134,20 @@ func sendAttrs(a idem.Attempt) []attribute.KeyValue {
 	if r := a.Resend; r.Certainty != 0 {
 		kv = append(kv, keyRetryReason.String(retryReason(r.Certainty, r.Problem)), keyRetryWait.Float64(r.Wait.Seconds()))
 	}
-	return kv
-}
-
-// ended counts an attempt that ended and ends its span.
-func (c *Client) ended(ctx context.Context, span trace.Span, a idem.Attempt) {
-	k := attemptKey{method: method(a.Request.Method), endpoint: endpointOf(a.Request.URL),
-		certainty: a.Certainty, status: a.Status, problem: problemName(a.Problem), hedge: a.Hedge}
-	c.attempts.Add(ctx, int64(max(a.Wire, 1)), c.attemptSets.get(k, attemptKey.attrs))
-	if !span.IsRecording() {
-		span.End()
-		return
-	}
-	var buf [6]attribute.KeyValue
-	kv := append(buf[:0], keyCertainty.String(certainty(a.Certainty)))
+	kv = append(kv, keyCertainty.String(certainty(a.Certainty)))
 	if a.Status != 0 {
 		kv = append(kv, semconv.HTTPResponseStatusCode(a.Status))
 	}
-	if k.problem != "" {
-		kv = append(kv, keyProblem.String(k.problem))
+	if p := problemName(a.Problem); p != "" {
+		kv = append(kv, keyProblem.String(p))
 	}
 	if a.Wire > 1 {
 		kv = append(kv, keyWire.Int(a.Wire))
 	}
-	switch {
-	case a.Err != nil:
+	if a.Err != nil {
 		kv = append(kv, semconv.ErrorType(a.Err))
-		span.SetStatus(codes.Error, a.Err.Error())
-	case a.Status >= 500:
-		span.SetStatus(codes.Error, "")
 	}
-	span.SetAttributes(kv...)
-	span.End()
+	return kv
 }
 
 // onRetry counts a retry and its wait.
