@@ -91,4 +91,3 @@ func inMemory(attempts int) http.RoundTripper {
 		return &http.Response{StatusCode: status, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 	})
 }
-
