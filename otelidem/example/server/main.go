@@ -116,7 +116,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if _, err := tel.server.ObserveStore(cfg.Store); err != nil {
 		return err
 	}
-	go func() { _ = server.RunSweeper(ctx, cfg.Store, server.SweepConfig{Logger: log, OnSweep: tel.server.OnSweep}) }()
+	go func() {
+		_ = server.RunSweeper(ctx, cfg.Store, server.SweepConfig{Logger: log, OnSweep: tel.server.OnSweep})
+	}()
 	gateway, err := serve(ctx, "127.0.0.1:0", api.NewGateway(api.GatewayConfig{Logger: log}), o.grace)
 	if err != nil {
 		return fmt.Errorf("in-process gateway: %w", err)
