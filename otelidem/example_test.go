@@ -53,7 +53,7 @@ func ExampleClient() {
 		for _, kv := range s.Attributes() {
 			switch kv.Key {
 			case "http.request.resend_count", "idem.retry.reason", "http.response.status_code":
-				fmt.Printf(" %s=%s", kv.Key, kv.Value.Emit())
+				fmt.Printf(" %s=%s", kv.Key, kv.Value.String())
 			}
 		}
 		fmt.Println()
