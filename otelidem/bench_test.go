@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -42,8 +43,58 @@ func benchName(attempts int, mode string) string {
 }
 
 func benchCalls(b *testing.B, attempts int, mode string) {
+	rt := benchTransport(b, attempts, mode)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		call(b, rt)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*attempts), "ns/attempt")
+}
+
+// BenchmarkClientTelemetryPaired sends, in each round, one call through a
+// client without telemetry and one through a client with it, the order
+// swapped every round, and reports the difference per attempt
+// (overhead-ns/attempt): drift and the machine's other load hit both alike,
+// which separate runs of BenchmarkClientTelemetry's variants cannot
+// promise on a busy machine.
+//
+//	go test -run '^$' -bench BenchmarkClientTelemetryPaired -benchtime 20000x -count 10 ./otelidem/
+func BenchmarkClientTelemetryPaired(b *testing.B) {
+	for _, attempts := range []int{1, 3} {
+		for _, mode := range []string{"metrics", "traces+metrics"} {
+			b.Run(benchName(attempts, mode), func(b *testing.B) {
+				off, on := benchTransport(b, attempts, "off"), benchTransport(b, attempts, mode)
+				var tOff, tOn time.Duration
+				for i := 0; b.Loop(); i++ {
+					first, second := off, on
+					if i%2 == 1 {
+						first, second = on, off
+					}
+					t0 := time.Now()
+					call(b, first)
+					t1 := time.Now()
+					call(b, second)
+					t2 := time.Now()
+					if i%2 == 1 {
+						tOn, tOff = tOn+t1.Sub(t0), tOff+t2.Sub(t1)
+					} else {
+						tOff, tOn = tOff+t1.Sub(t0), tOn+t2.Sub(t1)
+					}
+				}
+				n := float64(b.N * attempts)
+				b.ReportMetric(float64(tOff.Nanoseconds())/n, "off-ns/attempt")
+				b.ReportMetric(float64((tOn-tOff).Nanoseconds())/n, "overhead-ns/attempt")
+			})
+		}
+	}
+}
+
+// benchTransport returns an idem Transport over an in-memory base that
+// answers 200 after attempts-1 503s, with the telemetry of mode.
+func benchTransport(b *testing.B, attempts int, mode string) *idem.Transport {
 	cfg := idem.Config{Base: inMemory(attempts), NoBudget: true, Breaker: idem.BreakerConfig{Disabled: true},
-		Backoff: idem.Backoff{Base: 1, Cap: 1}} // 1 ns: no real wait
+		Backoff: idem.Backoff{Base: 1, Cap: 1}} // full jitter of 1 ns: every wait is 0
 	if mode != "off" {
 		c, err := NewClient(benchConfig(b, mode))
 		if err != nil {
@@ -51,20 +102,19 @@ func benchCalls(b *testing.B, attempts int, mode string) {
 		}
 		cfg.Observer = c.Observer()
 	}
-	rt := idem.NewTransport(cfg)
-	body := []byte(`{"amount":100}`)
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://api.test/v1/payments", bytes.NewReader(body))
-		resp, err := rt.RoundTrip(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		resp.Body.Close()
+	return idem.NewTransport(cfg)
+}
+
+var benchBody = []byte(`{"amount":100}`)
+
+// call makes one keyed POST through rt.
+func call(b *testing.B, rt http.RoundTripper) {
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://api.test/v1/payments", bytes.NewReader(benchBody))
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*attempts), "ns/attempt")
+	resp.Body.Close()
 }
 
 func benchConfig(b *testing.B, mode string) Config {
