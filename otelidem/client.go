@@ -115,9 +115,21 @@ func (c *Client) endSpan(a idem.Attempt) {
 	case a.Status >= 500:
 		span.SetStatus(codes.Error, "")
 	}
-	var buf [14]attribute.KeyValue
-	span.SetAttributes(spanAttrs(buf[:0], a)...)
+	span.SetAttributes(spanAttrs(make([]attribute.KeyValue, 0, spanAttrCount(a)), a)...)
 	span.End()
+}
+
+// spanAttrCount is how many attributes spanAttrs gives a: the slice is
+// allocated at that size, not at the most there can be.
+func spanAttrCount(a idem.Attempt) int {
+	n := 6 // method, key present, address, port, certainty, and one to spare
+	for _, ok := range [...]bool{a.Number > max(a.Wire, 1), a.Hedge, a.Resend.Certainty != 0, a.Resend.Certainty != 0,
+		a.Status != 0, a.Problem != "", a.Wire > 1, a.Err != nil} {
+		if ok {
+			n++
+		}
+	}
+	return n
 }
 
 // spanAttrs appends to kv what an attempt's span says of it: where it
