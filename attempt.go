@@ -30,6 +30,7 @@ type result struct {
 	wire       int   // connections the base transport used
 	open       bool  // the host's breaker refused the attempt
 	hedge      bool  // the attempt was a hedge (hedge.go)
+	resend     Resend
 	elapsed    time.Duration
 }
 
@@ -41,10 +42,23 @@ type sender struct {
 	safe       bool       // the response may be read ahead in full
 	classified bool       // a Classifier reads error bodies
 	latencies  *latencies // the host's latencies to record, nil for none
+
+	// What the Observer's OnSend and done are told of the attempt.
+	key    string
+	number int  // the attempt's Number before it is sent
+	hedge  bool // the attempt is a hedge
+	resend Resend
 }
 
-func (c *call) sender() sender {
-	return sender{t: c.t, url: c.req.URL, safe: c.safe, classified: c.classified, latencies: c.latencies}
+// sender returns the sender of the call's next attempt, its number-th
+// request on the wire; a hedge re-sends nothing.
+func (c *call) sender(number int, hedge bool) sender {
+	s := sender{t: c.t, url: c.req.URL, safe: c.safe, classified: c.classified, latencies: c.latencies,
+		key: c.key, number: number, hedge: hedge}
+	if !hedge {
+		s.resend = c.resend
+	}
+	return s
 }
 
 // attempt sends one attempt of the call under ctx, through its host's
@@ -58,7 +72,7 @@ func (c *call) attempt(ctx context.Context) result {
 		done()
 		return result{certainty: NotSent, err: err, rule: notSentRule}
 	}
-	return c.sender().send(ctx, req, trace, done)
+	return c.sender(c.attempts+1, false).send(ctx, req, trace, done)
 }
 
 // attemptContext returns the context of one attempt under ctx, bounded by
@@ -92,6 +106,10 @@ func (s sender) send(ctx context.Context, req *http.Request, trace *wireTrace, d
 // breaker is told.
 func (s sender) exchange(ctx context.Context, req *http.Request, trace *wireTrace, done context.CancelFunc) (result, error) {
 	timed := s.latencies != nil || s.t.cfg.Observer.seesAttempts()
+	var sent func(Attempt)
+	if s.t.cfg.Observer.OnSend != nil {
+		req, sent = s.announce(req)
+	}
 	var start time.Time
 	if timed {
 		start = s.t.now()
@@ -106,11 +124,36 @@ func (s sender) exchange(ctx context.Context, req *http.Request, trace *wireTrac
 		s.settle(resp, done, &res)
 	}
 	res.rule = classify(res.certainty, res.status, res.problem)
+	res.hedge, res.resend = s.hedge, s.resend
 	if timed {
 		res.elapsed = s.t.now().Sub(start)
 		s.recordLatency(ctx, res)
 	}
+	if sent != nil {
+		sent(s.attemptOf(res))
+	}
 	return res, res.breakerReport(ctx.Err() != nil)
+}
+
+// announce tells the Observer's OnSend that req is about to be sent, and
+// returns req under the context OnSend returned, and OnSend's done.
+func (s sender) announce(req *http.Request) (*http.Request, func(Attempt)) {
+	a := Attempt{Request: req, Key: s.key, Number: s.number, Hedge: s.hedge, Resend: s.resend}
+	ctx, done := s.t.cfg.Observer.OnSend(req.Context(), a)
+	if ctx != nil && ctx != req.Context() {
+		req = req.WithContext(ctx)
+	}
+	return req, done
+}
+
+// attemptOf describes res, an attempt this sender made, to the Observer's
+// done function.
+func (s sender) attemptOf(res result) Attempt {
+	return Attempt{
+		Request: res.req, Key: s.key, Number: s.number + res.wire - 1, Wire: res.wire,
+		Certainty: res.certainty, Status: res.status, Problem: res.problem,
+		RetryAfter: res.retryAfter, Err: res.err, Elapsed: res.elapsed, Hedge: s.hedge, Resend: s.resend,
+	}
 }
 
 // recordLatency adds an attempt's latency to its host's, for a percentile

@@ -194,7 +194,7 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool) {
 		r.results <- raced{res: result{certainty: NotSent, err: err, rule: notSentRule, hedge: hedge}, id: id}
 		return
 	}
-	s, results := c.sender(), r.results
+	s, results := c.sender(c.attempts+r.running, hedge), r.results
 	go func() {
 		res := s.send(hctx, req, trace, done)
 		res.hedge = hedge

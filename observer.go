@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"context"
 	"net/http"
 	"time"
 )
@@ -39,6 +40,23 @@ type Attempt struct {
 	// Hedge is true for an attempt sent while an earlier attempt of the
 	// call was still running (see HedgeConfig).
 	Hedge bool
+	// Resend says why this attempt re-sends the call's request: the
+	// outcome of the attempt it retries and the wait between them. It is
+	// zero for a call's first attempt and for a hedge.
+	Resend Resend
+}
+
+// Resend describes a retry: the outcome of the attempt that was retried,
+// and the wait before the retry.
+type Resend struct {
+	// Certainty, Status and Problem are those of the attempt retried;
+	// Certainty is 0 when the attempt is not a retry.
+	Certainty Certainty
+	Status    int
+	Problem   string
+	// Wait is the time waited before the retry: a Classifier's wait, the
+	// Retry-After (clamped to Config.MaxRetryAfter) or the backoff.
+	Wait time.Duration
 }
 
 // Observer receives the events of every call. Its zero value observes
@@ -58,12 +76,25 @@ type Observer struct {
 	// (scheme://host:port) changes state. It may run on any goroutine that
 	// made an attempt to that host.
 	OnBreakerChange func(host string, from, to BreakerState)
+	// OnSend, when set, is called just before an attempt is put on the
+	// wire (after its host's breaker let it through), with the attempt's
+	// context and what is known of the attempt then: Request, Key, Number
+	// (this attempt's, counting the requests on the wire before it),
+	// Hedge and Resend. The attempt is sent under the context it returns,
+	// which must be ctx or derived from it: a tracer starts the attempt's
+	// span there, and the base transport's own instrumentation (otelhttp)
+	// nests under it. When done is not nil it is called exactly once,
+	// when the attempt ended, with the Attempt as OnAttempt describes it
+	// (before OnAttempt), also for an attempt that lost a hedged race,
+	// which OnAttempt never sees. done may run on another goroutine than
+	// OnSend did.
+	OnSend func(ctx context.Context, a Attempt) (_ context.Context, done func(Attempt))
 }
 
 // seesAttempts reports whether some hook receives Attempts, and so needs
 // their Elapsed (which costs two readings of the clock per attempt).
 func (o *Observer) seesAttempts() bool {
-	return o.OnAttempt != nil || o.OnRetry != nil || o.OnGiveUp != nil
+	return o.OnAttempt != nil || o.OnRetry != nil || o.OnGiveUp != nil || o.OnSend != nil
 }
 
 func (o *Observer) attempt(a Attempt) {

@@ -27,6 +27,7 @@ type call struct {
 	prevWait  time.Duration // the previous backoff wait
 	mayActed  bool          // some attempt may have taken effect
 	lastRetry time.Duration // the latest Retry-After seen
+	resend    Resend        // why the next attempt is made, when it is a retry
 }
 
 // decision is what the call does after an attempt.
@@ -251,6 +252,7 @@ func (c *call) wait(ctx context.Context, res result, dec decision) error {
 	if !c.spend() {
 		return c.giveUp(res, ErrBudgetExhausted, res.err, "")
 	}
+	c.resend = Resend{Certainty: res.certainty, Status: res.status, Problem: res.problem, Wait: d}
 	c.t.cfg.Observer.retry(c.describe(res), d)
 	c.t.log.LogAttrs(ctx, slog.LevelDebug, "idem: retrying",
 		append(logAttrs(c, res), slog.Duration("wait", d))...)
@@ -315,7 +317,7 @@ func (c *call) describe(res result) Attempt {
 	return Attempt{
 		Request: req, Key: c.key, Number: c.attempts, Wire: res.wire,
 		Certainty: res.certainty, Status: res.status, Problem: res.problem,
-		RetryAfter: res.retryAfter, Err: res.err, Elapsed: res.elapsed, Hedge: res.hedge,
+		RetryAfter: res.retryAfter, Err: res.err, Elapsed: res.elapsed, Hedge: res.hedge, Resend: res.resend,
 	}
 }
 

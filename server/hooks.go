@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"time"
 )
 
 // Event describes one step of a keyed request, for Hooks.
@@ -23,6 +24,24 @@ type Event struct {
 	Problem string
 	// Err is the error behind a release, a refusal or a stale completion.
 	Err error
+	// Elapsed is how long the store took over the step this event
+	// reports: the claim, its waits for a running duplicate and for a
+	// pool connection included (Claimed, and Replayed or Refused when the
+	// claim's verdict was a replay or a refusal); the commit (Committed,
+	// and Released or StaleCompletion after a commit that failed); the
+	// rollback or release (Released). It is 0 for Handled and for a
+	// refusal before any claim (key-missing, key-invalid, a body too
+	// large).
+	Elapsed time.Duration
+	// Waited is true when the claim waited for a running duplicate of the
+	// request (Transactional mode, see Config.WaitBound) before its
+	// verdict, whatever the verdict was; it stays set in the request's
+	// later events.
+	Waited bool
+	// Unavailable is true in Committed when the operation's response was
+	// not stored (it was streamed, or outgrew Config.MaxResponseBytes):
+	// its record answers every retry with 500 result-unavailable.
+	Unavailable bool
 }
 
 // Hooks observe the steps of a keyed request. Every field is optional. They

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -130,4 +131,75 @@ func TestPanickingHookReleasesTheAttempt(t *testing.T) {
 			})
 		})
 	}
+}
+
+// events collects the events of each hook by name.
+type events struct {
+	mu sync.Mutex
+	by map[string][]Event
+}
+
+func (e *events) hooks() Hooks {
+	rec := func(name string) func(context.Context, Event) {
+		return func(_ context.Context, ev Event) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.by == nil {
+				e.by = map[string][]Event{}
+			}
+			e.by[name] = append(e.by[name], ev)
+		}
+	}
+	return Hooks{Claimed: rec("claimed"), Handled: rec("handled"), Committed: rec("committed"),
+		Released: rec("released"), Replayed: rec("replayed"), Refused: rec("refused")}
+}
+
+func (e *events) get(name string) []Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Event(nil), e.by[name]...)
+}
+
+// Events say how long the claim and the commit took, and whether the
+// claim waited for a running duplicate: a duplicate that waits past the
+// bound (409) and one that waits for the first to commit (a replay) both
+// did; the first did not.
+func TestEventsTimeTheStoreAndTellAWait(t *testing.T) {
+	eachStore(t, func(t *testing.T, k *kit) {
+		g := newGate(t, k)
+		var ev events
+		node := func(wait time.Duration) *httptest.Server {
+			mux := http.NewServeMux()
+			mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{WaitBound: wait, Hooks: ev.hooks()}))(g))
+			return serve(t, mux)
+		}
+		patient, hasty := node(time.Minute), node(50*time.Millisecond)
+		first := make(chan reply)
+		go func() { first <- post(t, patient, "/v1/payments", "k-timed", "{}") }()
+		recv(t, g.entered)
+		require.Equal(t, http.StatusConflict, post(t, hasty, "/v1/payments", "k-timed", "{}").status)
+		k.drainWaiters()
+		waiter := make(chan reply)
+		go func() { waiter <- post(t, patient, "/v1/payments", "k-timed", "{}") }()
+		k.waitForWaiters(t, 1)
+		g.open()
+		recv(t, first)
+		require.True(t, recv(t, waiter).replayed())
+
+		claimed, committed := ev.get("claimed"), ev.get("committed")
+		require.Len(t, claimed, 1)
+		assert.False(t, claimed[0].Waited, "the first claim found no duplicate")
+		assert.Positive(t, claimed[0].Elapsed, "the claim's time")
+		require.Len(t, committed, 1)
+		assert.Positive(t, committed[0].Elapsed, "the commit's time")
+		assert.False(t, committed[0].Unavailable, "the response is stored")
+		assert.Zero(t, ev.get("handled")[0].Elapsed)
+		refused := ev.get("refused")
+		require.Len(t, refused, 1)
+		assert.True(t, refused[0].Waited, "the hasty duplicate waited, then got 409")
+		assert.GreaterOrEqual(t, refused[0].Elapsed, 40*time.Millisecond, "it waited about its bound")
+		replayed := ev.get("replayed")
+		require.Len(t, replayed, 1)
+		assert.True(t, replayed[0].Waited, "the patient duplicate waited for the commit")
+	})
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -219,6 +220,14 @@ func TestStreamedResults(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			eachStore(t, func(t *testing.T, k *kit) {
 				var runs atomic.Int64
+				var mu sync.Mutex
+				var unavailable []bool // of each Committed event
+				hooks := Hooks{Committed: func(_ context.Context, e Event) {
+					mu.Lock()
+					defer mu.Unlock()
+					unavailable = append(unavailable, e.Unavailable)
+				}}
+				committed := func() []bool { mu.Lock(); defer mu.Unlock(); return append([]bool(nil), unavailable...) }
 				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					assert.NoError(t, k.effect(r.Context(), "pay"))
 					if runs.Add(1) > 1 {
@@ -232,7 +241,7 @@ func TestStreamedResults(t *testing.T) {
 					tc.write(w)
 				})
 				mux := http.NewServeMux()
-				mux.Handle("POST /v1/export", Middleware(k.store, quiet(Config{MaxResponseBytes: 64}))(h))
+				mux.Handle("POST /v1/export", Middleware(k.store, quiet(Config{MaxResponseBytes: 64, Hooks: hooks}))(h))
 				srv := serve(t, mux)
 				first := post(t, srv, "/v1/export", "k-big", "{}")
 				assert.Equal(t, max(tc.status, http.StatusOK), first.status)
@@ -242,7 +251,9 @@ func TestStreamedResults(t *testing.T) {
 					assert.Equal(t, http.StatusCreated, retry.status, "the retry runs afresh: %s", retry.body)
 					assert.False(t, retry.replayed())
 					assert.EqualValues(t, 2, runs.Load(), "handler runs")
+					assert.Equal(t, []bool{false}, committed(), "the retry's response is stored")
 				} else {
+					assert.Equal(t, []bool{true}, committed(), "committed without its response")
 					assert.Equal(t, http.StatusInternalServerError, retry.status)
 					assert.Equal(t, wire.ProblemResultUnavailable, problemName(t, retry))
 					assert.EqualValues(t, 1, runs.Load(), "the handler never runs again")

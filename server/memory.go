@@ -72,6 +72,7 @@ func (m *MemoryStore) claim(ctx context.Context, c *claimArgs) (claimResult, err
 	for {
 		res, wait := m.tryClaim(c)
 		if wait == nil {
+			res.waited = timeout != nil
 			return res, nil
 		}
 		if c.wait <= 0 {
@@ -87,7 +88,9 @@ func (m *MemoryStore) claim(ctx context.Context, c *claimArgs) (claimResult, err
 		select {
 		case <-wait: // the running attempt ended: look again
 		case <-timeout.C:
-			return inFlight(0), nil
+			res := inFlight(0)
+			res.waited = true
+			return res, nil
 		case <-ctx.Done():
 			return claimResult{}, ctx.Err()
 		}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/idemkit/idem/internal/wire"
 )
@@ -52,14 +53,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
+	start := time.Now()
 	res, err := h.store.claim(r.Context(), c)
 	ev := c.event()
+	ev.Elapsed, ev.Waited = time.Since(start), res.waited
 	switch {
 	case err != nil:
 		ev.Err = err
 		h.refuse(w, r, ev, storeUnavailable())
 	case res.verdict == vClaimed:
-		h.run(w, r, c, res.att)
+		h.run(w, r, ev, c, res.att)
 	case res.verdict == vReplay:
 		h.replay(w, r, ev, res.resp)
 	case res.verdict == vInFlight:

@@ -88,7 +88,9 @@ func (s *PostgresStore) claim(ctx context.Context, c *claimArgs) (claimResult, e
 		res, err = s.claimTx(ctx, c)
 	}
 	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "55P03" {
-		return inFlight(0), nil // lock_timeout: the first request's transaction is still open
+		res = inFlight(0) // lock_timeout: the first request's transaction is still open
+		res.waited = true
+		return res, nil
 	}
 	if errors.Is(err, errPoolBusy) && s.local.has(c.scope) {
 		return inFlight(0), nil // no connection, and an attempt of the key runs here

@@ -97,8 +97,9 @@ func (l *localClaims) has(scope [32]byte) bool {
 // record or lease, which needs the scope's lock. Without it, it waits for
 // the lock (another claim of the scope is running) and looks again. A
 // fencing token is drawn only for a claim: a replay or a refusal needs none.
-func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, locked bool, f *found, deadline time.Time) (claimResult, *pgTxAttempt, error) {
-	var err error
+func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, locked bool, f *found, deadline time.Time) (res claimResult, att *pgTxAttempt, err error) {
+	waited := false
+	defer func() { res.waited = waited }()
 	for range maxClaimRounds {
 		v := vClaimed // no record: a new key
 		if f != nil {
@@ -108,6 +109,7 @@ func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, l
 		case v != vClaimed && v != vReclaim && v != vTakeover:
 			return f.result(v), nil, nil
 		case !locked:
+			waited = true
 			if f, err = s.waitAndRead(ctx, tx, c, deadline.Sub(s.timeNow())); err != nil {
 				return claimResult{}, nil, err
 			}

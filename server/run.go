@@ -25,8 +25,8 @@ type runner struct {
 	settled bool // att completed or aborted: never touch it again
 }
 
-func (h *handler) run(w http.ResponseWriter, r *http.Request, c *claimArgs, att attempt) {
-	x := &runner{h: h, w: w, att: att, c: c, ev: c.event()}
+func (h *handler) run(w http.ResponseWriter, r *http.Request, ev Event, c *claimArgs, att attempt) {
+	x := &runner{h: h, w: w, att: att, c: c, ev: ev}
 	x.ctx = context.WithValue(r.Context(), runnerKey{}, x)
 	x.ev.Attempt = att.number()
 	x.cw = newCapture(w, h.s.MaxResponseBytes)
@@ -48,7 +48,7 @@ func (x *runner) finish() {
 		return // settled when the response started streaming
 	}
 	x.cw.finish()
-	x.ev.Status = x.cw.status
+	x.ev.Status, x.ev.Elapsed = x.cw.status, 0
 	call(x.h.s.Hooks.Handled, x.ctx, x.ev)
 	switch x.h.s.outcome(x.cw.status) {
 	case outcomeStore:
@@ -70,7 +70,7 @@ func (x *runner) finish() {
 // retry never runs it again; a 5xx or a rejection status rolls back or
 // releases as it would unstreamed, so a retry runs afresh.
 func (x *runner) settleEarly() error {
-	x.ev.Status = x.cw.status
+	x.ev.Status, x.ev.Elapsed = x.cw.status, 0
 	call(x.h.s.Hooks.Handled, x.ctx, x.ev)
 	switch x.h.s.outcome(x.cw.status) {
 	case outcomeReject:
@@ -78,6 +78,7 @@ func (x *runner) settleEarly() error {
 	case outcomeFail:
 		x.release(false, nil)
 	default:
+		x.ev.Unavailable = true
 		if err := x.complete(stateUnavailable); err != nil {
 			x.commitFailed(err)
 			return err
@@ -89,8 +90,9 @@ func (x *runner) settleEarly() error {
 func (x *runner) complete(state recordState) error {
 	ctx, cancel := detached(x.ctx)
 	defer cancel()
+	start := time.Now()
 	err := x.att.complete(ctx, x.cw.response(state, x.h.s.allow))
-	x.settled = true
+	x.settled, x.ev.Elapsed = true, time.Since(start)
 	if err != nil {
 		return err
 	}
@@ -121,8 +123,9 @@ func (x *runner) commitFailed(err error) {
 func (x *runner) release(reject bool, cause error) {
 	ctx, cancel := detached(x.ctx)
 	defer cancel()
+	start := time.Now()
 	x.ev.Err = errors.Join(cause, x.att.abort(ctx, reject))
-	x.settled = true
+	x.settled, x.ev.Elapsed = true, time.Since(start)
 	call(x.h.s.Hooks.Released, x.ctx, x.ev)
 	level := slog.LevelInfo
 	if errors.Is(x.ev.Err, ErrTxEnded) { // what the handler committed itself stays, with no record

@@ -55,6 +55,11 @@ type Store interface {
 	// is live.
 	Sweep(ctx context.Context, limit int) (int, error)
 
+	// Stats counts the records in flight and the age of the oldest (see
+	// StoreStats), for a gauge. ctx governs the call. It must not wait for
+	// a record that a request holds.
+	Stats(ctx context.Context) (StoreStats, error)
+
 	// claim judges the record of c's scope and claims it when the request
 	// may run (verdict vClaimed, with the attempt), by the rules above.
 	// ctx governs the claim; an error means nothing was claimed.
@@ -192,6 +197,7 @@ type claimResult struct {
 	resp       *response
 	retryAfter time.Duration
 	att        attempt // set with vClaimed
+	waited     bool    // the claim waited for a running duplicate
 }
 
 // inFlight is the 409 answer, to retry after left (at least a second).

@@ -28,6 +28,11 @@
 //	-idle-timeout  how long a kept-alive connection may wait for its next
 //	            request (default 60s)
 //
+// Metrics for Prometheus (/metrics) are served by the telemetry module's
+// build of this API, which this module cannot hold without depending on
+// OpenTelemetry: cd otelidem && go run ./example/server -metrics
+// 127.0.0.1:9464 (see the examples README's Metrics section).
+//
 // A request's header must arrive within 10s. A response must be written
 // within -read-timeout + -lease + 30s of the end of the header: the longest
 // handler, a charge, calls the gateway for at most the lease; a client that

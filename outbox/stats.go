@@ -1,0 +1,79 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Stats is what Stats counts: the outbox's depth and how far behind it is,
+// for gauges.
+type Stats struct {
+	// Pending counts the messages neither delivered nor parked: due, being
+	// delivered, or waiting for their next delivery.
+	Pending int
+	// OldestPending is the time since the oldest of them was enqueued (by
+	// the database's clock for Outbox), 0 when none.
+	OldestPending time.Duration
+	// Parked counts the parked messages, until they are re-driven.
+	Parked int
+}
+
+// Job states, as River names them: a message pending or parked.
+var (
+	pendingStates = []string{string(rivertype.JobStateAvailable), string(rivertype.JobStatePending),
+		string(rivertype.JobStateRetryable), string(rivertype.JobStateRunning), string(rivertype.JobStateScheduled)}
+	parkedStates = []string{string(rivertype.JobStateCancelled), string(rivertype.JobStateDiscarded)}
+)
+
+// sqlStats counts the outbox's pending and parked jobs, and the age of the
+// oldest pending one, from River's job table (%s) through its index on
+// (state, queue): $1 queue, $2 kind, $3 pending states, $4 parked states.
+const sqlStats = `SELECT count(*) FILTER (WHERE state::text = ANY($3)),
+    coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE state::text = ANY($3))), 0)::float8,
+    count(*) FILTER (WHERE state::text = ANY($4))
+FROM %s WHERE state::text = ANY($3 || $4) AND queue = $1 AND kind = $2`
+
+// Stats counts the pending and parked messages (see Stats) in one
+// statement over River's job table, which scans the jobs of those states
+// (not the delivered ones). ctx governs it.
+func (o *Outbox) Stats(ctx context.Context) (Stats, error) {
+	table := "river_job"
+	if o.s.Schema != "" {
+		table = pgx.Identifier{o.s.Schema, "river_job"}.Sanitize()
+	}
+	var st Stats
+	var oldest float64
+	err := o.pool.QueryRow(ctx, fmt.Sprintf(sqlStats, table), queueName, kind, pendingStates, parkedStates).
+		Scan(&st.Pending, &oldest, &st.Parked)
+	if err != nil {
+		return Stats{}, fmt.Errorf("outbox: stats: %w", err)
+	}
+	st.OldestPending = max(time.Duration(oldest*float64(time.Second)), 0)
+	return st, nil
+}
+
+// Stats counts the pending and parked messages (see Stats); it looks at
+// every message, under the outbox's lock.
+func (q *Memory) Stats(ctx context.Context) (Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return Stats{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.s.now()
+	var st Stats
+	for _, m := range q.msgs {
+		switch m.state {
+		case memPending, memRunning:
+			st.Pending++
+			st.OldestPending = max(st.OldestPending, now.Sub(m.enqueuedAt))
+		case memParked:
+			st.Parked++
+		}
+	}
+	return st, nil
+}
