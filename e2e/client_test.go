@@ -109,12 +109,22 @@ func (p *payer) attempts(key string) int {
 	return p.tries[key]
 }
 
-// pay makes op's payment, resending it while its outcome is unknown.
+// pay makes op's payment, resending it while its outcome is unknown or
+// the client declined to send it (its breaker open, its budget spent: a
+// local decision, which says nothing of an earlier call's effect). A
+// payment that ends on such a decision after a call whose outcome was
+// unknown stays unknown: the earlier call may have taken effect.
 func (p *payer) pay(ctx context.Context, op operation) verdict {
 	stop := time.Now().Add(p.resendFor)
+	unknown := false
 	for {
 		v := p.call(ctx, op)
-		if v.kind != testserver.OutcomeUnknown || !time.Now().Before(stop) {
+		local := localDecision(v.err)
+		if local && unknown {
+			v.kind = testserver.OutcomeUnknown
+		}
+		unknown = unknown || v.kind == testserver.OutcomeUnknown
+		if (v.kind != testserver.OutcomeUnknown && !local) || !time.Now().Before(stop) {
 			return v
 		}
 		select {
@@ -123,6 +133,12 @@ func (p *payer) pay(ctx context.Context, op operation) verdict {
 		case <-time.After(resendPause):
 		}
 	}
+}
+
+// localDecision reports an error of a call the client ended without
+// sending (a breaker open, a retry budget spent).
+func localDecision(err error) bool {
+	return errors.Is(err, idem.ErrCircuitOpen) || errors.Is(err, idem.ErrBudgetExhausted)
 }
 
 // call makes one call of the idem client for op.
