@@ -188,8 +188,9 @@ func TestBenchmarksIsNoDiary(t *testing.T) {
 	}
 }
 
-// TestBenchmarksLinksResolve checks that every link into BENCHMARKS.md
-// from the repository's documents names a heading it has.
+// TestBenchmarksLinksResolve checks that every link into BENCHMARKS.md,
+// from the repository's documents and from its own goals table, names a
+// heading it has.
 func TestBenchmarksLinksResolve(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(root, "BENCHMARKS.md"))
 	require.NoError(t, err)
@@ -203,6 +204,9 @@ func TestBenchmarksLinksResolve(t *testing.T) {
 	require.NoError(t, err)
 	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	require.NoError(t, err)
+	for _, m := range regexp.MustCompile(`\]\(#([\w-]+)\)`).FindAllStringSubmatch(string(b), -1) {
+		assert.True(t, anchors[m[1]], "BENCHMARKS.md links to its own #%s, which has no such heading", m[1])
+	}
 	link := regexp.MustCompile(`BENCHMARKS\.md#([\w-]+)`)
 	for _, doc := range append(docs, more...) {
 		text, err := os.ReadFile(doc)
