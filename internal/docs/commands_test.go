@@ -201,7 +201,7 @@ func checkGoTest(t *testing.T, where, dir string, args []string) {
 	tests := ""
 	for _, pkg := range pkgs {
 		text := goFiles(t, pkg, "_test.go")
-		assert.NotEmpty(t, text, "%s: %s has no tests", where, pkg)
+		assert.True(t, text != "", "%s: %s has no tests", where, pkg)
 		tests += text
 	}
 	if pattern != "" {
@@ -210,7 +210,7 @@ func checkGoTest(t *testing.T, where, dir string, args []string) {
 	for _, f := range binFlags {
 		name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
 		if strings.HasPrefix(f, "-") {
-			assert.Contains(t, tests, `"`+name+`"`, "%s: the flag -%s is declared by no test of the package", where, name)
+			assert.True(t, strings.Contains(tests, `"`+name+`"`), "%s: the flag -%s is declared by no test of the package", where, name)
 		}
 	}
 }
@@ -240,13 +240,13 @@ func checkGoRun(t *testing.T, where, dir string, args []string) {
 	require.NotEmpty(t, args, where)
 	prog := filepath.Join(dir, args[0])
 	src := goFiles(t, prog, ".go")
-	if !assert.NotEmpty(t, src, "%s: no program in %s", where, prog) {
+	if !assert.True(t, src != "", "%s: no program in %s", where, prog) {
 		return
 	}
 	for _, a := range args[1:] {
 		if strings.HasPrefix(a, "-") {
 			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-			assert.Contains(t, src, `"`+name+`"`, "%s: the program declares no flag -%s", where, name)
+			assert.True(t, strings.Contains(src, `"`+name+`"`), "%s: the program declares no flag -%s", where, name)
 		}
 	}
 }
