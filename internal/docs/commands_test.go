@@ -270,3 +270,23 @@ func goFiles(t *testing.T, dir, suffix string) string {
 	}
 	return text.String()
 }
+
+// The parser of the checks above splits the shell lines that the document
+// uses as sh would.
+func TestCommandsSplitsShellLines(t *testing.T) {
+	tests := []struct {
+		line string
+		want [][]string
+	}{
+		{`go test -run '^$' -bench 'BenchmarkPayment$' ./server/`, [][]string{{"go", "test", "-run", "^$", "-bench", "BenchmarkPayment$", "./server/"}}},
+		{`cd bench/hedge && go run . -rounds 21`, [][]string{{"cd", "bench/hedge"}, {"go", "run", ".", "-rounds", "21"}}},
+		{`go run ./bench/storm   # 2,500 POSTs`, [][]string{{"go", "run", "./bench/storm"}}},
+		{`go run ./bench/reconcile -db "$DATABASE_URL"`, [][]string{{"go", "run", "./bench/reconcile", "-db", "$DATABASE_URL"}}},
+		{`for p in 1 2; do`, nil},
+		{`  go tool pprof -top x | grep 'a|b'`, [][]string{{"go", "tool", "pprof", "-top", "x"}, {"grep", "a|b"}}},
+		{`done`, nil},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, commands(tt.line), "commands(%q)", tt.line)
+	}
+}
