@@ -88,7 +88,7 @@ func main() {
 	if err := run(ctx, c, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
 		stop()
-		os.Exit(1) //nolint:gocritic // run's deferred clean-ups have run
+		os.Exit(1)
 	}
 }
 
