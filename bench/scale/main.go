@@ -52,6 +52,7 @@ type config struct {
 	sweep, sweepKeep     time.Duration
 	sweepEvery, sample   time.Duration
 	sweepInflight        int
+	sweepBatch           int
 	storms, storm, reply int
 }
 
@@ -70,6 +71,7 @@ func main() {
 	flag.DurationVar(&c.sweepEvery, "sweep-interval", 10*time.Second, "SweepConfig.Interval")
 	flag.DurationVar(&c.sample, "sample", 10*time.Second, "the sweep phase's sampling period")
 	flag.IntVar(&c.sweepInflight, "sweep-inflight", 16, "requests in flight in the sweep phase")
+	flag.IntVar(&c.sweepBatch, "sweep-batch", 0, "SweepConfig.Batch (0: the default, 1000)")
 	flag.IntVar(&c.storms, "storms", 5, "duplicate storms (0: none)")
 	flag.IntVar(&c.storm, "storm", 1000, "concurrent requests with one key in a storm")
 	flag.IntVar(&c.reply, "replays", 5000, "requests of the replay measurement (0: none)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -67,13 +68,13 @@ func sweepPhase(ctx context.Context, c config, url string, pool *pgxpool.Pool, o
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- server.RunSweeper(sctx, store, server.SweepConfig{Interval: c.sweepEvery,
+		done <- server.RunSweeper(sctx, store, server.SweepConfig{Interval: c.sweepEvery, Batch: c.sweepBatch,
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	}()
 	defer func() { cancel(); <-done }()
 
-	fmt.Fprintf(out, "sweep phase: %v, records kept %v, RunSweeper every %v (default batches) on a pool of 2, %d in flight, a row every %v\n",
-		c.sweep, c.sweepKeep, c.sweepEvery, c.sweepInflight, c.sample)
+	fmt.Fprintf(out, "sweep phase: %v, records kept %v, RunSweeper every %v in batches of %d on a pool of 2, %d in flight, a row every %v\n",
+		c.sweep, c.sweepKeep, c.sweepEvery, cmp.Or(c.sweepBatch, 1000), c.sweepInflight, c.sample)
 	fmt.Fprintln(out, row(sweepColumns...))
 	start, windowStart := time.Now(), time.Now()
 	var window [2]tally
@@ -128,6 +129,10 @@ func (s sweepSummary) String() string {
 // sweeper's batches in it, and the table's size.
 func sampleRow(ctx context.Context, out io.Writer, pool *pgxpool.Pool, at time.Duration, window [2]tally, batches []batch) (tableSize, error) {
 	s, err := measureSize(ctx, pool)
+	var expired int
+	if err == nil {
+		err = pool.QueryRow(ctx, `SELECT count(*) FROM idem_records WHERE expires_at <= statement_timestamp()`).Scan(&expired)
+	}
 	if err != nil {
 		return s, err
 	}
@@ -144,15 +149,17 @@ func sampleRow(ctx context.Context, out io.Writer, pool *pgxpool.Pool, at time.D
 		fmt.Sprintf("%.1f", 100*idem.rate()/plain.rate()), fmt.Sprintf("%.2f", pct(all, 0.99)), fmt.Sprintf("%.2f", pct(all, 1)),
 		fmt.Sprint(len(during)), fmt.Sprintf("%.2f", pct(during, 0.99)), fmt.Sprintf("%.2f", pct(during, 1)),
 		fmt.Sprint(len(idem.requests)), fmt.Sprint(swept), fmt.Sprintf("%.1f", float64(longest.Microseconds())/1000),
-		fmt.Sprint(s.live), fmt.Sprint(s.dead), fmt.Sprintf("%.1f", mb(s.total)), fmt.Sprint(s.autovacuums)))
+		fmt.Sprint(expired), fmt.Sprint(s.live), fmt.Sprint(s.dead), fmt.Sprintf("%.1f", mb(s.total)), fmt.Sprint(s.autovacuums)))
 	return s, err
 }
 
 // sweepColumns is the header of the sweep phase's rows: "in-sweep" are
-// the idem requests that ran while a sweep batch did.
+// the idem requests that ran while a sweep batch did; "expired left" the
+// expired records not yet swept when the row was written, which stays
+// below an Interval's arrivals while the sweeper keeps up.
 var sweepColumns = []string{"s", "plain req/s", "idem req/s", "ratio %", "idem p99 ms", "idem max ms",
 	"in-sweep n", "in-sweep p99 ms", "in-sweep max ms", "inserted", "swept", "longest batch ms",
-	"live rows", "dead rows", "MB", "autovacuums"}
+	"expired left", "live rows", "dead rows", "MB", "autovacuums"}
 
 // row right-aligns cells under sweepColumns, so that rows can be written
 // as they come.
