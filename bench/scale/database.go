@@ -125,10 +125,19 @@ func openPool(ctx context.Context, url string, conns int) (*pgxpool.Pool, error)
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
 
-// setUp applies the payments example's schema and funds its accounts.
-func setUp(ctx context.Context, pool *pgxpool.Pool) error {
+// setUp applies the payments example's schema, sets idem_records's
+// autovacuum scale factors to vacuumScale unless it is 0, and funds the
+// accounts.
+func setUp(ctx context.Context, pool *pgxpool.Pool, vacuumScale float64) error {
 	if err := api.Migrate(ctx, pool); err != nil {
 		return err
+	}
+	if vacuumScale > 0 {
+		_, err := pool.Exec(ctx, fmt.Sprintf(`ALTER TABLE idem_records SET (autovacuum_vacuum_scale_factor = %g,
+			autovacuum_vacuum_insert_scale_factor = %g)`, vacuumScale, vacuumScale))
+		if err != nil {
+			return err
+		}
 	}
 	_, err := pool.Exec(ctx, `INSERT INTO accounts (tenant, id, currency, balance_cents)
 		SELECT $1, 'acct-' || g, 'EUR', 1::bigint << 60 FROM generate_series(0, $2 - 1) AS g`, tenant, accounts)

@@ -30,12 +30,15 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		return err
 	}
 	defer pool.Close()
-	if err := setUp(ctx, pool); err != nil {
+	if err := setUp(ctx, pool, c.vacuumScale); err != nil {
 		return err
 	}
 	where := "a private cluster (autovacuum on)"
 	if c.db != "" {
 		where = "a schema of its own at -db"
+	}
+	if c.vacuumScale > 0 {
+		where += fmt.Sprintf(", idem_records autovacuum scale factors %g", c.vacuumScale)
 	}
 	fmt.Fprintf(out, "scale bench: %s, pool of %d, %d CPUs, turns of %d requests, %v per measurement\n",
 		where, c.conns, runtime.NumCPU(), c.chunk, c.duration)
