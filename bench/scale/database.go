@@ -32,13 +32,14 @@ func database(ctx context.Context, c config) (url string, cleanup func(), err er
 	if c.db != "" {
 		return ownSchema(ctx, c.db)
 	}
-	return privateCluster(ctx, c.port)
+	return privateCluster(ctx, c.port, c.pgOptions)
 }
 
 // privateCluster runs initdb in a temporary directory and starts a
-// server on port with autovacuum on and the defaults otherwise, as the
-// postgres user when this process runs as root (initdb refuses root).
-func privateCluster(ctx context.Context, port int) (string, func(), error) {
+// server on port with autovacuum on, options, and the defaults otherwise,
+// as the postgres user when this process runs as root (initdb refuses
+// root).
+func privateCluster(ctx context.Context, port int, options string) (string, func(), error) {
 	dir, err := os.MkdirTemp("", "idem-scale-")
 	if err != nil {
 		return "", nil, err
@@ -59,7 +60,7 @@ func privateCluster(ctx context.Context, port int) (string, func(), error) {
 		remove()
 		return "", nil, fmt.Errorf("initdb: %w: %s", err, out)
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c autovacuum=on", port, dir)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c autovacuum=on %s", port, dir, options)
 	if out, err := asUser("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "start").CombinedOutput(); err != nil {
 		remove()
 		return "", nil, fmt.Errorf("pg_ctl start: %w: %s", err, out)

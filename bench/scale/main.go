@@ -54,6 +54,7 @@ type config struct {
 	sweepInflight        int
 	sweepBatch           int
 	vacuumScale          float64
+	pgOptions            string
 	storms, storm, reply int
 }
 
@@ -62,6 +63,7 @@ func main() {
 	var sizes, inflight string
 	flag.StringVar(&c.db, "db", "", "Postgres `URL` to use, in a schema of its own, instead of a private cluster")
 	flag.IntVar(&c.port, "port", 55432, "the private cluster's port")
+	flag.StringVar(&c.pgOptions, "pg-options", "", "more `options` for the private cluster's server, as for postgres (\"-c shared_buffers=2GB\")")
 	flag.StringVar(&sizes, "sizes", "0,100000", "records in the table, comma-separated, ascending")
 	flag.StringVar(&inflight, "inflight", "4,16", "requests in flight, comma-separated")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "measurement per size and in-flight count")

@@ -37,6 +37,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if c.db != "" {
 		where = "a schema of its own at -db"
 	}
+	if c.pgOptions != "" && c.db == "" {
+		where += ", " + c.pgOptions
+	}
 	if c.vacuumScale > 0 {
 		where += fmt.Sprintf(", idem_records autovacuum scale factors %g", c.vacuumScale)
 	}
