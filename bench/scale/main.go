@@ -18,7 +18,8 @@
 // The phases:
 //   - fill: records are generated in SQL, clones of one real payment's
 //     record with their own scope, key, fingerprint and token, their
-//     expiries spread evenly over the next 24 hours; then VACUUM ANALYZE.
+//     expiries spread evenly over the next 24 hours; then VACUUM ANALYZE
+//     and a checkpoint.
 //   - ratio, per size and in-flight count: turns of -chunk requests in the
 //     order plain, idem, idem, plain, ... (as BenchmarkPaymentOverhead
 //     does), plain without an Idempotency-Key (the API's KeyOptional: the
