@@ -233,8 +233,8 @@ type capturedRecord struct {
 }
 
 func (h *logCapture) Enabled(context.Context, slog.Level) bool { return true }
-func (h *logCapture) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h *logCapture) WithGroup(string) slog.Handler           { return h }
+func (h *logCapture) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logCapture) WithGroup(string) slog.Handler            { return h }
 
 func (h *logCapture) Handle(_ context.Context, r slog.Record) error {
 	text := r.Message
