@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
@@ -176,4 +177,44 @@ func BenchmarkSDKSpan(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkSDKMeasurements is the floor under the metrics' cost: what the
+// SDK alone (a manual reader, as a Prometheus exporter has) spends on the
+// measurements otelidem makes, with their attribute sets built once as
+// otelidem caches them. "attempt" is the counter every attempt adds to;
+// "retry" is what a retried attempt adds on top: the retries counter and
+// the wait histogram.
+//
+//	go test -run '^$' -bench BenchmarkSDKMeasurements -benchmem -count 10 ./otelidem/
+func BenchmarkSDKMeasurements(b *testing.B) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	in := &instruments{m: mp.Meter(ScopeName)}
+	attempts := in.counter("idem.client.attempts", "{attempt}", "")
+	retries := in.counter("idem.client.retries", "{retry}", "")
+	waits := in.seconds("idem.client.retry.wait", "", waitBuckets)
+	if in.err != nil {
+		b.Fatal(in.err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://api.test/v1/payments", nil)
+	ep := endpointOf(req.URL)
+	attemptSet := metric.WithAttributeSet(attribute.NewSet(attemptKey{method: "POST", endpoint: ep,
+		certainty: idem.Responded, status: 503}.attrs()...))
+	retrySet := metric.WithAttributeSet(attribute.NewSet(retryKey{method: "POST", endpoint: ep,
+		reason: reasonStatus, status: 503}.attrs()...))
+	ctx := context.Background()
+	b.Run("attempt", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			attempts.Add(ctx, 1, attemptSet)
+		}
+	})
+	b.Run("retry", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			retries.Add(ctx, 1, retrySet)
+			waits.Record(ctx, 0.05, retrySet)
+		}
+	})
 }

@@ -15,10 +15,14 @@ type SweepConfig struct {
 	// 1000.
 	Batch int
 	// MaxBatches bounds the batches of one sweep, so that a large backlog
-	// is worked off over several intervals. Zero or negative: 100.
+	// is worked off over several intervals. Zero or negative: 100. A sweep
+	// that stops at this bound with every batch full logs a warning: the
+	// sweeper deletes at most Batch*MaxBatches records per Interval, and
+	// records arriving faster than that pile up.
 	MaxBatches int
 	// Logger receives a record for each sweep that deleted something or
-	// failed. Nil: slog.Default().
+	// failed, and a warning for each that stopped at MaxBatches. Nil:
+	// slog.Default().
 	Logger *slog.Logger
 	// OnSweep, when set, is called after each sweep with the records it
 	// deleted and its error.
@@ -35,11 +39,7 @@ func RunSweeper(ctx context.Context, store Store, cfg SweepConfig) error {
 	defer ticker.Stop()
 	for {
 		deleted, err := sweepBatches(ctx, store, cfg.Batch, cfg.MaxBatches)
-		if err != nil && ctx.Err() == nil {
-			cfg.Logger.LogAttrs(ctx, slog.LevelError, "idem: sweep failed", slog.Int("deleted", deleted), slog.Any("err", err))
-		} else if deleted > 0 {
-			cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "idem: swept expired records", slog.Int("deleted", deleted))
-		}
+		cfg.log(ctx, deleted, err)
 		if cfg.OnSweep != nil {
 			cfg.OnSweep(deleted, err)
 		}
@@ -48,6 +48,23 @@ func RunSweeper(ctx context.Context, store Store, cfg SweepConfig) error {
 			return ctx.Err()
 		case <-ticker.C:
 		}
+	}
+}
+
+// log reports a sweep that deleted deleted records and ended with err.
+// Every batch full means that the sweep stopped at MaxBatches with expired
+// records left, likely more than the sweeper can delete per Interval.
+func (cfg SweepConfig) log(ctx context.Context, deleted int, err error) {
+	switch {
+	case err != nil && ctx.Err() == nil:
+		cfg.Logger.LogAttrs(ctx, slog.LevelError, "idem: sweep failed", slog.Int("deleted", deleted), slog.Any("err", err))
+	case err == nil && deleted == cfg.Batch*cfg.MaxBatches:
+		cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "idem: the sweeper is not keeping up: a sweep stopped at "+
+			"SweepConfig.MaxBatches with every batch full; raise MaxBatches or Batch, or shorten Interval",
+			slog.Int("deleted", deleted), slog.Int("batch", cfg.Batch), slog.Int("max_batches", cfg.MaxBatches),
+			slog.Duration("interval", cfg.Interval))
+	case deleted > 0:
+		cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "idem: swept expired records", slog.Int("deleted", deleted))
 	}
 }
 
@@ -62,7 +79,8 @@ func (cfg SweepConfig) withDefaults() SweepConfig {
 	return cfg
 }
 
-// sweepBatches sweeps batch after batch until one comes back short.
+// sweepBatches sweeps batch after batch until one comes back short or
+// maxBatches have run.
 func sweepBatches(ctx context.Context, store Store, batch, maxBatches int) (int, error) {
 	total := 0
 	for range maxBatches {

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The database's own bound at a table size (issue 20), with no Go in the
+# loop: idem_records filled with rows records (bench/pgbench/fill.sql, the
+# first tenth of them expired), then pgbench runs of the payment
+# transaction as plain SQL (plain.sql) and as the middleware sends it for
+# a new key (idem.sql), alternating, with clients in flight; then the
+# sweeper's DELETE (sweep.sql, batches of 1,000) alone on one client over
+# the expired tenth, and a VACUUM after it. It prints the tps of each
+# transaction and their ratio, the rows the DELETE removes per second and
+# the VACUUM's time. It works in a schema of its own in DATABASE_URL's
+# database, dropped at the end (bench/pgbench/schema.sh); point
+# DATABASE_URL at any cluster (autovacuum plays no part in these runs).
+#   bash bench/pgbench-scale.sh [rows] [rounds] [seconds per run] [clients]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rows=${1:-1000000}
+rounds=${2:-3}
+secs=${3:-10}
+clients=${4:-16}
+expired=$((rows / 10))
+source bench/pgbench/schema.sh
+trap pgbench_drop_schema EXIT
+pgbench_schema
+start=$(date +%s)
+psql -q -v ON_ERROR_STOP=1 -v rows="$rows" -v expired="$expired" "$DATABASE_URL" -f bench/pgbench/fill.sql
+echo "filled $rows records ($expired expired) in $(($(date +%s) - start)) s;" \
+	"$(psql -Atc "SELECT pg_size_pretty(pg_total_relation_size('idem_records'))" "$DATABASE_URL") with indexes"
+for _ in $(seq "$rounds"); do
+	for v in plain idem; do
+		printf '%s ' "$v"
+		pgbench -n -M prepared -c "$clients" -j 1 -T "$secs" -f "bench/pgbench/$v.sql" "$DATABASE_URL" 2>&1 |
+			awk '/^tps/ {print $3} /error|ERROR/ {print > "/dev/stderr"}'
+	done
+done | awk '{tps[$1] += $2; n[$1]++; printf "%s %.0f tps\n", $1, $2}
+	END {printf "mean: plain %.0f, idem %.0f tps: idem/plain %.1f%%\n",
+		tps["plain"]/n["plain"], tps["idem"]/n["idem"], 100*tps["idem"]/n["idem"]/(tps["plain"]/n["plain"])}'
+batches=$((expired / 1000))
+pgbench -n -M prepared -c 1 -j 1 -t "$batches" -f bench/pgbench/sweep.sql "$DATABASE_URL" 2>&1 |
+	awk -v b=1000 '/^latency average/ {ms = $4} /^tps/ {printf "sweep: %.0f rows deleted per second (a batch of %d in %.1f ms)\n", $3*b, b, ms}
+		/error|ERROR/ {print > "/dev/stderr"}'
+echo "left expired: $(psql -Atc "SELECT count(*) FROM idem_records WHERE expires_at <= now()" "$DATABASE_URL")"
+start=$(date +%s%N)
+psql -q -c "VACUUM idem_records" "$DATABASE_URL"
+echo "VACUUM after the sweep: $(( ($(date +%s%N) - start) / 1000000 )) ms"
