@@ -235,6 +235,10 @@ func checkBenchPattern(t *testing.T, where, pattern, tests string) {
 
 // checkGoRun checks the arguments of `go run`: the program exists and
 // declares the flags given to it.
+// flagWord matches a word that is a flag (-name or -name=value), not a
+// quoted value that starts with a dash (-pg-options '-c a=b -c c=d').
+var flagWord = regexp.MustCompile(`^--?[A-Za-z][\w.-]*(=.*)?$`)
+
 func checkGoRun(t *testing.T, where, dir string, args []string) {
 	t.Helper()
 	require.NotEmpty(t, args, where)
@@ -244,7 +248,7 @@ func checkGoRun(t *testing.T, where, dir string, args []string) {
 		return
 	}
 	for _, a := range args[1:] {
-		if strings.HasPrefix(a, "-") {
+		if flagWord.MatchString(a) {
 			name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
 			assert.True(t, strings.Contains(src, `"`+name+`"`), "%s: the program declares no flag -%s", where, name)
 		}
