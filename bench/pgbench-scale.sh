@@ -35,6 +35,10 @@ done | awk '{tps[$1] += $2; n[$1]++; printf "%s %.0f tps\n", $1, $2}
 	END {printf "mean: plain %.0f, idem %.0f tps: idem/plain %.1f%%\n",
 		tps["plain"]/n["plain"], tps["idem"]/n["idem"], 100*tps["idem"]/n["idem"]/(tps["plain"]/n["plain"])}'
 batches=$((expired / 1000))
+if ((batches == 0)); then
+	echo "sweep: not measured (fewer than 1,000 expired records)"
+	exit 0
+fi
 pgbench -n -M prepared -c 1 -j 1 -t "$batches" -f bench/pgbench/sweep.sql "$DATABASE_URL" 2>&1 |
 	awk -v b=1000 '/^latency average/ {ms = $4} /^tps/ {printf "sweep: %.0f rows deleted per second (a batch of %d in %.1f ms)\n", $3*b, b, ms}
 		/error|ERROR/ {print > "/dev/stderr"}'
