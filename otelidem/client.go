@@ -33,6 +33,9 @@ const AttemptSpan = "idem.attempt"
 // trace and the server's spans hang under the attempt that reached it.
 type Client struct {
 	tracer trace.Tracer
+	// counted and spanned are c.endCount and c.endSpan, made once: a
+	// method value made in onSend would be allocated on every attempt.
+	counted, spanned func(idem.Attempt)
 
 	attempts    metric.Int64Counter
 	retries     metric.Int64Counter
@@ -68,6 +71,7 @@ func NewClient(cfg Config) (*Client, error) {
 	if in.err != nil {
 		return nil, in.err
 	}
+	c.counted, c.spanned = c.endCount, c.endSpan
 	return c, nil
 }
 
@@ -82,19 +86,23 @@ func (c *Client) Observer() idem.Observer {
 	}
 }
 
-// internal is the start option of every attempt span.
-var internal = trace.WithSpanKind(trace.SpanKindInternal)
+// internal is the start option of every attempt span, and startOptions
+// the slice onSend passes, made once rather than on every attempt.
+var (
+	internal     = trace.WithSpanKind(trace.SpanKindInternal)
+	startOptions = []trace.SpanStartOption{internal}
+)
 
 // onSend starts the attempt's span and returns its context: ended finds
 // the span there, in the context of the request the Attempt it is given
 // names. An attempt whose span does not record (no SDK, or not sampled)
 // keeps its context, and only counts when it ended.
 func (c *Client) onSend(ctx context.Context, _ idem.Attempt) (context.Context, func(idem.Attempt)) {
-	sctx, span := c.tracer.Start(ctx, AttemptSpan, internal)
+	sctx, span := c.tracer.Start(ctx, AttemptSpan, startOptions...)
 	if !span.IsRecording() {
-		return ctx, c.endCount
+		return ctx, c.counted
 	}
-	return sctx, c.endSpan
+	return sctx, c.spanned
 }
 
 // endCount counts an attempt that ended.
