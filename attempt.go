@@ -30,7 +30,6 @@ type result struct {
 	wire       int   // connections the base transport used
 	open       bool  // the host's breaker refused the attempt
 	hedge      bool  // the attempt was a hedge (hedge.go)
-	resend     Resend
 	elapsed    time.Duration
 }
 
@@ -124,7 +123,6 @@ func (s sender) exchange(ctx context.Context, req *http.Request, trace *wireTrac
 		s.settle(resp, done, &res)
 	}
 	res.rule = classify(res.certainty, res.status, res.problem)
-	res.hedge, res.resend = s.hedge, s.resend
 	if timed {
 		res.elapsed = s.t.now().Sub(start)
 		s.recordLatency(ctx, res)

@@ -37,8 +37,7 @@ func newRequestBody(req *http.Request, buffer int64) (requestBody, error) {
 		return b, nil
 	}
 	buf, err := io.ReadAll(io.LimitReader(b.orig, buffer+1))
-	if err != nil {
-		b.orig.Close()
+	if err != nil { // RoundTrip closes the body
 		return requestBody{}, fmt.Errorf("reading the request body into memory (Config.BufferRequestBody): %w", err)
 	}
 	if int64(len(buf)) > buffer {

@@ -101,11 +101,13 @@ func TestBufferRequestBodyReadError(t *testing.T) {
 	tr, _ := newTestTransport(t, Config{Base: statusBase(&calls, "", nil, 201), BufferRequestBody: 1 << 10})
 	req := post(t, context.Background(), "http://api.test/", "")
 	broken := errors.New("disk gone")
-	req.Body, req.GetBody = io.NopCloser(io.MultiReader(strings.NewReader("{"), errReader{broken})), nil
+	body := &closeCounter{Reader: io.MultiReader(strings.NewReader("{"), errReader{broken})}
+	req.Body, req.GetBody = body, nil
 	_, err := tr.RoundTrip(req)
 	require.ErrorIs(t, err, broken)
 	var e *Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, NotSent, e.Certainty)
 	assert.Zero(t, calls)
+	assert.EqualValues(t, 1, body.closes.Load(), "the caller's body is closed once")
 }

@@ -335,3 +335,12 @@ func hostKey(u *url.URL) string {
 	var buf [64]byte
 	return string(appendHostKey(buf[:0], u))
 }
+
+// The Observer sees idem's BreakerState, which names gobreaker's states.
+func TestBreakerStateNames(t *testing.T) {
+	var names []string
+	for _, s := range []BreakerState{BreakerClosed, BreakerHalfOpen, BreakerOpen, 7} {
+		names = append(names, s.String())
+	}
+	assert.Equal(t, "closed half-open open BreakerState(7)", strings.Join(names, " "))
+}

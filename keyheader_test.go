@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -62,13 +61,4 @@ func TestConfigKeyHeader(t *testing.T) {
 
 	assert.PanicsWithValue(t, `idem: Config.KeyHeader "bad header" is not a valid header field name`,
 		func() { NewTransport(Config{KeyHeader: "bad header"}) })
-}
-
-// The Observer sees idem's BreakerState, which names gobreaker's states.
-func TestBreakerStateNames(t *testing.T) {
-	var names []string
-	for _, s := range []BreakerState{BreakerClosed, BreakerHalfOpen, BreakerOpen, 7} {
-		names = append(names, s.String())
-	}
-	assert.Equal(t, "closed half-open open BreakerState(7)", strings.Join(names, " "))
 }

@@ -135,3 +135,28 @@ func TestOnSendNotToldOfRefusedAttempt(t *testing.T) {
 	assert.Len(t, sent, 1, "the second call's attempt was refused by the open breaker")
 	assert.Len(t, ended, 1)
 }
+
+// A retry that the host's open breaker refuses is still a retry: OnAttempt
+// and OnGiveUp see why it re-sends the request, as for one sent.
+func TestResendOfRefusedRetry(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 503, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	})
+	var attempts []Attempt
+	var gaveUp Attempt
+	tr, clk := newTestTransport(t, Config{Base: base, NoBudget: true, MaxAttempts: 2,
+		Breaker: BreakerConfig{ConsecutiveFailures: 1},
+		Observer: Observer{
+			OnAttempt: func(a Attempt) { attempts = append(attempts, a) },
+			OnGiveUp:  func(a Attempt, _ error) { gaveUp = a },
+		}})
+	_, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
+	require.ErrorIs(t, err, ErrCircuitOpen)
+	waits := clk.Waits()
+	require.Len(t, waits, 1)
+	require.Len(t, attempts, 2)
+	want := Resend{Certainty: Responded, Status: 503, Wait: waits[0]}
+	assert.Zero(t, attempts[0].Resend, "the first attempt")
+	assert.Equal(t, want, attempts[1].Resend, "the refused retry's resend")
+	assert.Equal(t, want, gaveUp.Resend, "OnGiveUp's attempt is the refused retry")
+}

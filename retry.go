@@ -27,7 +27,7 @@ type call struct {
 	prevWait  time.Duration // the previous backoff wait
 	mayActed  bool          // some attempt may have taken effect
 	lastRetry time.Duration // the latest Retry-After seen
-	resend    Resend        // why the next attempt is made, when it is a retry
+	resend    Resend        // why the current attempt re-sends the request, zero for the first
 }
 
 // decision is what the call does after an attempt.
@@ -252,7 +252,6 @@ func (c *call) wait(ctx context.Context, res result, dec decision) error {
 	if !c.spend() {
 		return c.giveUp(res, ErrBudgetExhausted, res.err, "")
 	}
-	c.resend = Resend{Certainty: res.certainty, Status: res.status, Problem: res.problem, Wait: d}
 	c.t.cfg.Observer.retry(c.describe(res), d)
 	c.t.log.LogAttrs(ctx, slog.LevelDebug, "idem: retrying",
 		append(logAttrs(c, res), slog.Duration("wait", d))...)
@@ -260,6 +259,7 @@ func (c *call) wait(ctx context.Context, res result, dec decision) error {
 		return c.giveUp(res, nil, err, "the context ended during the wait before a retry")
 	}
 	c.retries++
+	c.resend = Resend{Certainty: res.certainty, Status: res.status, Problem: res.problem, Wait: d}
 	return nil
 }
 
@@ -314,11 +314,15 @@ func (c *call) describe(res result) Attempt {
 	if req == nil {
 		req = c.req
 	}
-	return Attempt{
+	a := Attempt{
 		Request: req, Key: c.key, Number: c.attempts, Wire: res.wire,
 		Certainty: res.certainty, Status: res.status, Problem: res.problem,
-		RetryAfter: res.retryAfter, Err: res.err, Elapsed: res.elapsed, Hedge: res.hedge, Resend: res.resend,
+		RetryAfter: res.retryAfter, Err: res.err, Elapsed: res.elapsed, Hedge: res.hedge,
 	}
+	if !res.hedge { // also an attempt that was not sent: the breaker refused it, or its body failed
+		a.Resend = c.resend
+	}
+	return a
 }
 
 // redact returns the request URL without its query string and user info,
