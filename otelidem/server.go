@@ -166,7 +166,9 @@ func (s *Server) claim(ctx context.Context, e server.Event, verdict string) {
 	if e.Waited {
 		s.waits.Add(ctx, 1, opt)
 	}
-	s.span(ctx, ClaimSpan, e, nil, keyVerdict.String(verdict), keyWaited.Bool(e.Waited))
+	if trace.SpanFromContext(ctx).IsRecording() { // else the attributes would be allocated for nothing
+		s.span(ctx, ClaimSpan, e, nil, keyVerdict.String(verdict), keyWaited.Bool(e.Waited))
+	}
 }
 
 // commit records a commit's time, and its span; err is a failed one's.

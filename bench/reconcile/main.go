@@ -61,8 +61,10 @@ func main() {
 	flag.DurationVar(&c.window, "window", 10*time.Second, "how long the payments are measured before and after the pass")
 	flag.DurationVar(&c.passTimeout, "pass-timeout", 10*time.Minute, "give up on a pass after this long")
 	flag.Parse()
-	if c.db == "" || c.ops <= 0 || c.conns <= 0 || c.clients <= 0 || c.window <= 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "reconcile: -db (or DATABASE_URL) is required; -ops, -conns, -clients and -window must be positive")
+	if c.db == "" || c.ops <= 0 || c.conns <= 0 || c.clients <= 0 || c.window <= 0 || c.passTimeout <= 0 ||
+		c.batch < 0 || c.reconcilerConns < 0 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "reconcile: -db (or DATABASE_URL) is required; -ops, -conns, -clients, -window and -pass-timeout"+
+			" must be positive, -batch and -reconciler-conns not negative")
 		os.Exit(2)
 	}
 	if err := run(context.Background(), c, os.Stdout); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -40,6 +41,9 @@ func fill(ctx context.Context, pool *pgxpool.Pool, key string, from, to int, out
 			fmt.Fprintf(out, "  filled %d of %d records in %.0fs\n", hi-from, to-from, time.Since(start).Seconds())
 		}
 	}
+	if err := statsSettled(ctx, pool); err != nil {
+		return err
+	}
 	// A checkpoint too, so that the measurement after the fill does not
 	// pay for writing out what the fill and the vacuum dirtied.
 	for _, stmt := range []string{"VACUUM (ANALYZE) idem_records", "CHECKPOINT"} {
@@ -48,6 +52,33 @@ func fill(ctx context.Context, pool *pgxpool.Pool, key string, from, to int, out
 		}
 	}
 	return nil
+}
+
+// sqlStatsSettled is true once the statistics count every row of
+// idem_records as inserted.
+const sqlStatsSettled = `SELECT n_tup_ins >= (SELECT count(*) FROM idem_records)
+    FROM pg_stat_user_tables WHERE relid = 'idem_records'::regclass`
+
+// statsSettled waits (at most 10 s) until the statistics have every
+// insert so far. A backend sends its counts at most once a second, so
+// they may arrive after the fill; a VACUUM before them would count the
+// rows live, and the late inserts would then be added to its count (the
+// report said 1,914 live rows of 1,000).
+func statsSettled(ctx context.Context, pool *pgxpool.Pool) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		var done bool
+		if err := pool.QueryRow(ctx, sqlStatsSettled).Scan(&done); err != nil || done {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return errors.New("fill: the statistics did not count the fill's rows within 10 s")
 }
 
 // tableSize is idem_records's size and its tuples, from the statistics.

@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,9 +86,10 @@ func main() {
 	if c.sizes, err = ints(sizes); err == nil {
 		c.inflight, err = ints(inflight)
 	}
-	if err != nil || len(c.sizes) == 0 || len(c.inflight) == 0 || c.duration <= 0 || c.chunk <= 0 ||
-		c.sample <= 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "scale: -sizes and -inflight are lists of integers; -duration, -chunk and -sample must be positive")
+	if err != nil || len(c.sizes) == 0 || len(c.inflight) == 0 || !slices.IsSorted(c.sizes) || slices.Min(c.inflight) == 0 ||
+		c.duration <= 0 || c.chunk <= 0 || c.conns <= 0 || c.sweepInflight <= 0 || c.sample <= 0 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "scale: -sizes is an ascending list of integers, -inflight a list of positive ones;"+
+			" -duration, -chunk, -conns, -sweep-inflight and -sample must be positive")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

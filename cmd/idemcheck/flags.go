@@ -111,6 +111,11 @@ func (o *options) finish(fs *flag.FlagSet, rf *raw) error {
 	if c.AttemptTimeout <= 0 || c.RequestTimeout <= 0 {
 		return errors.New("-attempt-timeout and -request-timeout must be positive")
 	}
+	// The Config reads zero as "the default"; a flag set to 0 is a
+	// mistake to report, not a request for the default.
+	if c.Concurrency == 0 || c.Operations == 0 || c.MaxKeyLen == 0 {
+		return errors.New("-concurrency, -n and -max-key-len cannot be 0")
+	}
 	body, err := readBody(rf.body)
 	if err != nil {
 		return err
