@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/examples/payments/api"
-	"github.com/idemkit/idem/internal/wire"
 	"github.com/idemkit/idem/testserver"
 )
 
@@ -81,17 +80,7 @@ func settledWhilePaused(t *testing.T, r *reconcileRun) {
 	assert.Equal(t, charge.ID, v.result)
 
 	require.NoError(t, nodeA.signal(syscall.SIGCONT))
-	require.NoError(t, nodeA.signal(syscall.SIGUSR1))
-	var late reply
-	select {
-	case late = <-first:
-	case <-time.After(time.Minute):
-		t.Fatalf("the paused attempt did not answer within a minute of SIGUSR1; log:\n%s", nodeA.logTail())
-	}
-	require.NoError(t, late.err)
-	assert.Equal(t, http.StatusConflict, late.status, "the late completion is fenced off: %s", late.body)
-	assert.Contains(t, late.body, wire.ProblemKeyInFlight)
-	assert.Contains(t, nodeA.logText(), "stale completion refused")
+	requireLateCompletionRefused(t, nodeA, first)
 	r.requireCreditedOnce(t, op, before)
 	assert.Equal(t, 1, logged(1, func() int { return settlements(op.key, "completed", nodeA, nodeB) }), "settled once")
 }

@@ -66,17 +66,7 @@ func TestStalledAttemptTakenOver(t *testing.T) {
 	require.Equal(t, testserver.OutcomeOK, v.kind, "the retry on the other node: %+v; log:\n%s", v, nodeA.logTail())
 	assert.False(t, v.replayed, "the other node took the charge over and ran it")
 
-	require.NoError(t, nodeA.signal(syscall.SIGUSR1))
-	var late reply
-	select {
-	case late = <-first:
-	case <-time.After(time.Minute):
-		t.Fatalf("the stalled attempt did not answer within a minute of SIGUSR1; log:\n%s", nodeA.logTail())
-	}
-	require.NoError(t, late.err)
-	assert.Equal(t, http.StatusConflict, late.status, "the stalled attempt's answer: %s", late.body)
-	assert.Contains(t, late.body, wire.ProblemKeyInFlight)
-	assert.Contains(t, nodeA.logText(), "stale completion refused")
+	requireLateCompletionRefused(t, nodeA, first)
 
 	charges := db.charges(t)
 	require.Len(t, charges, 1, "one charge recorded: %+v", charges)
@@ -84,6 +74,24 @@ func TestStalledAttemptTakenOver(t *testing.T) {
 	assert.Equal(t, api.GatewayStats{Charges: 1, AmountCents: op.amount}, gateway.Stats(), "the card charged once")
 	assert.Equal(t, before+op.amount, db.balances(t)[op.account], "the account credited once")
 	assert.Equal(t, charges[0].ID, v.result, "the client's 201 names the recorded charge")
+}
+
+// requireLateCompletionRefused lets node's paused attempt go on (SIGUSR1)
+// and requires that its completion, which first receives, be fenced off:
+// 409 key-in-flight, and "stale completion refused" in node's log.
+func requireLateCompletionRefused(t *testing.T, node *supervisor, first <-chan reply) {
+	t.Helper()
+	require.NoError(t, node.signal(syscall.SIGUSR1))
+	var late reply
+	select {
+	case late = <-first:
+	case <-time.After(time.Minute):
+		t.Fatalf("the paused attempt did not answer within a minute of SIGUSR1; log:\n%s", node.logTail())
+	}
+	require.NoError(t, late.err)
+	assert.Equal(t, http.StatusConflict, late.status, "the late completion is fenced off: %s", late.body)
+	assert.Contains(t, late.body, wire.ProblemKeyInFlight)
+	assert.Contains(t, node.logText(), "stale completion refused")
 }
 
 // reply is a response to one plain request, or why there was none.

@@ -151,13 +151,13 @@ func sqlOnlyPayments(pool *pgxpool.Pool) http.Handler {
 			return
 		}
 		a := &pgTxAttempt{s: s, conn: conn, c: c, token: uuid.New(), n: 1, fresh: true}
-		tx, locked, f, err := s.begin(ctx, conn.Conn(), c)
+		locked, f, err := s.begin(ctx, conn.Conn(), c)
 		if err == nil && (!locked || f != nil) {
 			err = fmt.Errorf("key %s: not a new key", key)
 		}
 		buf := &bufferedWriter{header: http.Header{}}
 		if err == nil {
-			err = pay(buf, r, tx)
+			err = pay(buf, r, &connTx{conn: conn.Conn()})
 		}
 		if err == nil {
 			err = a.store(ctx, record)

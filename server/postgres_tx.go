@@ -26,17 +26,17 @@ func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult,
 	if err != nil {
 		return claimResult{}, err
 	}
-	tx, locked, f, err := s.begin(ctx, conn.Conn(), c)
+	locked, f, err := s.begin(ctx, conn.Conn(), c)
 	var res claimResult
 	var att *pgTxAttempt
 	if err == nil {
-		res, att, err = s.settleTx(ctx, tx, c, locked, f, deadline)
+		res, att, err = s.settleTx(ctx, conn.Conn(), c, locked, f, deadline)
 	}
 	if err != nil || res.verdict != vClaimed {
 		_ = endTx(ctx, conn)
 		return res, err
 	}
-	att.s, att.conn, att.guard = s, conn, newGuardTx(tx)
+	att.s, att.conn, att.guard = s, conn, newGuardTx(&connTx{conn: conn.Conn()})
 	s.local.add(c.scope)
 	res.att = att
 	return res, nil
@@ -97,7 +97,7 @@ func (l *localClaims) has(scope [32]byte) bool {
 // record or lease, which needs the scope's lock. Without it, it waits for
 // the lock (another claim of the scope is running) and looks again. A
 // fencing token is drawn only for a claim: a replay or a refusal needs none.
-func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, locked bool, f *found, deadline time.Time) (res claimResult, att *pgTxAttempt, err error) {
+func (s *PostgresStore) settleTx(ctx context.Context, conn *pgx.Conn, c *claimArgs, locked bool, f *found, deadline time.Time) (res claimResult, att *pgTxAttempt, err error) {
 	waited := false
 	defer func() { res.waited = waited }()
 	for range maxClaimRounds {
@@ -110,7 +110,7 @@ func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, l
 			return f.result(v), nil, nil
 		case !locked:
 			waited = true
-			if f, err = s.waitAndRead(ctx, tx, c, deadline.Sub(s.timeNow())); err != nil {
+			if f, err = s.waitAndRead(ctx, conn, c, deadline.Sub(s.timeNow())); err != nil {
 				return claimResult{}, nil, err
 			}
 			locked = true
@@ -118,14 +118,14 @@ func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, l
 			return claimResult{verdict: vClaimed}, &pgTxAttempt{c: c, token: uuid.New(), n: 1, fresh: true}, nil
 		default:
 			token := uuid.New()
-			g, won, err := s.steal(ctx, tx, c, token, f, v)
+			g, won, err := s.steal(ctx, conn, c, token, f, v)
 			if err != nil {
 				return claimResult{}, nil, err
 			}
 			if won {
 				return claimResult{verdict: vClaimed}, &pgTxAttempt{c: c, token: token, n: g.attempt}, nil
 			}
-			if f, err = s.read(ctx, tx, c); err != nil { // it changed (swept, or completed by its lease)
+			if f, err = s.read(ctx, conn, c); err != nil { // it changed (swept, or completed by its lease)
 				return claimResult{}, nil, err
 			}
 		}
@@ -135,12 +135,12 @@ func (s *PostgresStore) settleTx(ctx context.Context, tx pgx.Tx, c *claimArgs, l
 
 // waitAndRead waits for the scope's lock, at most wait (SQLSTATE 55P03
 // past it), and reads the record again, in one round trip.
-func (s *PostgresStore) waitAndRead(ctx context.Context, tx pgx.Tx, c *claimArgs, wait time.Duration) (*found, error) {
+func (s *PostgresStore) waitAndRead(ctx context.Context, conn *pgx.Conn, c *claimArgs, wait time.Duration) (*found, error) {
 	lockA, lockB := c.lockKeys()
 	b := &pgx.Batch{}
 	b.Queue(sqlWaitLock, lockA, lockB, lockTimeout(wait))
 	b.Queue(sqlRead, c.scope[:], s.offset())
-	br := tx.SendBatch(ctx, b)
+	br := conn.SendBatch(ctx, b)
 	_, err := br.Exec()
 	var f *found
 	if err == nil {
@@ -232,23 +232,22 @@ func (a *pgTxAttempt) store(ctx context.Context, res *response) error {
 }
 
 // begin begins a transaction on conn, tries the scope's lock and reads the
-// record, in one round trip of prepared statements (postgres_wire.go). It
-// returns the pgx.Tx that the handler uses: a connTx over conn, because
-// pgx builds a Tx of its own only with a BEGIN of its own, a round trip
-// more (see connTx).
-func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *claimArgs) (tx pgx.Tx, locked bool, f *found, err error) {
+// record, in one round trip of prepared statements (postgres_wire.go).
+// The handler of a won claim gets the transaction as a connTx over conn,
+// because pgx builds a Tx of its own only with a BEGIN of its own, a round
+// trip more (see connTx).
+func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *claimArgs) (locked bool, f *found, err error) {
 	b := newWireBatch(conn)
 	if err = b.queue(ctx, wireBegin, nil, nil); err != nil {
-		return nil, false, nil, err
+		return false, nil, err
 	}
-	tx = &connTx{conn: conn}
 	lockA, lockB := c.lockKeys()
 	err = b.queue(ctx, wireTryLock, newWireParams(2).int4(int(lockA)).int4(int(lockB)), func(v [][]byte) error {
 		locked = len(v) == 2 && len(v[0]) == 1 && v[0][0] == 1
 		return nil
 	})
 	if err != nil {
-		return nil, false, nil, err
+		return false, nil, err
 	}
 	err = b.queue(ctx, wireRead, newWireParams(2).bytes(c.scope[:]).interval(s.offset()), func(v [][]byte) error {
 		r, err := decodeRecordRow(v)
@@ -258,8 +257,8 @@ func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *claimArgs)
 		return err
 	})
 	if err != nil {
-		return nil, false, nil, err
+		return false, nil, err
 	}
 	_, err = b.send(ctx)
-	return tx, locked, f, err
+	return locked, f, err
 }

@@ -48,22 +48,8 @@ func sweepTogether(t *testing.T, a, b Store) int {
 	t.Helper()
 	var total atomic.Int64
 	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	wg.Go(func() {
-		swept := make(chan struct{})
-		done := make(chan error, 1)
-		go func() {
-			done <- RunSweeper(ctx, a, SweepConfig{Interval: time.Hour, Batch: 2, Logger: slog.New(slog.DiscardHandler),
-				OnSweep: func(n int, err error) {
-					assert.NoError(t, err)
-					total.Add(int64(n))
-					close(swept)
-				}})
-		}()
-		recv(t, swept)
-		cancel()
-		assert.ErrorIs(t, recv(t, done), context.Canceled)
+		total.Add(int64(sweepOnce(t, a, SweepConfig{Batch: 2, Logger: slog.New(slog.DiscardHandler)})))
 	})
 	wg.Go(func() {
 		for {
@@ -183,22 +169,21 @@ func TestSweepBatchesAreBounded(t *testing.T) {
 		assert.Len(t, keysLeft(t, k), 23)
 
 		store := &countingStore{Store: k.store}
-		logs := &logCapture{}
-		deleted := sweepOnce(t, store, SweepConfig{Batch: 4, MaxBatches: 3, Logger: slog.New(logs)})
+		logs := &syncBuffer{}
+		deleted := sweepOnce(t, store, SweepConfig{Batch: 4, MaxBatches: 3, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		assert.Equal(t, 12, deleted, "a pass of 3 batches of 4")
 		assert.EqualValues(t, 3, store.sweeps.Load(), "batches of the pass")
 		assert.Len(t, keysLeft(t, k), 11)
-		warn := logs.find(slog.LevelWarn)
-		require.Len(t, warn, 1, "a pass stopped at MaxBatches warns")
-		assert.Contains(t, warn[0], "not keeping up")
-		assert.Contains(t, warn[0], "max_batches=3")
+		require.Equal(t, 1, strings.Count(logs.String(), "level=WARN"), "a pass stopped at MaxBatches warns: %s", logs)
+		assert.Contains(t, logs.String(), "not keeping up")
+		assert.Contains(t, logs.String(), "max_batches=3")
 
-		logs = &logCapture{}
-		deleted = sweepOnce(t, store, SweepConfig{Batch: 4, MaxBatches: 10, Logger: slog.New(logs)})
+		logs = &syncBuffer{}
+		deleted = sweepOnce(t, store, SweepConfig{Batch: 4, MaxBatches: 10, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		assert.Equal(t, 11, deleted, "the rest of the backlog")
 		assert.EqualValues(t, 3+3, store.sweeps.Load(), "4 + 4 + 3: the short batch ends the pass")
-		assert.Empty(t, logs.find(slog.LevelWarn), "a pass that finished its backlog")
-		assert.Len(t, logs.find(slog.LevelInfo), 1)
+		assert.NotContains(t, logs.String(), "level=WARN", "a pass that finished its backlog")
+		assert.Equal(t, 1, strings.Count(logs.String(), "level=INFO"), "one record of the pass: %s", logs)
 	})
 }
 
@@ -219,44 +204,4 @@ func sweepOnce(t *testing.T, store Store, cfg SweepConfig) int {
 	cancel()
 	assert.ErrorIs(t, recv(t, done), context.Canceled)
 	return n
-}
-
-// logCapture is a slog.Handler that keeps each record as text.
-type logCapture struct {
-	mu      sync.Mutex
-	records []capturedRecord
-}
-
-type capturedRecord struct {
-	level slog.Level
-	text  string
-}
-
-func (h *logCapture) Enabled(context.Context, slog.Level) bool { return true }
-func (h *logCapture) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *logCapture) WithGroup(string) slog.Handler            { return h }
-
-func (h *logCapture) Handle(_ context.Context, r slog.Record) error {
-	text := r.Message
-	r.Attrs(func(a slog.Attr) bool {
-		text += " " + a.String()
-		return true
-	})
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.records = append(h.records, capturedRecord{r.Level, text})
-	return nil
-}
-
-// find is the text of the records at level.
-func (h *logCapture) find(level slog.Level) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, r := range h.records {
-		if r.level == level {
-			out = append(out, r.text)
-		}
-	}
-	return out
 }
