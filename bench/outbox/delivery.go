@@ -29,19 +29,22 @@ type sink struct {
 func newSink(want int) *sink {
 	s := &sink{seen: map[string]time.Time{}, all: make(chan struct{}), want: want}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		now := time.Now()
-		key := r.Header.Get("Idempotency-Key")
-		s.mu.Lock()
-		if _, ok := s.seen[key]; !ok {
-			s.seen[key] = now
-			if len(s.seen) == s.want {
-				close(s.all)
-			}
-		}
-		s.mu.Unlock()
+		s.note(r.Header.Get("Idempotency-Key"), time.Now())
 		w.WriteHeader(http.StatusCreated)
 	}))
 	return s
+}
+
+// note records that key arrived at now, unless it arrived before.
+func (s *sink) note(key string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.seen[key]; !ok {
+		s.seen[key] = now
+		if len(s.seen) == s.want {
+			close(s.all)
+		}
+	}
 }
 
 func message(url, key string) outbox.Message {

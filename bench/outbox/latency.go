@@ -153,15 +153,7 @@ type riverWorker struct {
 }
 
 func (w *riverWorker) Work(_ context.Context, job *river.Job[riverArgs]) error {
-	now := time.Now()
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	if _, ok := w.s.seen[job.Args.Key]; !ok {
-		w.s.seen[job.Args.Key] = now
-		if len(w.s.seen) == w.s.want {
-			close(w.s.all)
-		}
-	}
+	w.s.note(job.Args.Key, time.Now())
 	return nil
 }
 
