@@ -77,7 +77,7 @@ func benchDeliver(ctx context.Context, dbURL string, o options) error {
 		if err := enqueueBatch(ctx, pool, ob, s.srv.URL, fmt.Sprintf("r%d-", round), n); err != nil {
 			return err
 		}
-		elapsed, err := dispatch(ctx, dbURL, d, s)
+		elapsed, err := dispatch(ctx, dbURL, d, o.cooldown, s)
 		if err != nil {
 			return err
 		}
@@ -104,9 +104,10 @@ func enqueueBatch(ctx context.Context, pool *pgxpool.Pool, ob *outbox.Outbox, ur
 	return nil
 }
 
-// dispatch runs d dispatchers, each an Outbox on a pool of its own, until
-// the sink got everything; it returns the time that took.
-func dispatch(ctx context.Context, dbURL string, d int, s *sink) (time.Duration, error) {
+// dispatch runs d dispatchers, each an Outbox (with Config.FetchCooldown
+// cooldown) on a pool of its own, until the sink got everything; it
+// returns the time that took.
+func dispatch(ctx context.Context, dbURL string, d int, cooldown time.Duration, s *sink) (time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
@@ -116,7 +117,7 @@ func dispatch(ctx context.Context, dbURL string, d int, s *sink) (time.Duration,
 		if err != nil {
 			return 0, err
 		}
-		ob, err := outbox.New(pool, outbox.Config{Logger: slog.New(slog.DiscardHandler)})
+		ob, err := outbox.New(pool, outbox.Config{Logger: slog.New(slog.DiscardHandler), FetchCooldown: cooldown})
 		if err != nil {
 			return 0, err
 		}

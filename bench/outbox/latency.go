@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -72,7 +73,7 @@ func benchLatency(ctx context.Context, dbURL string, o options) (result, error) 
 	n := int(o.seconds.Seconds() * float64(o.rate))
 	s := newSink(n)
 	defer s.srv.Close()
-	ob, err := outbox.New(pool, outbox.Config{Logger: slog.New(slog.DiscardHandler)})
+	ob, err := outbox.New(pool, outbox.Config{Logger: slog.New(slog.DiscardHandler), FetchCooldown: o.cooldown})
 	if err != nil {
 		return result{}, err
 	}
@@ -174,7 +175,7 @@ func benchRiver(ctx context.Context, dbURL string, o options) (result, error) {
 	river.AddWorker(workers, &riverWorker{s: s})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: outbox.DefaultWorkers}},
-		Workers: workers, FetchCooldown: 2 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		Workers: workers, FetchCooldown: cmp.Or(o.cooldown, 2*time.Millisecond), Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return result{}, err
