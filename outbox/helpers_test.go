@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -115,12 +114,8 @@ func fastConfig(ev *events) Config {
 		Client:  idem.Config{MaxAttempts: 1, NoBudget: true},
 		Timeout: 2 * time.Second, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
 		PollInterval: 20 * time.Millisecond, RescueAfter: 5 * time.Second, StopTimeout: time.Second,
-		Observer: ev.observer(), Logger: quietLogger(),
+		Observer: ev.observer(), Logger: discardLogger(),
 	}
-}
-
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 // target is an outbox under test: the Postgres one or the memory one.
