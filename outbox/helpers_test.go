@@ -155,6 +155,19 @@ func memoryTarget(cfg Config) (target, *Memory) {
 	return target{"memory", q.Enqueue, q.Run, q.Parked, q.Redrive}, q
 }
 
+// waitParked waits until the target holds n parked messages, and returns
+// them.
+func (tg target) waitParked(t *testing.T, n int, what string) []ParkedMessage {
+	t.Helper()
+	var parked []ParkedMessage
+	eventually(t, func() bool {
+		var err error
+		parked, err = tg.parked(context.Background(), 0, 10)
+		return err == nil && len(parked) == n
+	}, what)
+	return parked
+}
+
 // eachTarget runs f against both outboxes.
 func eachTarget(t *testing.T, cfg func() Config, f func(t *testing.T, tg target)) {
 	t.Run("memory", func(t *testing.T) {
