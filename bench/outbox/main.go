@@ -35,6 +35,9 @@ type options struct {
 	seconds, cooldown                  time.Duration
 }
 
+// messages is how many messages a steady run commits: -rate for -duration.
+func (o options) messages() int { return int(o.seconds.Seconds() * float64(o.rate)) }
+
 func main() {
 	var o options
 	flag.StringVar(&o.mode, "mode", "latency", "payments, deliver, latency or migrate")
