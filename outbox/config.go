@@ -208,17 +208,11 @@ func orDefault[T int | time.Duration](v, def T) T {
 	return v
 }
 
-// backoff returns the wait after the n-th failed delivery (n >= 1): full
-// jitter, r * min(max, min * 2^(n-1)) for r in [0, 1), raised to
-// retryAfter, and never over max.
+// backoff returns the wait after the n-th failed delivery (n >= 1): the
+// idem client's full jitter, r * min(max, min * 2^(n-1)) for r in [0, 1),
+// raised to retryAfter, and never over max.
 func backoff(n int, minB, maxB, retryAfter time.Duration, r float64) time.Duration {
-	ceil := maxB
-	if n-1 < 62 {
-		if c := minB << (n - 1); c > 0 && c < maxB && c>>(n-1) == minB {
-			ceil = c
-		}
-	}
-	wait := time.Duration(r * float64(ceil))
+	wait := idem.Backoff{Base: minB, Cap: maxB}.Delay(n-1, 0, r)
 	return min(max(wait, retryAfter), maxB)
 }
 

@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -115,12 +114,8 @@ func fastConfig(ev *events) Config {
 		Client:  idem.Config{MaxAttempts: 1, NoBudget: true},
 		Timeout: 2 * time.Second, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
 		PollInterval: 20 * time.Millisecond, RescueAfter: 5 * time.Second, StopTimeout: time.Second,
-		Observer: ev.observer(), Logger: quietLogger(),
+		Observer: ev.observer(), Logger: discardLogger(),
 	}
-}
-
-func quietLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 // target is an outbox under test: the Postgres one or the memory one.
@@ -158,6 +153,19 @@ func postgresTarget(t *testing.T, cfg Config) (target, *Outbox, *pgxpool.Pool) {
 func memoryTarget(cfg Config) (target, *Memory) {
 	q := NewMemory(cfg)
 	return target{"memory", q.Enqueue, q.Run, q.Parked, q.Redrive}, q
+}
+
+// waitParked waits until the target holds n parked messages, and returns
+// them.
+func (tg target) waitParked(t *testing.T, n int, what string) []ParkedMessage {
+	t.Helper()
+	var parked []ParkedMessage
+	eventually(t, func() bool {
+		var err error
+		parked, err = tg.parked(context.Background(), 0, 10)
+		return err == nil && len(parked) == n
+	}, what)
+	return parked
 }
 
 // eachTarget runs f against both outboxes.

@@ -55,10 +55,10 @@ func prepare(ctx context.Context, m Message, keyHeader string) (Message, error) 
 	if err := m.validate(); err != nil {
 		return Message{}, err
 	}
-	if _, set := m.Header[keyHeader]; set {
+	c := m.clone() // canonical header names: a map literal's "x-request-key" is caught too
+	if _, set := c.Header[keyHeader]; set {
 		return Message{}, fmt.Errorf("%w: header %s is set by the dispatcher, not by the message (use Message.Key)", ErrInvalidMessage, keyHeader)
 	}
-	c := m.clone()
 	c.Key = keyFor(ctx, &m)
 	return c, nil
 }

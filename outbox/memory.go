@@ -225,15 +225,9 @@ func (q *Memory) Redrive(_ context.Context, id int64) error {
 	return nil
 }
 
-// Pending returns how many messages are neither delivered nor parked.
+// Pending returns how many messages are neither delivered nor parked
+// (Stats' Pending).
 func (q *Memory) Pending() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n := 0
-	for _, m := range q.msgs {
-		if m.state == memPending || m.state == memRunning {
-			n++
-		}
-	}
-	return n
+	st, _ := q.Stats(context.Background()) // fails only on a done context
+	return st.Pending
 }

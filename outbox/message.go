@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/idemkit/idem/internal/wire"
 )
@@ -82,7 +81,7 @@ func (m *Message) validate() error {
 	switch {
 	case m.Name == "" || len(m.Name) > maxNameLen || !printable(m.Name):
 		problem = fmt.Sprintf("Name must be 1 to %d printable ASCII characters", maxNameLen)
-	case m.Method == "" || !isToken(m.Method):
+	case !wire.ValidHeaderName(m.Method):
 		problem = fmt.Sprintf("Method %q is not an HTTP method (a non-empty token)", m.Method)
 	case len(m.Body) > MaxBodyBytes:
 		problem = fmt.Sprintf("Body is %d bytes, over the limit of %d (MaxBodyBytes)", len(m.Body), MaxBodyBytes)
@@ -120,7 +119,7 @@ func validURL(raw string) string {
 func validHeader(h http.Header) string {
 	for name, values := range h {
 		switch {
-		case name == "" || !isToken(name):
+		case !wire.ValidHeaderName(name):
 			return fmt.Sprintf("header name %q is not a token", name)
 		case ownedHeaders[http.CanonicalHeaderKey(name)]:
 			return fmt.Sprintf("header %s is set by the dispatcher or the transport, not by the message (use Message.Key for the Idempotency-Key)", name)
@@ -142,17 +141,6 @@ func validKey(key string) string {
 		return "Key: " + err.Error()
 	}
 	return ""
-}
-
-// isToken reports whether s is an RFC 9110 token.
-func isToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // validHeaderValue reports whether v has no control character but HTAB.

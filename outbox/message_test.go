@@ -116,3 +116,14 @@ func TestSame(t *testing.T) {
 	require.False(t, a.same(&c))
 	require.False(t, errors.Is(nil, ErrKeyConflict))
 }
+
+// A message may not set the client's custom key header, whatever the case
+// of its name in the map (a map literal is not canonicalised).
+func TestPrepareRefusesTheKeyHeaderInAnyCase(t *testing.T) {
+	for _, name := range []string{"X-Request-Key", "x-request-key", "X-REQUEST-KEY"} {
+		m := validMessage()
+		m.Header[name] = []string{"mine"}
+		_, err := prepare(context.Background(), m, "X-Request-Key")
+		require.ErrorIs(t, err, ErrInvalidMessage, "header %q", name)
+	}
+}

@@ -23,7 +23,7 @@ func TestUnderTheMiddleware(t *testing.T) {
 	require.NoError(t, server.Migrate(context.Background(), pool))
 	d := newDownstream(t, nil)
 	outcome := "201" // what the handler does next
-	mw := server.Middleware(server.NewPostgresStore(pool), server.Config{Logger: quietLogger(), WaitBound: 10 * time.Second})
+	mw := server.Middleware(server.NewPostgresStore(pool), server.Config{Logger: discardLogger(), WaitBound: 10 * time.Second})
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/payments", mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tx, ok := server.Tx(r.Context())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -160,12 +159,4 @@ func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
 	}
 	n := max(job.Attempt-decodeRecord(job.Metadata).Base, 1)
 	return s.now().Add(backoff(n, s.MinBackoff, s.MaxBackoff, 0, s.random()))
-}
-
-// header returns a copy of h, nil when empty.
-func header(h http.Header) http.Header {
-	if len(h) == 0 {
-		return nil
-	}
-	return h.Clone()
 }

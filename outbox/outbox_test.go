@@ -95,12 +95,7 @@ func TestRefusedIsParkedThenRedriven(t *testing.T) {
 		require.NoError(t, err)
 		running(t, tg.run)
 
-		var parked []ParkedMessage
-		eventually(t, func() bool {
-			parked, err = tg.parked(ctx, 0, 10)
-			return err == nil && len(parked) == 1
-		}, "the refused message is parked")
-		p := parked[0]
+		p := tg.waitParked(t, 1, "the refused message is parked")[0]
 		require.Equal(t, id, p.ID)
 		require.Equal(t, ReasonRefused, p.Reason)
 		require.Equal(t, http.StatusBadRequest, p.Status)
@@ -114,10 +109,7 @@ func TestRefusedIsParkedThenRedriven(t *testing.T) {
 		close(accept)
 		require.NoError(t, tg.redrive(ctx, id))
 		eventually(t, func() bool { return d.requests("refused-key") == 2 }, "the re-driven message is delivered with its key")
-		eventually(t, func() bool {
-			parked, err = tg.parked(ctx, 0, 10)
-			return err == nil && len(parked) == 0
-		}, "it is no longer parked")
+		tg.waitParked(t, 0, "it is no longer parked")
 		require.ErrorIs(t, tg.redrive(ctx, id), ErrNotParked)
 		require.ErrorIs(t, tg.redrive(ctx, id+1000), ErrNotParked)
 	})
@@ -138,11 +130,7 @@ func TestParkedAfterMaxAttempts(t *testing.T) {
 		_, err := tg.enqueue(ctx, m)
 		require.NoError(t, err)
 		running(t, tg.run)
-		var parked []ParkedMessage
-		eventually(t, func() bool {
-			parked, err = tg.parked(ctx, 0, 10)
-			return err == nil && len(parked) == 1
-		}, "parked after 3 deliveries")
+		parked := tg.waitParked(t, 1, "parked after 3 deliveries")
 		require.Equal(t, ReasonAttempts, parked[0].Reason)
 		require.Equal(t, 3, parked[0].Attempts)
 		require.Equal(t, http.StatusServiceUnavailable, parked[0].Status)

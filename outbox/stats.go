@@ -30,24 +30,28 @@ var (
 )
 
 // sqlStats counts the outbox's pending and parked jobs, and the age of the
-// oldest pending one, from River's job table (%s) through its index on
-// (state, queue): $1 queue, $2 kind, $3 pending states, $4 parked states.
-const sqlStats = `SELECT count(*) FILTER (WHERE state::text = ANY($3)),
-    coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE state::text = ANY($3))), 0)::float8,
-    count(*) FILTER (WHERE state::text = ANY($4))
-FROM %s WHERE state::text = ANY($3 || $4) AND queue = $1 AND kind = $2`
+// oldest pending one, from River's job table (%[1]s) through its index on
+// (state, queue): $1 queue, $2 kind, $3 pending states, $4 parked states,
+// cast to River's state type (%[2]s) so that the index's state column is
+// compared as it is (state::text could not use it, and would read every
+// delivered job of the queue).
+const sqlStats = `SELECT count(*) FILTER (WHERE state = ANY($3::text[]::%[2]s[])),
+    coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE state = ANY($3::text[]::%[2]s[]))), 0)::float8,
+    count(*) FILTER (WHERE state = ANY($4::text[]::%[2]s[]))
+FROM %[1]s WHERE state = ANY(($3::text[] || $4::text[])::%[2]s[]) AND queue = $1 AND kind = $2`
 
 // Stats counts the pending and parked messages (see Stats) in one
 // statement over River's job table, which scans the jobs of those states
 // (not the delivered ones). ctx governs it.
 func (o *Outbox) Stats(ctx context.Context) (Stats, error) {
-	table := "river_job"
+	table, state := "river_job", "river_job_state"
 	if o.s.Schema != "" {
-		table = pgx.Identifier{o.s.Schema, "river_job"}.Sanitize()
+		table = pgx.Identifier{o.s.Schema, table}.Sanitize()
+		state = pgx.Identifier{o.s.Schema, state}.Sanitize()
 	}
 	var st Stats
 	var oldest float64
-	err := o.pool.QueryRow(ctx, fmt.Sprintf(sqlStats, table), queueName, kind, pendingStates, parkedStates).
+	err := o.pool.QueryRow(ctx, fmt.Sprintf(sqlStats, table, state), queueName, kind, pendingStates, parkedStates).
 		Scan(&st.Pending, &oldest, &st.Parked)
 	if err != nil {
 		return Stats{}, fmt.Errorf("outbox: stats: %w", err)

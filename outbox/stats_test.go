@@ -67,3 +67,17 @@ func TestStatsCountsPendingAndParked(t *testing.T) {
 		})
 	}
 }
+
+// With Config.Schema, Stats names River's table and state type in that
+// schema.
+func TestStatsInASchema(t *testing.T) {
+	pool := migratedPool(t)
+	ctx := context.Background()
+	var schema string
+	require.NoError(t, pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema))
+	o, err := New(pool, Config{Schema: schema, Logger: discardLogger()})
+	require.NoError(t, err)
+	st, err := o.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, Stats{}, st)
+}

@@ -23,9 +23,9 @@ type jobArgs struct {
 // Kind names the outbox's job kind for River.
 func (jobArgs) Kind() string { return kind }
 
-func toArgs(m *Message) jobArgs {
-	return jobArgs{Name: m.Name, Method: m.Method, URL: m.URL, Header: header(m.Header), Body: m.Body, Key: m.Key}
-}
+// toArgs is m as River stores it; m is the copy prepare made, not the
+// caller's.
+func toArgs(m *Message) jobArgs { return jobArgs(*m) }
 
 func (a jobArgs) message() Message { return Message(a) }
 

@@ -29,19 +29,22 @@ type sink struct {
 func newSink(want int) *sink {
 	s := &sink{seen: map[string]time.Time{}, all: make(chan struct{}), want: want}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		now := time.Now()
-		key := r.Header.Get("Idempotency-Key")
-		s.mu.Lock()
-		if _, ok := s.seen[key]; !ok {
-			s.seen[key] = now
-			if len(s.seen) == s.want {
-				close(s.all)
-			}
-		}
-		s.mu.Unlock()
+		s.note(r.Header.Get("Idempotency-Key"), time.Now())
 		w.WriteHeader(http.StatusCreated)
 	}))
 	return s
+}
+
+// note records that key arrived at now, unless it arrived before.
+func (s *sink) note(key string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.seen[key]; !ok {
+		s.seen[key] = now
+		if len(s.seen) == s.want {
+			close(s.all)
+		}
+	}
 }
 
 func message(url, key string) outbox.Message {
@@ -74,7 +77,7 @@ func benchDeliver(ctx context.Context, dbURL string, o options) error {
 		if err := enqueueBatch(ctx, pool, ob, s.srv.URL, fmt.Sprintf("r%d-", round), n); err != nil {
 			return err
 		}
-		elapsed, err := dispatch(ctx, dbURL, d, s)
+		elapsed, err := dispatch(ctx, dbURL, d, o.cooldown, s)
 		if err != nil {
 			return err
 		}
@@ -101,9 +104,10 @@ func enqueueBatch(ctx context.Context, pool *pgxpool.Pool, ob *outbox.Outbox, ur
 	return nil
 }
 
-// dispatch runs d dispatchers, each an Outbox on a pool of its own, until
-// the sink got everything; it returns the time that took.
-func dispatch(ctx context.Context, dbURL string, d int, s *sink) (time.Duration, error) {
+// dispatch runs d dispatchers, each an Outbox (with Config.FetchCooldown
+// cooldown) on a pool of its own, until the sink got everything; it
+// returns the time that took.
+func dispatch(ctx context.Context, dbURL string, d int, cooldown time.Duration, s *sink) (time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
@@ -113,7 +117,7 @@ func dispatch(ctx context.Context, dbURL string, d int, s *sink) (time.Duration,
 		if err != nil {
 			return 0, err
 		}
-		ob, err := outbox.New(pool, outbox.Config{Logger: slog.New(slog.DiscardHandler)})
+		ob, err := outbox.New(pool, outbox.Config{Logger: slog.New(slog.DiscardHandler), FetchCooldown: cooldown})
 		if err != nil {
 			return 0, err
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -25,7 +26,7 @@ var runs atomic.Int64
 // key's COMMIT was sent.
 func steady(ctx context.Context, pool *pgxpool.Pool, o options, insert func(tx pgx.Tx, key string) error) (map[string]time.Time, error) {
 	runs.Add(1)
-	n := int(o.seconds.Seconds() * float64(o.rate))
+	n := o.messages()
 	committed := make(map[string]time.Time, n)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -69,10 +70,10 @@ func benchLatency(ctx context.Context, dbURL string, o options) (result, error) 
 	if err := outbox.Migrate(ctx, pool); err != nil {
 		return result{}, err
 	}
-	n := int(o.seconds.Seconds() * float64(o.rate))
+	n := o.messages()
 	s := newSink(n)
 	defer s.srv.Close()
-	ob, err := outbox.New(pool, outbox.Config{Logger: slog.New(slog.DiscardHandler)})
+	ob, err := outbox.New(pool, outbox.Config{Logger: slog.New(slog.DiscardHandler), FetchCooldown: o.cooldown})
 	if err != nil {
 		return result{}, err
 	}
@@ -111,6 +112,9 @@ func report(what string, o options, committed, arrived map[string]time.Time) res
 // benchLatencies runs o.rounds rounds of the outbox's latency and River's
 // alone, alternating, and prints the medians of their percentiles.
 func benchLatencies(ctx context.Context, dbURL string, o options) error {
+	if o.rounds < 1 || o.rate < 1 || o.messages() < 1 {
+		return fmt.Errorf("latency: -rounds, -rate and -rate x -duration must be at least 1 (got %d, %d, %d)", o.rounds, o.rate, o.messages())
+	}
 	var ob, rv []result
 	for range o.rounds {
 		r, err := benchLatency(ctx, dbURL, o)
@@ -153,15 +157,7 @@ type riverWorker struct {
 }
 
 func (w *riverWorker) Work(_ context.Context, job *river.Job[riverArgs]) error {
-	now := time.Now()
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	if _, ok := w.s.seen[job.Args.Key]; !ok {
-		w.s.seen[job.Args.Key] = now
-		if len(w.s.seen) == w.s.want {
-			close(w.s.all)
-		}
-	}
+	w.s.note(job.Args.Key, time.Now())
 	return nil
 }
 
@@ -176,13 +172,13 @@ func benchRiver(ctx context.Context, dbURL string, o options) (result, error) {
 	if err := outbox.Migrate(ctx, pool); err != nil {
 		return result{}, err
 	}
-	n := int(o.seconds.Seconds() * float64(o.rate))
+	n := o.messages()
 	s := newSink(n)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &riverWorker{s: s})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: outbox.DefaultWorkers}},
-		Workers: workers, FetchCooldown: 2 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		Workers: workers, FetchCooldown: cmp.Or(o.cooldown, 2*time.Millisecond), Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return result{}, err

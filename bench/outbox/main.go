@@ -10,7 +10,8 @@
 //
 // Flags: -n (payments per round, or messages), -rounds, -concurrency
 // (requests in flight), -rate (messages per second) and -duration (of the
-// steady runs), -dispatchers (deliver: 0 runs 1 then 2).
+// steady runs), -dispatchers (deliver: 0 runs 1 then 2), -fetch-cooldown
+// (the dispatchers' Config.FetchCooldown, and River's alone in latency).
 package main
 
 import (
@@ -33,6 +34,9 @@ type options struct {
 	rate                               int
 	seconds, cooldown                  time.Duration
 }
+
+// messages is how many messages a steady run commits: -rate for -duration.
+func (o options) messages() int { return int(o.seconds.Seconds() * float64(o.rate)) }
 
 func main() {
 	var o options

@@ -170,14 +170,14 @@ func (rc *Receiver) record(ctx context.Context, n Notification) error {
 	}
 	const q = `INSERT INTO payment_notifications (idempotency_key, event, payment_id, tenant, amount_cents)
 	           VALUES ($1, $2, $3, $4, $5)`
-	if tx, ok := server.Tx(ctx); ok {
+	insert := func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, q, n.Key, n.Event, n.PaymentID, n.Tenant, n.AmountCents)
 		return err
 	}
-	return pgx.BeginFunc(ctx, rc.cfg.DB, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, q, n.Key, n.Event, n.PaymentID, n.Tenant, n.AmountCents)
-		return err
-	})
+	if tx, ok := server.Tx(ctx); ok { // the middleware's transaction
+		return insert(tx)
+	}
+	return pgx.BeginFunc(ctx, rc.cfg.DB, insert)
 }
 
 // Notifications returns every notification recorded, oldest first (one

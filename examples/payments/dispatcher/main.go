@@ -87,7 +87,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	o.cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	o.cfg.Client = idem.Config{AttemptTimeout: o.attemptTimeout, Base: named(o.name)}
+	o.cfg.Client = idem.Config{AttemptTimeout: o.attemptTimeout, Base: named(o.name, o.cfg.Workers)}
 	ob, err := outbox.New(pool, o.cfg)
 	if err != nil {
 		return err
@@ -97,12 +97,17 @@ func run(ctx context.Context, o options) error {
 }
 
 // named returns the base transport, which adds X-Dispatcher: name to each
-// request when name is set.
-func named(name string) http.RoundTripper {
-	base := http.DefaultTransport.(*http.Transport).Clone()
+// request; nil (the outbox's own, see outbox.Config.Client) without a
+// name. Like the outbox's, it keeps an idle connection per worker.
+func named(name string, workers int) http.RoundTripper {
 	if name == "" {
-		return base
+		return nil
 	}
+	if workers <= 0 {
+		workers = outbox.DefaultWorkers
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = workers
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		r = r.Clone(r.Context())
 		r.Header.Set("X-Dispatcher", name)
