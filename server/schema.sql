@@ -1,6 +1,8 @@
 -- The idempotency records of github.com/idemkit/idem/server, one per
 -- (tenant, principal, route, key). server.Migrate applies this file; it is
--- idempotent, and safe to run from several nodes at once. There are no
+-- idempotent, and safe to run from several nodes at once, and while other
+-- nodes serve: on a table that is up to date it takes no lock on the table
+-- (CREATE TABLE IF NOT EXISTS takes none; the block below changes nothing). There are no
 -- CHECK constraints: Postgres parses and plans them again for every
 -- statement that writes a row, a cost on every request, and only the store
 -- writes this table (32-byte scope hashes; states running, done and
@@ -47,22 +49,38 @@ CREATE TABLE IF NOT EXISTS idem_records (
     reconcile_at   timestamptz
 ) WITH (fillfactor = 90);
 
-CREATE INDEX IF NOT EXISTS idem_records_expires_at ON idem_records (expires_at);
-
--- Tables of versions before the reconciler gain its columns (no-ops on a
--- new table), and the index by which reconcilers find abandoned operations:
--- only running records, which Transactional requests never commit.
-ALTER TABLE idem_records ADD COLUMN IF NOT EXISTS request bytea;
-ALTER TABLE idem_records ADD COLUMN IF NOT EXISTS reconcile_at timestamptz;
-CREATE INDEX IF NOT EXISTS idem_records_running ON idem_records (locked_until) WHERE state = 'running';
-
--- Versions before the binary header block stored the headers as jsonb. The
--- column becomes bytea holding that JSON's text, which decodeHeader still
--- reads, so that their records keep replaying. A no-op on a new table.
+-- The rest brings an existing table up to date, and returns at once when
+-- it is: CREATE INDEX IF NOT EXISTS and ALTER TABLE lock the table even
+-- when they change nothing, which would make every node's start wait for
+-- the requests in flight, and hold new ones behind it. When there is work,
+-- the table is locked once, in the strongest mode needed, before the first
+-- change: taking a weaker lock and then a stronger one deadlocks against a
+-- request that read the table and then writes it.
+--
+-- The steps: the expiry index of the sweeper; the columns of the
+-- reconciler (request, reconcile_at) and the index by which reconcilers
+-- find abandoned operations (only running records, which Transactional
+-- requests never commit); and the headers of versions before the binary
+-- block, stored as jsonb, which become bytea holding that JSON's text
+-- (decodeHeader still reads it), so that their records keep replaying.
 DO $$
+DECLARE
+    tbl regclass := format('%I.idem_records', current_schema())::regclass;
 BEGIN
-    IF (SELECT a.atttypid FROM pg_attribute AS a
-        WHERE a.attrelid = 'idem_records'::regclass AND a.attname = 'headers') = 'jsonb'::regtype THEN
+    IF to_regclass(format('%I.idem_records_expires_at', current_schema())) IS NOT NULL
+        AND to_regclass(format('%I.idem_records_running', current_schema())) IS NOT NULL
+        AND (SELECT count(*) FROM pg_attribute
+             WHERE attrelid = tbl AND attname IN ('request', 'reconcile_at') AND NOT attisdropped) = 2
+        AND (SELECT atttypid FROM pg_attribute
+             WHERE attrelid = tbl AND attname = 'headers') = 'bytea'::regtype THEN
+        RETURN;
+    END IF;
+    EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tbl);
+    CREATE INDEX IF NOT EXISTS idem_records_expires_at ON idem_records (expires_at);
+    ALTER TABLE idem_records ADD COLUMN IF NOT EXISTS request bytea;
+    ALTER TABLE idem_records ADD COLUMN IF NOT EXISTS reconcile_at timestamptz;
+    CREATE INDEX IF NOT EXISTS idem_records_running ON idem_records (locked_until) WHERE state = 'running';
+    IF (SELECT atttypid FROM pg_attribute WHERE attrelid = tbl AND attname = 'headers') = 'jsonb'::regtype THEN
         ALTER TABLE idem_records ALTER COLUMN headers TYPE bytea USING convert_to(headers::text, 'UTF8');
     END IF;
 END $$;

@@ -39,3 +39,31 @@ func TestNilStoreWithPostgresBackendOnAnotherDB(t *testing.T) {
 			"set Config.Store to a server.PostgresStore on the same database",
 		func() { New(Config{Backend: NewPostgresBackend(notAPool{})}) })
 }
+
+// Migrate and MigrateReceiver on tables that are up to date wait for no
+// transaction: a node starts while another holds a payment, a charge and a
+// notification in flight (or is stalled in them).
+func TestMigrateWaitsForNoTransactionInFlight(t *testing.T) {
+	url := pgtest.SchemaURL(t)
+	pool := pgtest.NewPool(t, url)
+	ctx := context.Background()
+	require.NoError(t, Migrate(ctx, pool))
+	require.NoError(t, MigrateReceiver(ctx, pool))
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	for _, stmt := range []string{
+		`INSERT INTO accounts (tenant, id, currency, balance_cents) VALUES ('t', 'acc', 'EUR', 100)`,
+		`INSERT INTO payments (id, tenant, account_id, amount_cents, currency, balance_cents) VALUES ('p', 't', 'acc', 1, 'EUR', 99)`,
+		`INSERT INTO charges (id, tenant, account_id, amount_cents, currency, balance_cents, gateway_charge_id) VALUES ('c', 't', 'acc', 1, 'EUR', 100, 'g')`,
+		`INSERT INTO payment_notifications (idempotency_key, event, payment_id, tenant, amount_cents) VALUES ('k', 'payment.created', 'p', 't', 1)`,
+	} {
+		_, err = tx.Exec(ctx, stmt)
+		require.NoError(t, err, stmt)
+	}
+
+	// lock_timeout makes a wait an error instead of a hang.
+	other := pgtest.NewPool(t, url+"&lock_timeout=5s")
+	require.NoError(t, Migrate(ctx, other))
+	require.NoError(t, MigrateReceiver(ctx, other))
+}

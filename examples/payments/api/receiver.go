@@ -27,7 +27,13 @@ CREATE TABLE IF NOT EXISTS payment_notifications (
     amount_cents    bigint      NOT NULL,
     received_at     timestamptz NOT NULL DEFAULT clock_timestamp()
 );
-CREATE INDEX IF NOT EXISTS payment_notifications_payment ON payment_notifications (payment_id);
+-- Only when missing: CREATE INDEX IF NOT EXISTS locks the table even then.
+DO $$
+BEGIN
+    IF to_regclass(format('%I.payment_notifications_payment', current_schema())) IS NULL THEN
+        CREATE INDEX payment_notifications_payment ON payment_notifications (payment_id);
+    END IF;
+END $$;
 `
 
 // receiverLock serialises concurrent MigrateReceiver calls.

@@ -26,7 +26,15 @@ CREATE TABLE IF NOT EXISTS payments (
     created_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
     FOREIGN KEY (tenant, account_id) REFERENCES accounts (tenant, id)
 );
-CREATE INDEX IF NOT EXISTS payments_account ON payments (tenant, account_id);
+-- Created only when missing: CREATE INDEX IF NOT EXISTS locks the table
+-- even when the index exists, and would make a node's start wait for the
+-- payments in flight (or for a node that stalls in one).
+DO $$
+BEGIN
+    IF to_regclass(format('%I.payments_account', current_schema())) IS NULL THEN
+        CREATE INDEX payments_account ON payments (tenant, account_id);
+    END IF;
+END $$;
 
 -- One row per gateway charge credited to an account: the unique
 -- gateway_charge_id makes a second recording of the same charge (after a
