@@ -253,8 +253,9 @@ func (c *call) wait(ctx context.Context, res result, dec decision) error {
 		return c.giveUp(res, ErrBudgetExhausted, res.err, "")
 	}
 	c.t.cfg.Observer.retry(c.describe(res), d)
-	c.t.log.LogAttrs(ctx, slog.LevelDebug, "idem: retrying",
-		append(logAttrs(c, res), slog.Duration("wait", d))...)
+	if c.t.log.Enabled(ctx, slog.LevelDebug) { // the attributes cost allocations
+		c.t.log.LogAttrs(ctx, slog.LevelDebug, "idem: retrying", append(logAttrs(c, res), slog.Duration("wait", d))...)
+	}
 	if err := c.t.sleep(ctx, d); err != nil {
 		return c.giveUp(res, nil, err, "the context ended during the wait before a retry")
 	}
@@ -303,8 +304,9 @@ func (c *call) giveUp(res result, reason, cause error, detail string) error {
 		MayHaveTakenEffect: c.mayActed,
 	}
 	c.t.cfg.Observer.giveUp(c.describe(res), err)
-	c.t.log.LogAttrs(c.req.Context(), slog.LevelInfo, "idem: giving up",
-		append(logAttrs(c, res), slog.Any("error", err))...)
+	if ctx := c.req.Context(); c.t.log.Enabled(ctx, slog.LevelInfo) {
+		c.t.log.LogAttrs(ctx, slog.LevelInfo, "idem: giving up", append(logAttrs(c, res), slog.Any("error", err))...)
+	}
 	return err
 }
 

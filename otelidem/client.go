@@ -32,14 +32,13 @@ const AttemptSpan = "idem.attempt"
 // outside otelhttp), so that every attempt is its own HTTP request in the
 // trace and the server's spans hang under the attempt that reached it.
 type Client struct {
-	tracer trace.Tracer
+	tracer trace.Tracer // nil: no span (Config.TracerProvider is a no-op)
 	// counted and spanned are c.endCount and c.endSpan, made once: a
 	// method value made in onSend would be allocated on every attempt.
 	counted, spanned func(idem.Attempt)
 
 	attempts    metric.Int64Counter
-	retries     metric.Int64Counter
-	waits       metric.Float64Histogram
+	waits       metric.Float64Histogram // its count is the retries
 	denials     metric.Int64Counter
 	transitions metric.Int64Counter
 	open        metric.Int64UpDownCounter
@@ -58,10 +57,9 @@ type Client struct {
 func NewClient(cfg Config) (*Client, error) {
 	in := &instruments{m: cfg.meter()}
 	c := &Client{
-		tracer:      cfg.tracer(),
+		tracer:      cfg.spanTracer(),
 		attempts:    in.counter("idem.client.attempts", "{attempt}", "Requests put on the wire, by outcome; net/http's own re-sends of an attempt included."),
-		retries:     in.counter("idem.client.retries", "{retry}", "Retries, by the outcome of the attempt retried."),
-		waits:       in.seconds("idem.client.retry.wait", "Time waited before a retry: backoff, Retry-After or a Classifier's wait.", waitBuckets),
+		waits:       in.seconds("idem.client.retry.wait", "Time waited before each retry (backoff, Retry-After or a Classifier's wait), by the outcome of the attempt retried: its count is the retries.", waitBuckets),
 		denials:     in.counter("idem.client.budget.denials", "{retry}", "Retries that the retry budget denied (each ends its call)."),
 		transitions: in.counter("idem.client.breaker.transitions", "{transition}", "State changes of a host's circuit breaker."),
 		open:        in.upDown("idem.client.breaker.open", "{breaker}", "Circuit breakers open, per host (1 while the host's is open)."),
@@ -96,8 +94,12 @@ var (
 // onSend starts the attempt's span and returns its context: ended finds
 // the span there, in the context of the request the Attempt it is given
 // names. An attempt whose span does not record (no SDK, or not sampled)
-// keeps its context, and only counts when it ended.
+// keeps its context, and only counts when it ended; with a no-op
+// TracerProvider no span is started at all.
 func (c *Client) onSend(ctx context.Context, _ idem.Attempt) (context.Context, func(idem.Attempt)) {
+	if c.tracer == nil {
+		return ctx, c.counted
+	}
 	sctx, span := c.tracer.Start(ctx, AttemptSpan, startOptions...)
 	if !span.IsRecording() {
 		return ctx, c.counted
@@ -170,17 +172,17 @@ func spanAttrs(kv []attribute.KeyValue, a idem.Attempt) []attribute.KeyValue {
 	return kv
 }
 
-// onRetry counts a retry and its wait.
+// onRetry records a retry's wait, which counts the retry too: one
+// measurement where a counter beside the histogram would make two, as
+// OpenTelemetry's HTTP conventions count requests by their duration
+// histogram.
 func (c *Client) onRetry(a idem.Attempt, wait time.Duration) {
 	k := retryKey{method: method(a.Request.Method), endpoint: endpointOf(a.Request.URL),
 		reason: retryReason(a.Certainty, a.Problem)}
 	if k.reason == reasonStatus {
 		k.status = a.Status
 	}
-	opt := c.retrySets.get(k, retryKey.attrs)
-	ctx := a.Request.Context()
-	c.retries.Add(ctx, 1, opt)
-	c.waits.Record(ctx, wait.Seconds(), opt)
+	c.waits.Record(a.Request.Context(), wait.Seconds(), c.retrySets.get(k, retryKey.attrs))
 }
 
 // onGiveUp counts a call that ended with an error, and a budget denial.

@@ -13,8 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemkit/idem"
 )
@@ -108,8 +110,8 @@ func TestAttemptSpansOfACallWithTwoResends(t *testing.T) {
 	}
 }
 
-// The same call moves the attempt counter by outcome, the retry counter
-// by reason, and the wait histogram once per retry.
+// The same call moves the attempt counter by outcome, and the wait
+// histogram once per retry, by reason (its count is the retries).
 func TestAttemptAndRetryMetrics(t *testing.T) {
 	tm := newTelemetry(t)
 	c, err := NewClient(tm.cfg)
@@ -124,9 +126,14 @@ func TestAttemptAndRetryMetrics(t *testing.T) {
 	assert.Equal(t, 1.0, tm.value(t, "idem.client.attempts", keyCertainty.String("responded"), semconv.HTTPResponseStatusCode(503)))
 	assert.Equal(t, 1.0, tm.value(t, "idem.client.attempts", keyCertainty.String("ambiguous")))
 	assert.Equal(t, 1.0, tm.value(t, "idem.client.attempts", keyCertainty.String("responded"), semconv.HTTPResponseStatusCode(201)))
-	assert.Equal(t, 1.0, tm.value(t, "idem.client.retries", keyRetryReason.String("status"), semconv.HTTPResponseStatusCode(503)))
-	assert.Equal(t, 1.0, tm.value(t, "idem.client.retries", keyRetryReason.String("ambiguous")))
+	assert.Equal(t, 1.0, tm.value(t, "idem.client.retry.wait", keyRetryReason.String("status"), semconv.HTTPResponseStatusCode(503)))
+	assert.Equal(t, 1.0, tm.value(t, "idem.client.retry.wait", keyRetryReason.String("ambiguous")))
 	assert.Equal(t, 2.0, tm.value(t, "idem.client.retry.wait", host...), "two waits recorded")
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, tm.reader.Collect(context.Background(), &rm))
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		assert.NotEqual(t, "idem.client.retries", m.Name, "the wait histogram's count is the retries")
+	}
 	assert.Zero(t, tm.value(t, "idem.client.errors"), "the call succeeded")
 }
 
@@ -145,7 +152,7 @@ func TestBudgetDenialCounted(t *testing.T) {
 
 	assert.Equal(t, 1.0, tm.value(t, "idem.client.budget.denials", semconv.ServerAddress("api.test")))
 	assert.Equal(t, 1.0, tm.value(t, "idem.client.errors", semconv.ErrorTypeKey.String("budget_exhausted"), keyOutcomeUnknown.Bool(true)))
-	assert.Zero(t, tm.value(t, "idem.client.retries"), "no retry was made")
+	assert.Zero(t, tm.value(t, "idem.client.retry.wait"), "no retry was made")
 }
 
 // A breaker trip counts the transition and raises the host's open-breaker
@@ -190,6 +197,23 @@ func TestContractProblemsCounted(t *testing.T) {
 
 	assert.Equal(t, 1.0, tm.value(t, "idem.client.attempts", keyProblem.String("key-in-flight"), semconv.HTTPResponseStatusCode(409)))
 	assert.Equal(t, 1.0, tm.value(t, "idem.client.attempts", keyProblem.String("key-reused"), semconv.HTTPResponseStatusCode(422)))
-	assert.Equal(t, 1.0, tm.value(t, "idem.client.retries", keyRetryReason.String("key_in_flight")))
+	assert.Equal(t, 1.0, tm.value(t, "idem.client.retry.wait", keyRetryReason.String("key_in_flight")))
 	assert.Equal(t, 1.0, tm.value(t, "idem.client.errors", semconv.ErrorTypeKey.String("key_reused")))
+}
+
+// With a no-op TracerProvider (metrics only), a Client starts no span: an
+// attempt's send allocates nothing, where the no-op tracer's Start
+// allocates the context it returns.
+func TestNoSpanStartedWithANoopTracerProvider(t *testing.T) {
+	tm := newTelemetry(t)
+	c, err := NewClient(Config{TracerProvider: noop.NewTracerProvider(), MeterProvider: tm.cfg.MeterProvider})
+	require.NoError(t, err)
+	ctx := context.Background()
+	var got context.Context
+	allocs := testing.AllocsPerRun(100, func() { got, _ = c.onSend(ctx, idem.Attempt{}) })
+	assert.Zero(t, allocs)
+	assert.Equal(t, ctx, got, "the attempt keeps its context")
+
+	assert.NotZero(t, testing.AllocsPerRun(100, func() { noop.NewTracerProvider().Tracer(ScopeName).Start(ctx, AttemptSpan) }),
+		"the no-op tracer's Start allocates: the zero above means it was not called")
 }

@@ -4,6 +4,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // ScopeName is the instrumentation scope of the spans and instruments
@@ -15,7 +16,10 @@ const ScopeName = "github.com/idemkit/idem/otelidem"
 // otel.GetMeterProvider), which record nothing until the application
 // installs an SDK.
 type Config struct {
-	// TracerProvider makes the spans. Nil: otel.GetTracerProvider().
+	// TracerProvider makes the spans. Nil: otel.GetTracerProvider(). For
+	// metrics without spans, set it to noop.NewTracerProvider() (package
+	// go.opentelemetry.io/otel/trace/noop): a Client then starts no
+	// span at all, which spares each attempt the no-op span's start.
 	TracerProvider trace.TracerProvider
 	// MeterProvider makes the instruments. Nil: otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
@@ -28,6 +32,15 @@ func (cfg Config) tracer() trace.Tracer {
 		tp = otel.GetTracerProvider()
 	}
 	return tp.Tracer(ScopeName)
+}
+
+// spanTracer is tracer, or nil when cfg's TracerProvider is the no-op
+// one, whose spans a Client need not start.
+func (cfg Config) spanTracer() trace.Tracer {
+	if _, ok := cfg.TracerProvider.(noop.TracerProvider); ok {
+		return nil
+	}
+	return cfg.tracer()
 }
 
 func (cfg Config) meter() metric.Meter {

@@ -150,7 +150,7 @@ func TestMetricsScrape(t *testing.T) {
 	assert.Equal(t, 2.0, sum(m, attempts), "one gateway call per charge executed")
 	assert.Equal(t, 2.0, sum(m, attempts, "idem_certainty=responded", "http_response_status_code=201",
 		"server_address=127.0.0.1", "http_request_method=POST"))
-	assert.Zero(t, sum(m, "idem_client_retries_total"))
+	assert.Zero(t, sum(m, "idem_client_retry_wait_seconds_count"))
 	assert.Equal(t, 0.0, sum(m, "idem_server_inflight"), "nothing in flight")
 	assert.Len(t, filter(m, "idem_server_inflight_oldest_age_seconds"), 1)
 }
