@@ -30,6 +30,7 @@ type result struct {
 	wire       int   // connections the base transport used
 	open       bool  // the host's breaker refused the attempt
 	hedge      bool  // the attempt was a hedge (hedge.go)
+	number     int   // the attempt's Number; 0 when it was not sent
 	elapsed    time.Duration
 }
 
@@ -116,6 +117,7 @@ func (s sender) exchange(ctx context.Context, req *http.Request, trace *wireTrac
 	resp, err := s.t.cfg.Base.RoundTrip(req)
 	conns := int(trace.conns.Load())
 	res := result{req: req, wire: max(1, conns), certainty: Responded}
+	res.number = s.number + res.wire - 1
 	if err != nil {
 		done()
 		res.err, res.certainty = err, trace.unanswered(req, err, conns)
@@ -148,7 +150,7 @@ func (s sender) announce(req *http.Request) (*http.Request, func(Attempt)) {
 // done function.
 func (s sender) attemptOf(res result) Attempt {
 	return Attempt{
-		Request: res.req, Key: s.key, Number: s.number + res.wire - 1, Wire: res.wire,
+		Request: res.req, Key: s.key, Number: res.number, Wire: res.wire,
 		Certainty: res.certainty, Status: res.status, Problem: res.problem,
 		RetryAfter: res.retryAfter, Err: res.err, Elapsed: res.elapsed, Hedge: s.hedge, Resend: s.resend,
 	}

@@ -107,6 +107,44 @@ func TestHedgeLoserCancelled(t *testing.T) {
 	})
 }
 
+// Every hook tells an attempt by the same Number: the winning hedge is the
+// call's second request on the wire in OnSend, in its done and in
+// OnAttempt (which counted it as the first to complete), and the loser,
+// cancelled, is the first in OnSend and done.
+func TestHedgeNumbersAgreeAcrossHooks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: slowFirst(time.Hour)}
+		var mu sync.Mutex
+		var sends, dones, attempts []Attempt
+		tr := NewTransport(Config{Base: base, Hedge: HedgeConfig{Delay: 10 * time.Millisecond},
+			Observer: Observer{
+				OnSend: func(ctx context.Context, a Attempt) (context.Context, func(Attempt)) {
+					mu.Lock()
+					defer mu.Unlock()
+					sends = append(sends, a)
+					return ctx, func(a Attempt) { mu.Lock(); dones = append(dones, a); mu.Unlock() }
+				},
+				OnAttempt: func(a Attempt) { attempts = append(attempts, a) },
+			}})
+		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
+		require.NoError(t, err)
+		assert.Equal(t, "reply 2", readAll(t, resp))
+		synctest.Wait()
+
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, sends, 2)
+		assert.Equal(t, []int{1, 2}, []int{sends[0].Number, sends[1].Number})
+		assert.Equal(t, []bool{false, true}, []bool{sends[0].Hedge, sends[1].Hedge})
+		require.Len(t, dones, 2)
+		byHedge := map[bool]int{dones[0].Hedge: dones[0].Number, dones[1].Hedge: dones[1].Number}
+		assert.Equal(t, map[bool]int{false: 1, true: 2}, byHedge, "done: the loser 1, the hedge 2")
+		require.Len(t, attempts, 1)
+		assert.True(t, attempts[0].Hedge)
+		assert.Equal(t, 2, attempts[0].Number, "OnAttempt: the hedge is the call's second request")
+	})
+}
+
 // A hedge spends a retry token: when the budget has none, no hedge is sent
 // and the call waits for its attempt.
 func TestHedgeBudgetDenialStopsHedging(t *testing.T) {

@@ -15,8 +15,12 @@ type Attempt struct {
 	Request *http.Request
 	// Key is the bare idempotency key, "" when the request has none.
 	Key string
-	// Number counts the requests of the call put on the wire so far,
-	// including this attempt (1 for the first).
+	// Number counts the requests of the call put on the wire up to and
+	// including this attempt (1 for the first); every hook tells an
+	// attempt by the same Number. A hedge counts the attempts that ran
+	// beside it when it was sent, so a hedge that wins over the first
+	// attempt is 2. An attempt that was not sent (its host's breaker
+	// refused it) has the count of the requests sent before it.
 	Number int
 	// Wire is how many times the base transport put this attempt on the
 	// wire: more than 1 when it re-sent the request by itself on a new

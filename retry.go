@@ -316,8 +316,12 @@ func (c *call) describe(res result) Attempt {
 	if req == nil {
 		req = c.req
 	}
+	number := res.number
+	if number == 0 { // not sent: the requests on the wire so far
+		number = c.attempts
+	}
 	a := Attempt{
-		Request: req, Key: c.key, Number: c.attempts, Wire: res.wire,
+		Request: req, Key: c.key, Number: number, Wire: res.wire,
 		Certainty: res.certainty, Status: res.status, Problem: res.problem,
 		RetryAfter: res.retryAfter, Err: res.err, Elapsed: res.elapsed, Hedge: res.hedge,
 	}
