@@ -4,19 +4,22 @@
 # first tenth of them expired), then pgbench runs of the payment
 # transaction as plain SQL (plain.sql) and as the middleware sends it for
 # a new key (idem.sql), alternating, with clients in flight; then the
-# sweeper's DELETE (sweep.sql, batches of 1,000) alone on one client over
+# sweeper's DELETE (sweep.sql, batches of 1,000 or [batch]) alone on one client over
 # the expired tenth, and a VACUUM after it. It prints the tps of each
 # transaction and their ratio, the rows the DELETE removes per second and
 # the VACUUM's time. It works in a schema of its own in DATABASE_URL's
 # database, dropped at the end (bench/pgbench/schema.sh); point
 # DATABASE_URL at any cluster (autovacuum plays no part in these runs).
-#   bash bench/pgbench-scale.sh [rows] [rounds] [seconds per run] [clients]
+# A batch's time is also the longest a claim waits for the sweeper (a
+# retry that reuses an expired key in the batch being deleted).
+#   bash bench/pgbench-scale.sh [rows] [rounds] [seconds per run] [clients] [batch]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows=${1:-1000000}
 rounds=${2:-3}
 secs=${3:-10}
 clients=${4:-16}
+batch=${5:-1000}
 expired=$((rows / 10))
 source bench/pgbench/schema.sh
 trap pgbench_drop_schema EXIT
@@ -34,13 +37,13 @@ for _ in $(seq "$rounds"); do
 done | awk '{tps[$1] += $2; n[$1]++; printf "%s %.0f tps\n", $1, $2}
 	END {printf "mean: plain %.0f, idem %.0f tps: idem/plain %.1f%%\n",
 		tps["plain"]/n["plain"], tps["idem"]/n["idem"], 100*tps["idem"]/n["idem"]/(tps["plain"]/n["plain"])}'
-batches=$((expired / 1000))
+batches=$((expired / batch))
 if ((batches == 0)); then
-	echo "sweep: not measured (fewer than 1,000 expired records)"
+	echo "sweep: not measured (fewer than $batch expired records)"
 	exit 0
 fi
-pgbench -n -M prepared -c 1 -j 1 -t "$batches" -f bench/pgbench/sweep.sql "$DATABASE_URL" 2>&1 |
-	awk -v b=1000 '/^latency average/ {ms = $4} /^tps/ {printf "sweep: %.0f rows deleted per second (a batch of %d in %.1f ms)\n", $3*b, b, ms}
+pgbench -n -M prepared -c 1 -j 1 -t "$batches" -D batch="$batch" -f bench/pgbench/sweep.sql "$DATABASE_URL" 2>&1 |
+	awk -v b="$batch" '/^latency average/ {ms = $4} /^tps/ {printf "sweep: %.0f rows deleted per second (a batch of %d in %.1f ms)\n", $3*b, b, ms}
 		/error|ERROR/ {print > "/dev/stderr"}'
 echo "left expired: $(psql -Atc "SELECT count(*) FROM idem_records WHERE expires_at <= now()" "$DATABASE_URL")"
 start=$(date +%s%N)
