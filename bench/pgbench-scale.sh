@@ -5,7 +5,9 @@
 # transaction as plain SQL (plain.sql) and as the middleware sends it for
 # a new key (idem.sql), alternating, with clients in flight; then the
 # sweeper's DELETE (sweep.sql, batches of 1,000 or [batch]) alone on one client over
-# the expired tenth, and a VACUUM after it. It prints the tps of each
+# half the expired tenth; then the DELETE again, on one client, while the
+# clients run idem.sql for [seconds per run], with its p50, p99 and
+# longest batch (pgbench's per-transaction log); and a VACUUM after it. It prints the tps of each
 # transaction and their ratio, the rows the DELETE removes per second and
 # the VACUUM's time. It works in a schema of its own in DATABASE_URL's
 # database, dropped at the end (bench/pgbench/schema.sh); point
@@ -37,7 +39,7 @@ for _ in $(seq "$rounds"); do
 done | awk '{tps[$1] += $2; n[$1]++; printf "%s %.0f tps\n", $1, $2}
 	END {printf "mean: plain %.0f, idem %.0f tps: idem/plain %.1f%%\n",
 		tps["plain"]/n["plain"], tps["idem"]/n["idem"], 100*tps["idem"]/n["idem"]/(tps["plain"]/n["plain"])}'
-batches=$((expired / batch))
+batches=$((expired / 2 / batch))
 if ((batches == 0)); then
 	echo "sweep: not measured (fewer than $batch expired records)"
 	exit 0
@@ -45,6 +47,18 @@ fi
 pgbench -n -M prepared -c 1 -j 1 -t "$batches" -D batch="$batch" -f bench/pgbench/sweep.sql "$DATABASE_URL" 2>&1 |
 	awk -v b="$batch" '/^latency average/ {ms = $4} /^tps/ {printf "sweep: %.0f rows deleted per second (a batch of %d in %.1f ms)\n", $3*b, b, ms}
 		/error|ERROR/ {print > "/dev/stderr"}'
+echo "left expired: $(psql -Atc "SELECT count(*) FROM idem_records WHERE expires_at <= now()" "$DATABASE_URL")"
+logs=$(mktemp -d)
+pgbench -n -M prepared -c "$clients" -j 1 -T "$secs" -f bench/pgbench/idem.sql "$DATABASE_URL" >"$logs/load" 2>&1 &
+pgbench -n -M prepared -c 1 -j 1 -T "$secs" -D batch="$batch" -l --log-prefix="$logs/sweep" \
+	-f bench/pgbench/sweep.sql "$DATABASE_URL" >/dev/null 2>&1
+wait
+awk '/^tps/ {printf "under load: idem %.0f tps beside the sweep;", $3}' "$logs/load"
+cat "$logs"/sweep.* | awk '{print $3}' | sort -n |
+	awk -v b="$batch" '{x[NR] = $1} END {p99 = int(NR * 0.99) + 1; if (p99 > NR) p99 = NR
+		printf " batches of %d: %d, p50 %.1f ms, p99 %.1f ms, longest %.1f ms\n",
+			b, NR, x[int(NR * 0.5) + 1] / 1000, x[p99] / 1000, x[NR] / 1000}'
+rm -r "$logs"
 echo "left expired: $(psql -Atc "SELECT count(*) FROM idem_records WHERE expires_at <= now()" "$DATABASE_URL")"
 start=$(date +%s%N)
 psql -q -c "VACUUM idem_records" "$DATABASE_URL"
