@@ -56,8 +56,8 @@ func TestNegativeConfigMeansTheDefault(t *testing.T) {
 		{"MaxResponseBytes", newSettings(Config{MaxResponseBytes: -1}).MaxResponseBytes, DefaultMaxResponseBytes},
 		{"WaitBound", newSettings(Config{WaitBound: -time.Second}).waitBound(), time.Duration(0)},
 		{"Interval", SweepConfig{Interval: -time.Second}.withDefaults().Interval, time.Minute},
-		{"Batch", SweepConfig{Batch: -1}.withDefaults().Batch, 1000},
-		{"MaxBatches", SweepConfig{MaxBatches: -1}.withDefaults().MaxBatches, 100},
+		{"Batch", SweepConfig{Batch: -1}.withDefaults().Batch, 100},
+		{"MaxBatches", SweepConfig{MaxBatches: -1}.withDefaults().MaxBatches, 1000},
 		{"zero Interval", SweepConfig{}.withDefaults().Interval, time.Minute},
 	}
 	for _, tt := range tests {

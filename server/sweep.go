@@ -7,15 +7,19 @@ import (
 )
 
 // SweepConfig configures RunSweeper. Its zero value sweeps every minute in
-// batches of 1000.
+// batches of 100, at most 100,000 records a sweep.
 type SweepConfig struct {
 	// Interval is the time between sweeps. Zero or negative: one minute.
 	Interval time.Duration
 	// Batch is the most records one statement deletes. Zero or negative:
-	// 1000.
+	// 100. A batch holds the row locks of the records it deletes until its
+	// statement ends, and a request that reuses the key of one of them
+	// (a retry after its record expired) waits that long: a small batch
+	// keeps that wait to a few milliseconds at tens of millions of records
+	// (BENCHMARKS.md, Scale).
 	Batch int
 	// MaxBatches bounds the batches of one sweep, so that a large backlog
-	// is worked off over several intervals. Zero or negative: 100. A sweep
+	// is worked off over several intervals. Zero or negative: 1000. A sweep
 	// that stops at this bound with every batch full logs a warning: the
 	// sweeper deletes at most Batch*MaxBatches records per Interval, and
 	// records arriving faster than that pile up.
@@ -71,8 +75,8 @@ func (cfg SweepConfig) log(ctx context.Context, deleted int, err error) {
 // withDefaults is cfg with its zero and negative fields resolved.
 func (cfg SweepConfig) withDefaults() SweepConfig {
 	cfg.Interval = orDefault(cfg.Interval, time.Minute)
-	cfg.Batch = orDefault(cfg.Batch, 1000)
-	cfg.MaxBatches = orDefault(cfg.MaxBatches, 100)
+	cfg.Batch = orDefault(cfg.Batch, 100)
+	cfg.MaxBatches = orDefault(cfg.MaxBatches, 1000)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

@@ -76,7 +76,7 @@ func main() {
 	flag.DurationVar(&c.sweepEvery, "sweep-interval", 10*time.Second, "SweepConfig.Interval")
 	flag.DurationVar(&c.sample, "sample", 10*time.Second, "the sweep phase's sampling period")
 	flag.IntVar(&c.sweepInflight, "sweep-inflight", 16, "requests in flight in the sweep phase")
-	flag.IntVar(&c.sweepBatch, "sweep-batch", 0, "SweepConfig.Batch (0: the default, 1000)")
+	flag.IntVar(&c.sweepBatch, "sweep-batch", 0, "SweepConfig.Batch (0: the default)")
 	flag.Float64Var(&c.vacuumScale, "autovacuum-scale", 0, "idem_records's autovacuum_vacuum_scale_factor and _insert_scale_factor (0: the cluster's, 0.2)")
 	flag.IntVar(&c.storms, "storms", 5, "duplicate storms (0: none)")
 	flag.IntVar(&c.storm, "storm", 1000, "concurrent requests with one key in a storm")

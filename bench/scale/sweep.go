@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -73,8 +72,12 @@ func sweepPhase(ctx context.Context, c config, url string, pool *pgxpool.Pool, o
 	}()
 	defer func() { cancel(); <-done }()
 
-	fmt.Fprintf(out, "sweep phase: %v, records kept %v, RunSweeper every %v in batches of %d on a pool of 2, %d in flight, a row every %v\n",
-		c.sweep, c.sweepKeep, c.sweepEvery, cmp.Or(c.sweepBatch, 1000), c.sweepInflight, c.sample)
+	batching := "the default batches"
+	if c.sweepBatch > 0 {
+		batching = fmt.Sprintf("batches of %d", c.sweepBatch)
+	}
+	fmt.Fprintf(out, "sweep phase: %v, records kept %v, RunSweeper every %v in %s on a pool of 2, %d in flight, a row every %v\n",
+		c.sweep, c.sweepKeep, c.sweepEvery, batching, c.sweepInflight, c.sample)
 	fmt.Fprintln(out, row(sweepColumns...))
 	start, windowStart := time.Now(), time.Now()
 	var window [2]tally
