@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/internal/pgtest"
 	"github.com/idemkit/idem/outbox"
 	"github.com/idemkit/idem/testserver"
 )
@@ -42,6 +43,12 @@ func TestOutboxPostgresRestart(t *testing.T) {
 	}
 	require.NoError(t, pg.restart())
 	restartedAt := rig.tally.delivered.Load()
+	// The test's own statements from here on (the enqueue that stands for
+	// the API's payments, the counts it polls) go through a pool opened
+	// after the restart: an idle connection from before it fails its next
+	// statement (57P01), as an API's request would, and its client would
+	// retry. The dispatcher and the receiver keep the pool they had.
+	rig.pool = pgtest.NewPool(t, pg.url())
 	require.Less(t, restartedAt, int64(n), "every message was delivered before the restart")
 
 	ids = append(ids, rig.enqueue(t, ob, n, n+100)...)
