@@ -15,12 +15,4 @@ clients=${3:-16}
 source bench/pgbench/schema.sh
 trap pgbench_drop_schema EXIT
 pgbench_schema
-for _ in $(seq "$rounds"); do
-	for v in plain idem; do
-		printf '%s ' "$v"
-		pgbench -n -M prepared -c "$clients" -j 1 -T "$secs" -f "bench/pgbench/$v.sql" "$DATABASE_URL" 2>&1 |
-			awk '/^tps/ {print $3} /error|ERROR/ {print > "/dev/stderr"}'
-	done
-done | awk '{tps[$1] += $2; n[$1]++; printf "%s %.0f tps\n", $1, $2}
-	END {printf "mean: plain %.0f, idem %.0f tps: idem/plain %.1f%%\n",
-		tps["plain"]/n["plain"], tps["idem"]/n["idem"], 100*tps["idem"]/n["idem"]/(tps["plain"]/n["plain"])}'
+pgbench_plain_vs_idem "$rounds" "$secs" "$clients"

@@ -1,7 +1,9 @@
 # Sourced by the pgbench scripts: pgbench_schema makes a schema of its own
 # in DATABASE_URL's database with the store's table (server/schema.sql) and
 # the payment endpoint's tables and points PGOPTIONS at it for psql and
-# pgbench; pgbench_drop_schema drops it (the scripts' EXIT trap).
+# pgbench; pgbench_drop_schema drops it (the scripts' EXIT trap);
+# pgbench_plain_vs_idem runs the payment transaction plain and as the
+# middleware sends it, alternating.
 pgbench_schema_name=idem_pgbench_$$
 
 pgbench_schema() {
@@ -20,4 +22,20 @@ SQL
 pgbench_drop_schema() {
 	PGOPTIONS="-c client_min_messages=warning" psql -q "$DATABASE_URL" \
 		-c "DROP SCHEMA IF EXISTS $pgbench_schema_name CASCADE" >/dev/null
+}
+
+# pgbench_plain_vs_idem ROUNDS SECONDS CLIENTS runs plain.sql and idem.sql
+# in turn, ROUNDS times, each for SECONDS at CLIENTS clients, and prints
+# each run's tps and their means' ratio.
+pgbench_plain_vs_idem() {
+	local rounds=$1 secs=$2 clients=$3
+	for _ in $(seq "$rounds"); do
+		for v in plain idem; do
+			printf '%s ' "$v"
+			pgbench -n -M prepared -c "$clients" -j 1 -T "$secs" -f "bench/pgbench/$v.sql" "$DATABASE_URL" 2>&1 |
+				awk '/^tps/ {print $3} /error|ERROR/ {print > "/dev/stderr"}'
+		done
+	done | awk '{tps[$1] += $2; n[$1]++; printf "%s %.0f tps\n", $1, $2}
+		END {printf "mean: plain %.0f, idem %.0f tps: idem/plain %.1f%%\n",
+			tps["plain"]/n["plain"], tps["idem"]/n["idem"], 100*tps["idem"]/n["idem"]/(tps["plain"]/n["plain"])}'
 }
