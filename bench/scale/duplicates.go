@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -95,7 +96,7 @@ func storm(ctx context.Context, e *endpoint, key string, n int) ([]time.Duration
 			defer mu.Unlock()
 			lat = append(lat, time.Since(t0))
 			statuses[status]++
-			firstErr = cmpOr(firstErr, err)
+			firstErr = cmp.Or(firstErr, err)
 		})
 	}
 	start := time.Now()

@@ -41,7 +41,7 @@ func fill(ctx context.Context, pool *pgxpool.Pool, key string, from, to int, out
 			fmt.Fprintf(out, "  filled %d of %d records in %.0fs\n", hi-from, to-from, time.Since(start).Seconds())
 		}
 	}
-	if err := statsSettled(ctx, pool); err != nil {
+	if err := statsSettled(ctx, pool, to); err != nil {
 		return err
 	}
 	// A checkpoint too, so that the measurement after the fill does not
@@ -54,22 +54,23 @@ func fill(ctx context.Context, pool *pgxpool.Pool, key string, from, to int, out
 	return nil
 }
 
-// sqlStatsSettled is true once the statistics count every row of
-// idem_records as inserted.
-const sqlStatsSettled = `SELECT n_tup_ins >= (SELECT count(*) FROM idem_records)
+// sqlStatsSettled is true once the statistics count at least $1 rows of
+// idem_records as inserted (the rows the fill leaves: no count(*) over
+// millions of rows on every poll).
+const sqlStatsSettled = `SELECT n_tup_ins >= $1
     FROM pg_stat_user_tables WHERE relid = 'idem_records'::regclass`
 
-// statsSettled waits (at most 10 s) until the statistics have every
-// insert so far. A backend sends its counts at most once a second, so
-// they may arrive after the fill; a VACUUM before them would count the
+// statsSettled waits (at most 10 s) until the statistics count rows
+// inserts. A backend sends its counts at most once a second, so they may
+// arrive after the fill; a VACUUM before them would count the
 // rows live, and the late inserts would then be added to its count (the
 // report said 1,914 live rows of 1,000).
-func statsSettled(ctx context.Context, pool *pgxpool.Pool) error {
+func statsSettled(ctx context.Context, pool *pgxpool.Pool, rows int) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		var done bool
-		if err := pool.QueryRow(ctx, sqlStatsSettled).Scan(&done); err != nil || done {
+		if err := pool.QueryRow(ctx, sqlStatsSettled, rows).Scan(&done); err != nil || done {
 			return err
 		}
 		select {

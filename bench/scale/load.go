@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/crc32"
@@ -99,7 +100,7 @@ func (e *endpoint) turn(ctx context.Context, n, workers int, k key) (tally, erro
 				}
 				if err != nil {
 					mu.Lock()
-					firstErr = cmpOr(firstErr, err)
+					firstErr = cmp.Or(firstErr, err)
 					mu.Unlock()
 					break
 				}
@@ -112,14 +113,7 @@ func (e *endpoint) turn(ctx context.Context, n, workers int, k key) (tally, erro
 	}
 	wg.Wait()
 	t.wall = time.Since(start)
-	return t, cmpOr(firstErr, ctx.Err())
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
+	return t, cmp.Or(firstErr, ctx.Err())
 }
 
 // post makes one payment with key ("" for none) and returns its status.

@@ -33,7 +33,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -82,14 +84,8 @@ func main() {
 	flag.IntVar(&c.storm, "storm", 1000, "concurrent requests with one key in a storm")
 	flag.IntVar(&c.reply, "replays", 5000, "requests of the replay measurement (0: none)")
 	flag.Parse()
-	var err error
-	if c.sizes, err = ints(sizes); err == nil {
-		c.inflight, err = ints(inflight)
-	}
-	if err != nil || len(c.sizes) == 0 || len(c.inflight) == 0 || !slices.IsSorted(c.sizes) || slices.Min(c.inflight) == 0 ||
-		c.duration <= 0 || c.chunk <= 0 || c.conns <= 0 || c.sweepInflight <= 0 || c.sample <= 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "scale: -sizes is an ascending list of integers, -inflight a list of positive ones;"+
-			" -duration, -chunk, -conns, -sweep-inflight and -sample must be positive")
+	if err := c.parse(sizes, inflight); err != nil || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "scale:", cmp.Or(err, fmt.Errorf("unexpected arguments %q", flag.Args())))
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -102,6 +98,35 @@ func main() {
 }
 
 // ints parses a comma-separated list of non-negative integers.
+// parse sets the lists of sizes and in-flight counts and checks every
+// flag, saying which one is wrong.
+func (c *config) parse(sizes, inflight string) error {
+	var err error
+	if c.sizes, err = ints(sizes); err != nil {
+		return fmt.Errorf("-sizes: %w", err)
+	}
+	if c.inflight, err = ints(inflight); err != nil {
+		return fmt.Errorf("-inflight: %w", err)
+	}
+	switch {
+	case !slices.IsSorted(c.sizes):
+		return errors.New("-sizes must be ascending")
+	case slices.Min(c.inflight) == 0:
+		return errors.New("-inflight counts must be positive")
+	case c.duration <= 0 || c.chunk <= 0 || c.conns <= 0 || c.sweepInflight <= 0 || c.sample <= 0:
+		return errors.New("-duration, -chunk, -conns, -sweep-inflight and -sample must be positive")
+	case c.sweep > 0 && (c.sweepKeep <= 0 || c.sweepEvery <= 0):
+		return errors.New("-sweep-retention and -sweep-interval must be positive when -sweep is")
+	case c.sweep < 0 || c.sweepBatch < 0 || c.vacuumScale < 0 || c.storms < 0 || c.reply < 0:
+		return errors.New("-sweep, -sweep-batch, -autovacuum-scale, -storms and -replays must not be negative")
+	case c.storms > 0 && c.storm <= 0:
+		return errors.New("-storm must be positive when -storms is")
+	case c.db != "" && c.pgOptions != "":
+		return errors.New("-pg-options applies to the private cluster, not to -db")
+	}
+	return nil
+}
+
 func ints(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/idemkit/idem/internal/pgtest"
 )
 
@@ -38,4 +40,38 @@ func TestRunSmall(t *testing.T) {
 func sweptSome(report string) bool {
 	m := regexp.MustCompile(`records inserted, (\d+) swept`).FindStringSubmatch(report)
 	return m != nil && m[1] != "0"
+}
+
+// Each wrong flag gets an error that names it.
+func TestParseRefusesBadFlags(t *testing.T) {
+	good := func() config {
+		return config{duration: time.Second, chunk: 1, conns: 1, sweepInflight: 1, sample: time.Second,
+			sweep: time.Second, sweepKeep: time.Second, sweepEvery: time.Second, storms: 1, storm: 1}
+	}
+	c := good()
+	require.NoError(t, c.parse("0,10", "4"))
+	for _, tc := range []struct {
+		name            string
+		edit            func(*config)
+		sizes, inflight string
+		want            string
+	}{
+		{"sizes not numbers", nil, "0,x", "4", "-sizes"},
+		{"sizes descending", nil, "10,0", "4", "ascending"},
+		{"no in-flight", nil, "0", "0", "-inflight"},
+		{"retention 0", func(c *config) { c.sweepKeep = 0 }, "0", "4", "-sweep-retention"},
+		{"interval 0", func(c *config) { c.sweepEvery = 0 }, "0", "4", "-sweep-interval"},
+		{"negative batch", func(c *config) { c.sweepBatch = -1 }, "0", "4", "-sweep-batch"},
+		{"negative autovacuum scale", func(c *config) { c.vacuumScale = -1 }, "0", "4", "-autovacuum-scale"},
+		{"storm of 0", func(c *config) { c.storm = 0 }, "0", "4", "-storm "},
+		{"pg-options with db", func(c *config) { c.db, c.pgOptions = "postgres://x", "-c a=b" }, "0", "4", "-pg-options"},
+	} {
+		c := good()
+		if tc.edit != nil {
+			tc.edit(&c)
+		}
+		err := c.parse(tc.sizes, tc.inflight)
+		require.Error(t, err, tc.name)
+		require.Contains(t, err.Error(), tc.want, tc.name)
+	}
 }
