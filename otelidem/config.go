@@ -17,9 +17,10 @@ const ScopeName = "github.com/idemkit/idem/otelidem"
 // installs an SDK.
 type Config struct {
 	// TracerProvider makes the spans. Nil: otel.GetTracerProvider(). For
-	// metrics without spans, set it to noop.NewTracerProvider() (package
-	// go.opentelemetry.io/otel/trace/noop): a Client then starts no
-	// span at all, which spares each attempt the no-op span's start.
+	// metrics without spans, set it (or the global one) to
+	// noop.NewTracerProvider() (package go.opentelemetry.io/otel/trace/noop):
+	// a Client then starts no span at all, which spares each attempt the
+	// no-op span's start.
 	TracerProvider trace.TracerProvider
 	// MeterProvider makes the instruments. Nil: otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
@@ -34,13 +35,14 @@ func (cfg Config) tracer() trace.Tracer {
 	return tp.Tracer(ScopeName)
 }
 
-// spanTracer is tracer, or nil when cfg's TracerProvider is the no-op
-// one, whose spans a Client need not start.
+// spanTracer is tracer, or nil when it is the no-op one (set in Config
+// or as the global provider), whose spans a Client need not start.
 func (cfg Config) spanTracer() trace.Tracer {
-	if _, ok := cfg.TracerProvider.(noop.TracerProvider); ok {
+	t := cfg.tracer()
+	if _, ok := t.(noop.Tracer); ok {
 		return nil
 	}
-	return cfg.tracer()
+	return t
 }
 
 func (cfg Config) meter() metric.Meter {

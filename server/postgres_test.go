@@ -352,13 +352,9 @@ func TestMigrateLocksNoTableThatIsUpToDate(t *testing.T) {
 	require.NoError(t, err)
 
 	// lock_timeout turns a wait for the open transaction into an error
-	// instead of a hang; the migration itself waits for nothing.
+	// (55P03) instead of a hang: Migrate returning nil is the check.
 	other := pgtest.NewPool(t, url+"&lock_timeout=5s")
 	require.NoError(t, Migrate(ctx, other))
-	var locks int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks
-		WHERE relation = 'idem_records'::regclass AND NOT granted`).Scan(&locks))
-	assert.Zero(t, locks, "no lock request left waiting")
 }
 
 func TestHandlerKeepsTheSessionLockTimeout(t *testing.T) {

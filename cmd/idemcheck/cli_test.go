@@ -25,8 +25,9 @@ func TestUsageErrors(t *testing.T) {
 		{"bad header", []string{"-url", "http://127.0.0.1:1/x", "-header", "Authorization Bearer x"}, "is not 'Name: value'"},
 		{"concurrency out of range", []string{"-url", "http://127.0.0.1:1/x", "-concurrency", "500"}, "concurrency must be 2 to 64"},
 		{"too many operations", []string{"-url", "http://127.0.0.1:1/x", "-n", "5000"}, "operations must be 1 to 1000"},
-		{"no operations", []string{"-url", "http://127.0.0.1:1/x", "-n", "0"}, "-n and -max-key-len cannot be 0"},
-		{"no key length", []string{"-url", "http://127.0.0.1:1/x", "-max-key-len", "0"}, "-n and -max-key-len cannot be 0"},
+		{"no operations", []string{"-url", "http://127.0.0.1:1/x", "-n", "0"}, "-n cannot be 0"},
+		{"no key length", []string{"-url", "http://127.0.0.1:1/x", "-max-key-len", "0"}, "-max-key-len cannot be 0"},
+		{"no concurrency", []string{"-url", "http://127.0.0.1:1/x", "-concurrency", "0"}, "-concurrency cannot be 0"},
 		{"argument", []string{"-url", "http://127.0.0.1:1/x", "extra"}, "no arguments are taken"},
 		{"unknown flag", []string{"-nope"}, "flag provided but not defined"},
 	}

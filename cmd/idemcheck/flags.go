@@ -113,8 +113,13 @@ func (o *options) finish(fs *flag.FlagSet, rf *raw) error {
 	}
 	// The Config reads zero as "the default"; a flag set to 0 is a
 	// mistake to report, not a request for the default.
-	if c.Concurrency == 0 || c.Operations == 0 || c.MaxKeyLen == 0 {
-		return errors.New("-concurrency, -n and -max-key-len cannot be 0")
+	for _, f := range []struct {
+		name  string
+		value int
+	}{{"-concurrency", c.Concurrency}, {"-n", c.Operations}, {"-max-key-len", c.MaxKeyLen}} {
+		if f.value == 0 {
+			return fmt.Errorf("%s cannot be 0", f.name)
+		}
 	}
 	body, err := readBody(rf.body)
 	if err != nil {
