@@ -12,6 +12,10 @@ cd "$(dirname "$0")/.."
 rounds=${1:-3}
 secs=${2:-10}
 clients=${3:-16}
+if ! [[ "$rounds $secs $clients" =~ ^([1-9][0-9]*( |$)){3}$ ]]; then
+	echo "usage: bash bench/pgbench-model.sh [rounds] [seconds per run] [clients], each a positive integer" >&2
+	exit 2
+fi
 source bench/pgbench/schema.sh
 trap pgbench_drop_schema EXIT
 pgbench_schema

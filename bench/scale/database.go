@@ -56,20 +56,20 @@ func privateCluster(ctx context.Context, port int, options string) (string, func
 	}
 	data := filepath.Join(dir, "data")
 	remove := func() { os.RemoveAll(dir) }
-	if out, err := asUser("initdb", "-D", data, "-U", "root", "-A", "trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
+	if out, err := asUser(pgBin("initdb"), "-D", data, "-U", "root", "-A", "trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
 		remove()
 		return "", nil, fmt.Errorf("initdb: %w: %s", err, out)
 	}
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c autovacuum=on %s", port, dir, options)
-	if out, err := asUser("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "start").CombinedOutput(); err != nil {
+	if out, err := asUser(pgBin("pg_ctl"), "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "start").CombinedOutput(); err != nil {
 		remove()
 		return "", nil, fmt.Errorf("pg_ctl start: %w: %s", err, out)
 	}
 	stop := func() {
 		// Not ctx: the clean-up runs after an interrupt too.
-		cmd := exec.Command("pg_ctl", "-D", data, "-m", "fast", "-w", "stop")
+		cmd := exec.Command(pgBin("pg_ctl"), "-D", data, "-m", "fast", "-w", "stop")
 		if os.Geteuid() == 0 {
-			cmd = exec.Command("runuser", "-u", "postgres", "--", "pg_ctl", "-D", data, "-m", "fast", "-w", "stop")
+			cmd = exec.Command("runuser", "-u", "postgres", "--", pgBin("pg_ctl"), "-D", data, "-m", "fast", "-w", "stop")
 		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "scale: pg_ctl stop: %v: %s (the cluster is in %s)\n", err, out, dir)
@@ -78,6 +78,24 @@ func privateCluster(ctx context.Context, port int, options string) (string, func
 		remove()
 	}
 	return fmt.Sprintf("postgres://root@127.0.0.1:%d/postgres?sslmode=disable", port), stop, nil
+}
+
+// pgBin returns the PostgreSQL program name: as found on the PATH, else
+// in the newest /usr/lib/postgresql/<version>/bin (Debian's packages put
+// initdb and pg_ctl there, not on the PATH).
+func pgBin(name string) string {
+	if _, err := exec.LookPath(name); err == nil {
+		return name
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	best, bestVersion := name, -1
+	for _, f := range found {
+		v, err := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(f))))
+		if err == nil && v > bestVersion {
+			best, bestVersion = f, v
+		}
+	}
+	return best
 }
 
 // chownTo gives dir to the named user.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -73,5 +74,19 @@ func TestParseRefusesBadFlags(t *testing.T) {
 		err := c.parse(tc.sizes, tc.inflight)
 		require.Error(t, err, tc.name)
 		require.Contains(t, err.Error(), tc.want, tc.name)
+	}
+}
+
+// Off the PATH (Debian's packages), initdb and pg_ctl are found under
+// /usr/lib/postgresql/<version>/bin.
+func TestPgBinOffThePath(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	if found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(found) == 0 {
+		t.Skip("no /usr/lib/postgresql/*/bin/initdb on this machine")
+	}
+	for _, name := range []string{"initdb", "pg_ctl"} {
+		got := pgBin(name)
+		require.True(t, filepath.IsAbs(got), "%s: %s", name, got)
+		require.FileExists(t, got)
 	}
 }
