@@ -22,6 +22,10 @@ rounds=${2:-3}
 secs=${3:-10}
 clients=${4:-16}
 batch=${5:-1000}
+if ! [[ "$rows $rounds $secs $clients $batch" =~ ^([1-9][0-9]*( |$)){5}$ ]]; then
+	echo "usage: bash bench/pgbench-scale.sh [rows] [rounds] [seconds per run] [clients] [batch], each a positive integer" >&2
+	exit 2
+fi
 expired=$((rows / 10))
 source bench/pgbench/schema.sh
 trap pgbench_drop_schema EXIT
@@ -42,14 +46,16 @@ pgbench -n -M prepared -c 1 -j 1 -t "$batches" -D batch="$batch" -f bench/pgbenc
 echo "left expired: $(psql -Atc "SELECT count(*) FROM idem_records WHERE expires_at <= now()" "$DATABASE_URL")"
 logs=$(mktemp -d)
 pgbench -n -M prepared -c "$clients" -j 1 -T "$secs" -f bench/pgbench/idem.sql "$DATABASE_URL" >"$logs/load" 2>&1 &
+load=$!
 pgbench -n -M prepared -c 1 -j 1 -T "$secs" -D batch="$batch" -l --log-prefix="$logs/sweep" \
-	-f bench/pgbench/sweep.sql "$DATABASE_URL" >/dev/null 2>&1
-wait
+	-f bench/pgbench/sweep.sql "$DATABASE_URL" >/dev/null
+wait "$load" || { cat "$logs/load" >&2; exit 1; }
 awk '/^tps/ {printf "under load: idem %.0f tps beside the sweep;", $3}' "$logs/load"
+# Nearest-rank percentiles of the batches' latencies (pgbench's log: µs).
 cat "$logs"/sweep.* | awk '{print $3}' | sort -n |
-	awk -v b="$batch" '{x[NR] = $1} END {p99 = int(NR * 0.99) + 1; if (p99 > NR) p99 = NR
-		printf " batches of %d: %d, p50 %.1f ms, p99 %.1f ms, longest %.1f ms\n",
-			b, NR, x[int(NR * 0.5) + 1] / 1000, x[p99] / 1000, x[NR] / 1000}'
+	awk -v b="$batch" 'function rank(q,  i) {i = int(q * NR); if (i < q * NR) i++; return i < 1 ? 1 : i}
+		{x[NR] = $1} END {printf " batches of %d: %d, p50 %.1f ms, p99 %.1f ms, longest %.1f ms\n",
+			b, NR, x[rank(0.5)] / 1000, x[rank(0.99)] / 1000, x[NR] / 1000}'
 rm -r "$logs"
 left=$(psql -Atc "SELECT count(*) FROM idem_records WHERE expires_at <= now()" "$DATABASE_URL")
 echo "left expired: $left"
