@@ -53,7 +53,7 @@ type sender struct {
 // sender returns the sender of the call's next attempt, its number-th
 // request on the wire; a hedge re-sends nothing.
 func (c *call) sender(number int, hedge bool) sender {
-	s := sender{t: c.t, url: c.req.URL, safe: c.safe, classified: c.classified, latencies: c.latencies,
+	s := sender{t: c.t, url: c.req.URL, safe: c.safe, classified: c.classified, latencies: c.host.latenciesOrNil(),
 		key: c.key, number: number, hedge: hedge}
 	if !hedge {
 		s.resend = c.resend

@@ -103,8 +103,9 @@
 // under WithHedging) whose attempt has not completed after a delay (fixed,
 // or a percentile of the host's recent latencies) gets a second attempt
 // beside it; the first complete response wins and the other is cancelled.
-// Hedges spend the retry budget and count toward MaxAttempts. Hedging is
-// off by default.
+// Hedges spend the retry budget and count toward MaxAttempts, and the
+// hedges in flight to a host are bounded by a share of its attempts in
+// flight (HedgeConfig.InFlightShare). Hedging is off by default.
 //
 // # Bodies
 //

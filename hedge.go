@@ -9,8 +9,9 @@ import (
 
 // Defaults of HedgeConfig.
 const (
-	DefaultHedgeWindow     = 256
-	DefaultHedgeMinSamples = 32
+	DefaultHedgeWindow        = 256
+	DefaultHedgeMinSamples    = 32
+	DefaultHedgeInFlightShare = 0.1
 )
 
 // HedgeConfig configures hedged requests. Its zero value disables them.
@@ -22,7 +23,8 @@ const (
 // another attempt still runs is dropped, and the call waits for the other.
 // Hedges cut the tail latency that a slow server instance or a lost packet
 // adds, for a few extra requests: each hedge spends a token of the retry
-// budget (without one, no hedge is sent) and counts toward MaxAttempts.
+// budget (without one, no hedge is sent) and counts toward MaxAttempts,
+// and the hedges in flight to a host are bounded (InFlightShare).
 //
 // Only requests that are safe to send twice at once are hedged: those with
 // an idempotent method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) and, with
@@ -53,12 +55,24 @@ type HedgeConfig struct {
 	// MaxHedges bounds the hedges sent for one attempt, one after each
 	// delay. Zero or negative means 1.
 	MaxHedges int
+	// InFlightShare bounds the hedges in flight to a host: with the new
+	// one, they may be at most this share of the host's attempts in
+	// flight (those of calls that may be hedged, hedges included), or
+	// else at most MaxHedges, so that a lone call may always hedge. When
+	// many attempts are slow at once, the host or the path to it is
+	// congested rather than one instance slow: hedging each of them would
+	// add load where it hurts, and the hedges would be as slow. A hedge
+	// the bound denies spends no budget, and its attempt runs on without
+	// hedges (trying again after each delay cost more than it saved:
+	// BENCHMARKS.md §9). Zero or negative means 0.1; 1 or more bounds
+	// the hedges by MaxHedges alone.
+	InFlightShare float64
 }
 
 // hedger is a Transport's hedging policy.
 type hedger struct {
 	cfg   HedgeConfig
-	hosts *hostLatencies // nil for a fixed delay
+	hosts *hedgeHosts
 }
 
 // newHedger returns the policy of cfg, nil when hedging is off. maxHosts
@@ -75,16 +89,17 @@ func newHedger(cfg HedgeConfig, maxHosts int) *hedger {
 		cfg.MinSamples = DefaultHedgeMinSamples
 	}
 	cfg.MinSamples = min(cfg.MinSamples, cfg.Window)
-	h := &hedger{cfg: cfg}
+	if cfg.InFlightShare <= 0 {
+		cfg.InFlightShare = DefaultHedgeInFlightShare
+	}
 	if cfg.Percentile > 0 {
 		cfg.Percentile = min(cfg.Percentile, 0.999999)
-		if maxHosts <= 0 {
-			maxHosts = DefaultBreakerMaxHosts
-		}
-		h.hosts = &hostLatencies{q: cfg.Percentile, window: cfg.Window, minSamples: cfg.MinSamples,
-			max: maxHosts, byHost: map[string]*latencies{}}
 	}
-	return h
+	if maxHosts <= 0 {
+		maxHosts = DefaultBreakerMaxHosts
+	}
+	return &hedger{cfg: cfg, hosts: &hedgeHosts{q: cfg.Percentile, window: cfg.Window,
+		minSamples: cfg.MinSamples, max: maxHosts, byHost: map[string]*hedgeHost{}}}
 }
 
 // prepare marks c as hedged when the policy allows it: c may make a second
@@ -98,15 +113,14 @@ func (h *hedger) prepare(c *call) {
 		return
 	}
 	c.hedged = true
-	if h.hosts != nil {
-		c.latencies = h.hosts.lookup(c.req.URL)
-	}
+	c.host = h.hosts.lookup(c.req.URL)
 }
 
-// delay returns the wait before a hedge, and false when there is none yet.
-func (h *hedger) delay(l *latencies) (time.Duration, bool) {
-	if l != nil {
-		if d, ok := l.get(); ok {
+// delay returns the wait before a hedge to host, and false when there is
+// none yet.
+func (h *hedger) delay(host *hedgeHost) (time.Duration, bool) {
+	if host.latencies != nil {
+		if d, ok := host.latencies.get(); ok {
 			return d, true
 		}
 	}
@@ -133,7 +147,8 @@ type race struct {
 
 // race makes an attempt and, while none has completed, hedges of it, the
 // first after delay and one after each hedge delay since, as long as
-// MaxHedges, MaxAttempts and the budget allow. The first attempt whose
+// MaxHedges, MaxAttempts, the host's hedges in flight and the budget
+// allow. The first attempt whose
 // decision ends the call (Stop, Fail) wins, or else the last to complete;
 // the others are cancelled. It returns the winner as step does.
 func (c *call) race(ctx context.Context, delay time.Duration) (result, decision, bool) {
@@ -160,7 +175,7 @@ func (c *call) race(ctx context.Context, delay time.Duration) (result, decision,
 			if !c.hedge(ctx, r) {
 				continue
 			}
-			if d, ok := h.delay(c.latencies); ok && r.hedges < h.cfg.MaxHedges {
+			if d, ok := h.delay(c.host); ok && r.hedges < h.cfg.MaxHedges {
 				timer.Reset(d)
 				timerC = timer.C
 			}
@@ -168,10 +183,18 @@ func (c *call) race(ctx context.Context, delay time.Duration) (result, decision,
 	}
 }
 
-// hedge sends a hedge when MaxHedges, MaxAttempts, the context and the
-// budget allow, reporting whether it did.
+// hedge sends a hedge when MaxHedges, MaxAttempts, the context, the
+// host's hedges in flight and the budget allow, reporting whether it did.
 func (c *call) hedge(ctx context.Context, r *race) bool {
-	if r.hedges >= c.t.hedge.cfg.MaxHedges || c.attempts+r.running >= c.max || ctx.Err() != nil || !c.spend() {
+	cfg := c.t.hedge.cfg
+	if r.hedges >= cfg.MaxHedges || c.attempts+r.running >= c.max || ctx.Err() != nil {
+		return false
+	}
+	if !c.host.admitHedge(cfg.InFlightShare, cfg.MaxHedges) {
+		return false
+	}
+	if !c.spend() {
+		c.host.release()
 		return false
 	}
 	r.hedges++
@@ -180,8 +203,11 @@ func (c *call) hedge(ctx context.Context, r *race) bool {
 }
 
 // launch starts an attempt of the race on a goroutine of its own, under a
-// context that the race cancels when another attempt wins.
+// context that the race cancels when another attempt wins. The attempt
+// counts as in flight to its host until it ends.
 func (c *call) launch(ctx context.Context, r *race, hedge bool) {
+	host := c.host
+	host.started()
 	hctx, cancel := context.WithCancelCause(ctx)
 	id := len(r.cancels)
 	r.cancels = append(r.cancels, cancel)
@@ -191,12 +217,14 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool) {
 	req, err := c.request(httptrace.WithClientTrace(actx, &trace.hooks))
 	if err != nil {
 		done()
+		host.ended(hedge)
 		r.results <- raced{res: result{certainty: NotSent, err: err, rule: notSentRule, hedge: hedge}, id: id}
 		return
 	}
 	s, results := c.sender(c.attempts+r.running, hedge), r.results
 	go func() {
 		res := s.send(hctx, req, trace, done)
+		host.ended(hedge)
 		res.hedge = hedge
 		results <- raced{res: res, id: id}
 	}()

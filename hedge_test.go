@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -172,6 +173,91 @@ func TestHedgeBudgetDenialStopsHedging(t *testing.T) {
 	})
 }
 
+// When many attempts to a host are slow at once, the hedges in flight stay
+// within InFlightShare of its attempts in flight: of four calls stalled
+// together one is hedged by default, each with a share of 1; a hedge the
+// bound denies spends no budget token, and the counts return to zero.
+// (TestHedgeBoundDenialStopsHedging: a denied hedge is not tried again.)
+func TestHedgeInFlightBound(t *testing.T) {
+	for _, tt := range []struct {
+		share  float64
+		hedges int
+	}{{0, 1}, {0.4, 2}, {1, 4}} {
+		t.Run(fmt.Sprint(tt.share), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &scripted{latency: func(int) time.Duration { return 45 * time.Millisecond }}
+				budget := NewBudget(BudgetConfig{FloorRate: 100, FloorBurst: 100})
+				tr := NewTransport(Config{Base: base, Budget: budget,
+					Hedge: HedgeConfig{Delay: 10 * time.Millisecond, InFlightShare: tt.share}})
+				var wg sync.WaitGroup
+				for range 4 {
+					wg.Go(func() {
+						resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
+						if assert.NoError(t, err) {
+							discard(resp)
+						}
+					})
+				}
+				wg.Wait()
+				synctest.Wait()
+				assert.EqualValues(t, 4+tt.hedges, base.calls.Load())
+				assert.EqualValues(t, tt.hedges, budget.Stats().Retries, "only the hedges sent spent a token")
+				assert.Zero(t, budget.Stats().Denied)
+				host := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
+				assert.Zero(t, host.attempts.Load(), "attempts in flight")
+				assert.Zero(t, host.hedges.Load(), "hedges in flight")
+			})
+		})
+	}
+}
+
+// A hedge the in-flight bound denied is not tried again: two calls stall
+// together, one is hedged at 10 ms and that hedge takes 15 ms; the
+// other's hedge is denied at 10 ms, and the call waits for its attempt
+// (50 ms) although the bound would allow a hedge after 25 ms.
+func TestHedgeBoundDenialStopsHedging(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var hedgeAt []time.Duration
+		var mu sync.Mutex
+		start := time.Now()
+		base := &scripted{latency: func(n int) time.Duration {
+			switch n {
+			case 1, 2:
+				return 50 * time.Millisecond
+			case 3:
+				return 15 * time.Millisecond
+			}
+			return 0
+		}}
+		tr := NewTransport(Config{Base: base, NoBudget: true,
+			Hedge: HedgeConfig{Delay: 10 * time.Millisecond, MaxHedges: 1},
+			Observer: Observer{OnSend: func(ctx context.Context, a Attempt) (context.Context, func(Attempt)) {
+				if a.Hedge {
+					mu.Lock()
+					hedgeAt = append(hedgeAt, time.Since(start))
+					mu.Unlock()
+				}
+				return ctx, nil
+			}}})
+		var wg sync.WaitGroup
+		var took [2]time.Duration
+		for i := range 2 {
+			wg.Go(func() {
+				resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
+				if assert.NoError(t, err) {
+					discard(resp)
+				}
+				took[i] = time.Since(start)
+			})
+		}
+		wg.Wait()
+		synctest.Wait()
+		assert.EqualValues(t, 3, base.calls.Load())
+		assert.Equal(t, []time.Duration{10 * time.Millisecond}, hedgeAt)
+		assert.ElementsMatch(t, []time.Duration{25 * time.Millisecond, 50 * time.Millisecond}, took[:])
+	})
+}
+
 // Only requests that are safe to send twice at once are hedged: idempotent
 // methods, and keyed requests that opt in; never an unkeyed POST.
 func TestHedgeOnlySafeRequests(t *testing.T) {
@@ -288,7 +374,7 @@ func TestHedgeLoserLatencyRecorded(t *testing.T) {
 		require.NoError(t, err)
 		discard(resp)
 		synctest.Wait()
-		l := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
+		l := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/")).latencies
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		assert.Equal(t, 2, l.added)

@@ -2,7 +2,6 @@ package idem
 
 import (
 	"math"
-	"net/url"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -62,38 +61,4 @@ func (l *latencies) get() (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(l.value.Load()), true
-}
-
-// hostLatencies holds the latencies of each host, at most max of them. It
-// is safe for concurrent use.
-type hostLatencies struct {
-	q                  float64
-	window, minSamples int
-	max                int
-
-	mu     sync.Mutex
-	byHost map[string]*latencies
-}
-
-// lookup returns the latencies of u's host (its breaker's key), creating
-// them when needed. Beyond max hosts an arbitrary host is forgotten: a host
-// that is in use soon has a window again, and a client that talks to many
-// hosts does not grow without limit.
-func (h *hostLatencies) lookup(u *url.URL) *latencies {
-	var buf [64]byte
-	key := appendHostKey(buf[:0], u)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if l, ok := h.byHost[string(key)]; ok {
-		return l
-	}
-	if len(h.byHost) >= h.max {
-		for host := range h.byHost {
-			delete(h.byHost, host)
-			break
-		}
-	}
-	l := newLatencies(h.q, h.window, h.minSamples)
-	h.byHost[string(key)] = l
-	return l
 }

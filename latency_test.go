@@ -1,7 +1,6 @@
 package idem
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -34,16 +33,4 @@ func TestLatenciesQuantile(t *testing.T) {
 	}
 	d, _ = l.get()
 	assert.Equal(t, 2*time.Millisecond, d)
-}
-
-// The latencies of at most max hosts are kept; the spellings of one host
-// share them.
-func TestHostLatenciesBounded(t *testing.T) {
-	h := &hostLatencies{q: 0.5, window: 4, minSamples: 1, max: 3, byHost: map[string]*latencies{}}
-	a := h.lookup(mustURL(t, "http://a.test/x"))
-	assert.Same(t, a, h.lookup(mustURL(t, "HTTP://A.test:80/y")))
-	for i := range 10 {
-		h.lookup(mustURL(t, fmt.Sprintf("http://h%d.test/", i)))
-		assert.LessOrEqual(t, len(h.byHost), 3)
-	}
 }

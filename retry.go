@@ -18,7 +18,7 @@ type call struct {
 	safe       bool          // keyed or idempotent: an ambiguous attempt may be retried
 	classified bool          // a Classifier is asked about each attempt
 	hedged     bool          // attempts may be hedged (hedge.go)
-	latencies  *latencies    // the host's latencies, for a percentile hedge
+	host       *hedgeHost    // the host's hedging state, when hedged
 	body       requestBody
 	max        int // Config.MaxAttempts, or the call's own
 
@@ -101,7 +101,7 @@ func (c *call) run() (*http.Response, error) {
 // taken effect.
 func (c *call) step(ctx context.Context) (res result, d decision, actedBefore bool) {
 	if c.hedged {
-		if delay, ok := c.t.hedge.delay(c.latencies); ok {
+		if delay, ok := c.t.hedge.delay(c.host); ok {
 			return c.race(ctx, delay)
 		}
 	}

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/budget"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/failsafe-go/failsafe-go/hedgepolicy"
 
@@ -109,6 +110,10 @@ func variants(s settings) []variant {
 	percentile := func(p float64) idem.HedgeConfig {
 		return idem.HedgeConfig{Percentile: p, Window: s.window, MinSamples: s.minSamples}
 	}
+	unbounded := func(h idem.HedgeConfig) idem.HedgeConfig {
+		h.InFlightShare = 1 // one hedge per attempt in flight
+		return h
+	}
 	// A policy is built per run, as idem's Transport is: a quantile policy
 	// learns latencies, and each run must start cold.
 	failsafeWith := func(policy func() failsafe.Policy[*http.Response]) func(*http.Transport) (http.RoundTripper, func() int64) {
@@ -121,6 +126,15 @@ func variants(s settings) []variant {
 			return hedgepolicy.NewWithDelayQuantile[*http.Response](q, uint(s.window), uint(s.minSamples))
 		}
 	}
+	// failsafe-go's hedge budget bounds the hedges in flight as idem's
+	// InFlightShare does by default: a tenth of the executions in flight,
+	// and at least one.
+	bounded := func(q float64) func() failsafe.Policy[*http.Response] {
+		return func() failsafe.Policy[*http.Response] {
+			return hedgepolicy.NewBuilderWithDelayQuantile[*http.Response](q, uint(s.window), uint(s.minSamples)).
+				WithBudget(budget.NewBuilder().WithMaxRate(0.1).WithMinConcurrency(1).Build()).Build()
+		}
+	}
 	fixed := func() failsafe.Policy[*http.Response] { return hedgepolicy.NewWithDelay[*http.Response](s.fixed) }
 	return []variant{
 		{"net/http, no hedging", func(base *http.Transport) (http.RoundTripper, func() int64) { return base, nil }},
@@ -129,9 +143,11 @@ func variants(s settings) []variant {
 		{"idem, p90", idemWith(percentile(0.90))},
 		{"idem, p95", idemWith(percentile(0.95))},
 		{"idem, p90, no budget", unbudgeted(percentile(0.90))},
+		{"idem, p90, no in-flight bound", idemWith(unbounded(percentile(0.90)))},
 		{fmt.Sprintf("failsafe-go, fixed %s", s.fixed), failsafeWith(fixed)},
 		{"failsafe-go, p90", failsafeWith(quantile(0.90))},
 		{"failsafe-go, p95", failsafeWith(quantile(0.95))},
+		{"failsafe-go, p90, hedge budget 0.1", failsafeWith(bounded(0.90))},
 	}
 }
 
