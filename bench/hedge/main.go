@@ -1,8 +1,9 @@
 // Command hedge measures hedged GETs against a loopback server with a slow
 // tail: idem's hedging (a fixed delay and a percentile of the host's recent
-// latencies) beside failsafe-go's hedge policy, in one process, on the same
-// server and the same request sequence, variant after variant in each
-// round:
+// latencies, with and without its bound on hedges in flight) beside
+// failsafe-go's hedge policy (with and without its hedge budget), in one
+// process, on the same server and the same request sequence, variant after
+// variant in each round:
 //
 //	cd bench/hedge && go run . -rounds 21
 //
