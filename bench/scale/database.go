@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -127,11 +128,22 @@ func ownSchema(ctx context.Context, dbURL string) (string, func(), error) {
 			_ = c.Close(context.Background())
 		}
 	}
-	sep := "?"
-	if strings.Contains(dbURL, "?") {
-		sep = "&"
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		drop()
+		return "", nil, err
 	}
-	return dbURL + sep + "search_path=" + schema, drop, nil
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), drop, nil
+}
+
+// isPostgresURL reports whether s is a postgres:// or postgresql:// URL
+// (pgx also takes key=value strings, which ownSchema cannot extend).
+func isPostgresURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql")
 }
 
 // openPool opens a pool of conns on url.

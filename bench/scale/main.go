@@ -123,6 +123,8 @@ func (c *config) parse(sizes, inflight string) error {
 		return errors.New("-storm must be positive when -storms is")
 	case c.db != "" && c.pgOptions != "":
 		return errors.New("-pg-options applies to the private cluster, not to -db")
+	case c.db != "" && !isPostgresURL(c.db):
+		return fmt.Errorf("-db must be a postgres:// URL (its schema is set as a URL parameter), got %q", c.db)
 	}
 	return nil
 }

@@ -66,6 +66,7 @@ func TestParseRefusesBadFlags(t *testing.T) {
 		{"negative autovacuum scale", func(c *config) { c.vacuumScale = -1 }, "0", "4", "-autovacuum-scale"},
 		{"storm of 0", func(c *config) { c.storm = 0 }, "0", "4", "-storm "},
 		{"pg-options with db", func(c *config) { c.db, c.pgOptions = "postgres://x", "-c a=b" }, "0", "4", "-pg-options"},
+		{"db not a URL", func(c *config) { c.db = "host=127.0.0.1 dbname=test" }, "0", "4", "-db must be a postgres:// URL"},
 	} {
 		c := good()
 		if tc.edit != nil {

@@ -113,10 +113,9 @@ type sweepSummary struct {
 
 func (s *sweepSummary) add(idem tally, batches []batch, size tableSize) {
 	s.inserted += len(idem.requests)
-	for _, b := range batches {
-		s.swept += b.deleted
-		s.longest = max(s.longest, b.took)
-	}
+	swept, longest := sweptBy(batches)
+	s.swept += swept
+	s.longest = max(s.longest, longest)
 	if s.first == 0 {
 		s.first = size.total
 	}
@@ -126,6 +125,15 @@ func (s *sweepSummary) add(idem tally, batches []batch, size tableSize) {
 func (s sweepSummary) String() string {
 	return fmt.Sprintf("%d records inserted, %d swept, longest batch %.1f ms; table and indexes %.1f MB at the first row, %.1f MB at the last, %.1f MB at most",
 		s.inserted, s.swept, float64(s.longest.Microseconds())/1000, mb(s.first), mb(s.last), mb(s.most))
+}
+
+// sweptBy returns the records the batches deleted and the longest of them.
+func sweptBy(batches []batch) (swept int, longest time.Duration) {
+	for _, b := range batches {
+		swept += b.deleted
+		longest = max(longest, b.took)
+	}
+	return swept, longest
 }
 
 // sampleRow writes one row of the sweep phase: the window's requests, the
@@ -140,11 +148,7 @@ func sampleRow(ctx context.Context, out io.Writer, pool *pgxpool.Pool, at time.D
 		return s, err
 	}
 	plain, idem := window[0], window[1]
-	swept, longest := 0, time.Duration(0)
-	for _, b := range batches {
-		swept += b.deleted
-		longest = max(longest, b.took)
-	}
+	swept, longest := sweptBy(batches)
 	all := idem.latencies(nil)
 	during := idem.latencies(func(r request) bool { return overlaps(r, batches) })
 	_, err = fmt.Fprintln(out, row(
