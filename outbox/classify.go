@@ -64,8 +64,9 @@ type result struct {
 // classify turns what the idem client returned for one delivery into a
 // result. It is the single place where the outbox decides between
 // delivered, parked and retried: the Postgres and the memory outboxes both
-// use it. It reads (the first keptBodyBytes of) and closes resp's body.
-func classify(resp *http.Response, err error) result {
+// use it. It reads (the first keptBodyBytes of) and closes resp's body;
+// now is when the response arrived, for a Retry-After given as a date.
+func classify(resp *http.Response, err error, now time.Time) result {
 	if err != nil {
 		return classifyError(err)
 	}
@@ -74,7 +75,7 @@ func classify(resp *http.Response, err error) result {
 	r.body, _ = io.ReadAll(io.LimitReader(resp.Body, keptBodyBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
 	r.verdict = statusVerdict(resp.StatusCode, resp.Header.Get("Content-Type"), r.body)
-	if ra, ok := wire.ParseRetryAfter(resp.Header.Get(wire.HeaderRetryAfter), time.Now()); ok {
+	if ra, ok := wire.ParseRetryAfter(resp.Header.Get(wire.HeaderRetryAfter), now); ok {
 		r.retryAfter = ra
 	}
 	return r
@@ -141,5 +142,6 @@ func deliver(ctx context.Context, s *settings, m *Message) result {
 	if err != nil {
 		return result{verdict: refused, err: err}
 	}
-	return classify(s.rt.RoundTrip(req))
+	resp, err := s.rt.RoundTrip(req)
+	return classify(resp, err, s.now())
 }

@@ -58,7 +58,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := classify(tt.resp, tt.err)
+			r := classify(tt.resp, tt.err, time.Now())
 			require.Equal(t, tt.want, r.verdict, "classify = %s, want %s", r.verdict, tt.want)
 		})
 	}
@@ -66,11 +66,21 @@ func TestClassify(t *testing.T) {
 
 func TestClassifyKeepsTheResponse(t *testing.T) {
 	body := strings.Repeat("x", 10_000)
-	r := classify(response(400, http.Header{"X-Why": {"nope"}, "Retry-After": {"3"}}, body), nil)
+	r := classify(response(400, http.Header{"X-Why": {"nope"}, "Retry-After": {"3"}}, body), nil, time.Now())
 	require.Equal(t, 400, r.status)
 	require.Equal(t, "nope", r.header.Get("X-Why"))
 	require.Len(t, r.body, keptBodyBytes)
 	require.Equal(t, 3*time.Second, r.retryAfter)
+}
+
+// A Retry-After given as a date is read against the time the response
+// arrived, on the outbox's clock.
+func TestClassifyRetryAfterDateOnTheGivenClock(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := now.Add(90 * time.Second).Format(http.TimeFormat)
+	r := classify(response(503, http.Header{"Retry-After": {at}}, ""), nil, now)
+	require.Equal(t, retry, r.verdict)
+	require.Equal(t, 90*time.Second, r.retryAfter)
 }
 
 func TestBackoff(t *testing.T) {
