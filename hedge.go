@@ -55,17 +55,19 @@ type HedgeConfig struct {
 	// MaxHedges bounds the hedges sent for one attempt, one after each
 	// delay. Zero or negative means 1.
 	MaxHedges int
-	// InFlightShare bounds the hedges in flight to a host: with the new
-	// one, they may be at most this share of the host's attempts in
-	// flight (those of calls that may be hedged, hedges included), or
-	// else at most MaxHedges, so that a lone call may always hedge. When
-	// many attempts are slow at once, the host or the path to it is
-	// congested rather than one instance slow: hedging each of them would
-	// add load where it hurts, and the hedges would be as slow. A hedge
-	// the bound denies spends no budget, and its attempt runs on without
-	// hedges (trying again after each delay cost more than it saved:
-	// BENCHMARKS.md §9). Zero or negative means 0.1; 1 or more bounds
-	// the hedges by MaxHedges alone.
+	// InFlightShare bounds the hedges in flight to a host: counting the
+	// new one in both, the hedges may be at most this share of the
+	// host's attempts in flight, or else at most MaxHedges, so that a
+	// lone call may always hedge. The attempts counted are those of the
+	// calls that may be hedged, once the delay is known (with a
+	// percentile, after MinSamples), each until its response is read
+	// ahead. When many attempts are slow at once, the host or the path to
+	// it is congested rather than one instance slow: hedging each of them
+	// would add load where it hurts, and the hedges would be as slow. A
+	// hedge the bound denies spends no budget, and its attempt runs on
+	// without hedges (trying again after each delay cost more than it
+	// saved: BENCHMARKS.md §9). Zero, negative or NaN means 0.1; 1 or
+	// more bounds the hedges by MaxHedges alone.
 	InFlightShare float64
 }
 
@@ -89,7 +91,7 @@ func newHedger(cfg HedgeConfig, maxHosts int) *hedger {
 		cfg.MinSamples = DefaultHedgeMinSamples
 	}
 	cfg.MinSamples = min(cfg.MinSamples, cfg.Window)
-	if cfg.InFlightShare <= 0 {
+	if !(cfg.InFlightShare > 0) { // NaN too
 		cfg.InFlightShare = DefaultHedgeInFlightShare
 	}
 	if cfg.Percentile > 0 {
@@ -148,9 +150,10 @@ type race struct {
 // race makes an attempt and, while none has completed, hedges of it, the
 // first after delay and one after each hedge delay since, as long as
 // MaxHedges, MaxAttempts, the host's hedges in flight and the budget
-// allow. The first attempt whose
-// decision ends the call (Stop, Fail) wins, or else the last to complete;
-// the others are cancelled. It returns the winner as step does.
+// allow: the first hedge one of them refuses is the race's last. The
+// first attempt whose decision ends the call (Stop, Fail) wins, or else
+// the last to complete; the others are cancelled. It returns the winner
+// as step does.
 func (c *call) race(ctx context.Context, delay time.Duration) (result, decision, bool) {
 	h := c.t.hedge
 	r := &race{results: make(chan raced, 1+h.cfg.MaxHedges)}
@@ -193,21 +196,27 @@ func (c *call) hedge(ctx context.Context, r *race) bool {
 	if !c.host.admitHedge(cfg.InFlightShare, cfg.MaxHedges) {
 		return false
 	}
+	admitted := true
+	defer func() { // also when the caller's GetBody panics in launch
+		if admitted {
+			c.host.release()
+		}
+	}()
 	if !c.spend() {
-		c.host.release()
 		return false
 	}
 	r.hedges++
 	c.launch(ctx, r, true)
+	admitted = false // launch took the hedge over
 	return true
 }
 
 // launch starts an attempt of the race on a goroutine of its own, under a
 // context that the race cancels when another attempt wins. The attempt
-// counts as in flight to its host until it ends.
+// counts as in flight to its host from when its request is built until it
+// ends; a hedge whose request cannot be built is released.
 func (c *call) launch(ctx context.Context, r *race, hedge bool) {
 	host := c.host
-	host.started()
 	hctx, cancel := context.WithCancelCause(ctx)
 	id := len(r.cancels)
 	r.cancels = append(r.cancels, cancel)
@@ -217,10 +226,13 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool) {
 	req, err := c.request(httptrace.WithClientTrace(actx, &trace.hooks))
 	if err != nil {
 		done()
-		host.ended(hedge)
+		if hedge {
+			host.release()
+		}
 		r.results <- raced{res: result{certainty: NotSent, err: err, rule: notSentRule, hedge: hedge}, id: id}
 		return
 	}
+	host.started()
 	s, results := c.sender(c.attempts+r.running, hedge), r.results
 	go func() {
 		res := s.send(hctx, req, trace, done)

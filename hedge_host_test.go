@@ -2,7 +2,9 @@ package idem
 
 import (
 	"fmt"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -39,6 +41,20 @@ func TestAdmitHedgeBoundedByShare(t *testing.T) {
 		lone.started()
 	}
 	assert.False(t, lone.admitHedge(0.1, 3), "a fourth")
+
+	many := &hedgeHost{}
+	many.attempts.Store(99)
+	many.hedges.Store(28)
+	assert.True(t, many.admitHedge(0.29, 1), "29 of 100 at 0.29, although 0.29 x 100 is 28.999... in float64")
+	assert.False(t, many.admitHedge(0.29, 1), "30 of 100")
+}
+
+// A NaN share is no share: the default applies.
+func TestHedgeInFlightShareDefault(t *testing.T) {
+	for _, share := range []float64{0, -1, math.NaN()} {
+		h := newHedger(HedgeConfig{Delay: time.Millisecond, InFlightShare: share}, 0)
+		assert.Equal(t, DefaultHedgeInFlightShare, h.cfg.InFlightShare, "%v", share)
+	}
 }
 
 // The state of at most max hosts is kept; the spellings of one host share
@@ -54,4 +70,18 @@ func TestHedgeHostsBounded(t *testing.T) {
 	}
 	fixed := &hedgeHosts{max: 3, byHost: map[string]*hedgeHost{}}
 	assert.Nil(t, fixed.lookup(mustURL(t, "http://a.test/")).latencies)
+}
+
+// Beyond max hosts, a host with attempts in flight is kept while another
+// has none.
+func TestHedgeHostsForgetAnIdleHost(t *testing.T) {
+	for range 20 { // map order is random: any order must keep the busy host
+		h := &hedgeHosts{max: 3, byHost: map[string]*hedgeHost{}}
+		busy := h.lookup(mustURL(t, "http://busy.test/"))
+		busy.started()
+		h.lookup(mustURL(t, "http://idle1.test/"))
+		h.lookup(mustURL(t, "http://idle2.test/"))
+		h.lookup(mustURL(t, "http://new.test/"))
+		assert.Same(t, busy, h.lookup(mustURL(t, "http://busy.test/")))
+	}
 }

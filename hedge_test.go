@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -161,6 +162,9 @@ func TestHedgeBudgetDenialStopsHedging(t *testing.T) {
 		assert.Equal(t, 50*time.Millisecond, time.Since(start))
 		assert.EqualValues(t, 1, base.calls.Load(), "no hedge")
 		assert.Equal(t, BudgetStats{FirstAttempts: 1, Denied: 1}, budget.Stats(), "one denial stops the hedging")
+		host := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
+		assert.Zero(t, host.hedges.Load(), "the hedge the budget denied is given back")
+		assert.Zero(t, host.attempts.Load())
 
 		budget = NewBudget(BudgetConfig{FloorRate: 1, FloorBurst: 1})
 		base = &scripted{latency: slowFirst(50 * time.Millisecond)}
@@ -256,6 +260,40 @@ func TestHedgeBoundDenialStopsHedging(t *testing.T) {
 		assert.Equal(t, []time.Duration{10 * time.Millisecond}, hedgeAt)
 		assert.ElementsMatch(t, []time.Duration{25 * time.Millisecond, 50 * time.Millisecond}, took[:])
 	})
+}
+
+// A hedge whose request cannot be built (its GetBody fails, or panics)
+// gives back its place in the host's hedges in flight: the host can be
+// hedged again.
+func TestHedgeUnbuiltRequestReleasesItsPlace(t *testing.T) {
+	for _, panics := range []bool{false, true} {
+		t.Run(fmt.Sprint("panics=", panics), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &scripted{latency: slowFirst(50 * time.Millisecond)}
+				tr := NewTransport(Config{Base: base, NoBudget: true, Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
+				req, err := http.NewRequest(http.MethodPut, "http://api.test/item", strings.NewReader("x"))
+				require.NoError(t, err)
+				req.GetBody = func() (io.ReadCloser, error) {
+					if panics {
+						panic("GetBody")
+					}
+					return nil, errors.New("GetBody")
+				}
+				func() {
+					defer func() { recover() }()
+					if resp, err := tr.RoundTrip(req); err == nil {
+						discard(resp)
+					}
+				}()
+				time.Sleep(time.Hour) // the first attempt ends
+				synctest.Wait()
+				host := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
+				assert.Zero(t, host.hedges.Load(), "hedges in flight")
+				assert.Zero(t, host.attempts.Load(), "attempts in flight")
+				assert.EqualValues(t, 1, base.calls.Load(), "the hedge was never sent")
+			})
+		})
+	}
 }
 
 // Only requests that are safe to send twice at once are hedged: idempotent

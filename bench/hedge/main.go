@@ -127,9 +127,11 @@ func variants(s settings) []variant {
 			return hedgepolicy.NewWithDelayQuantile[*http.Response](q, uint(s.window), uint(s.minSamples))
 		}
 	}
-	// failsafe-go's hedge budget bounds the hedges in flight as idem's
-	// InFlightShare does by default: a tenth of the executions in flight,
-	// and at least one.
+	// failsafe-go's hedge budget bounds the hedges in flight much as idem's
+	// InFlightShare does by default (a tenth of the executions in flight,
+	// and at least one), but per policy rather than per host, and it
+	// checks the rate before counting the new hedge; with one host and 8
+	// workers both allow one hedge at a time.
 	bounded := func(q float64) func() failsafe.Policy[*http.Response] {
 		return func() failsafe.Policy[*http.Response] {
 			return hedgepolicy.NewBuilderWithDelayQuantile[*http.Response](q, uint(s.window), uint(s.minSamples)).
