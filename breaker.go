@@ -15,8 +15,7 @@ import (
 
 // ErrCircuitOpen: the circuit breaker of the request's host is open (or
 // half-open with its probes taken), so the attempt failed fast without
-// being sent. The *Error also matches the gobreaker error that caused it
-// (gobreaker.ErrOpenState or gobreaker.ErrTooManyRequests).
+// being sent.
 var ErrCircuitOpen = errors.New("idem: circuit open for this host (a local decision of this client)")
 
 // Defaults of BreakerConfig.

@@ -130,7 +130,8 @@ type Config struct {
 }
 
 // Transport is an http.RoundTripper that makes retries safe: it gives each
-// call one Idempotency-Key, sends it on every attempt, and retries only what
+// call one idempotency key (in the Idempotency-Key header, or the one
+// Config.KeyHeader names), sends it on every attempt, and retries only what
 // the key or the method makes safe, with backoff, inside the deadline of the
 // request's context. It never modifies the caller's request, always closes
 // the request body, and returns (resp, nil) when it returns a response,

@@ -131,8 +131,9 @@ func (h *hedger) delay(host *hedgeHost) (time.Duration, bool) {
 
 // raced is the result of one attempt of a race.
 type raced struct {
-	res result
-	id  int // the attempt's index in race.cancels
+	res      result
+	id       int // the attempt's index in race.cancels
+	panicked any // what the attempt panicked with (the base transport, or an Observer hook), nil when it did not
 }
 
 // errHedgeLost is the cause of the context of an attempt that another
@@ -165,6 +166,10 @@ func (c *call) race(ctx context.Context, delay time.Duration) (result, decision,
 		select {
 		case x := <-r.results:
 			r.running--
+			if x.panicked != nil {
+				c.abandonRace(r)
+				panic(x.panicked) // on the caller's goroutine, as without hedging
+			}
 			actedBefore := c.mayActed
 			d := c.conclude(ctx, x.res)
 			if d.verdict == Stop || d.verdict == Fail || r.running == 0 {
@@ -235,11 +240,28 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool) {
 	host.started()
 	s, results := c.sender(c.attempts+r.running, hedge), r.results
 	go func() {
-		res := s.send(hctx, req, trace, done)
-		host.ended(hedge)
-		res.hedge = hedge
-		results <- raced{res: res, id: id}
+		x := raced{id: id}
+		defer func() {
+			// A panic here could not be recovered by the caller: it is
+			// handed to the race, which panics on the caller's goroutine.
+			x.panicked = recover()
+			host.ended(hedge)
+			results <- x
+		}()
+		x.res = s.send(hctx, req, trace, done)
+		x.res.hedge = hedge
 	}()
+}
+
+// abandonRace ends a race whose attempt panicked: the others are
+// cancelled, and their results drained.
+func (c *call) abandonRace(r *race) {
+	for _, cancel := range r.cancels {
+		cancel(nil)
+	}
+	if r.running > 0 {
+		go drainRace(r.results, r.running)
+	}
 }
 
 // settleRace ends a race that x won: the other attempts are cancelled and

@@ -296,6 +296,72 @@ func TestHedgeUnbuiltRequestReleasesItsPlace(t *testing.T) {
 	}
 }
 
+// A panic of an attempt of a hedged call (the base transport's, here)
+// goes on to the caller, as without hedging: the first attempt's (before
+// any hedge), and a hedge's while the first attempt still runs, which is
+// then cancelled. The host's counts return to zero.
+func TestHedgePanicGoesToTheCaller(t *testing.T) {
+	for _, panicking := range []int{1, 2} {
+		t.Run(fmt.Sprint("attempt ", panicking), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				inner := &scripted{latency: func(int) time.Duration { return time.Hour }}
+				var n atomic.Int32
+				base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					if int(n.Add(1)) == panicking {
+						panic("base broke")
+					}
+					return inner.RoundTrip(r)
+				})
+				tr := NewTransport(Config{Base: base, NoBudget: true, Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
+				assert.PanicsWithValue(t, "base broke", func() {
+					tr.RoundTrip(mustGet(t, "http://api.test/item"))
+				})
+				synctest.Wait()
+				_, ended := inner.report()
+				if panicking == 1 {
+					assert.Empty(t, ended, "no hedge was sent")
+				} else {
+					assert.Equal(t, []error{context.Canceled}, ended, "the first attempt is cancelled")
+				}
+				host := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
+				assert.Zero(t, host.attempts.Load())
+				assert.Zero(t, host.hedges.Load())
+				assert.EqualValues(t, 1, tr.breakers.get("http://api.test:80").Counts().TotalFailures, "the panic counts as a failure")
+			})
+		})
+	}
+}
+
+// Hedging is off by default: a GET that takes an hour is not hedged.
+func TestHedgeOffByDefault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: slowFirst(time.Hour)}
+		tr := NewTransport(Config{Base: base, NoBudget: true})
+		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
+		require.NoError(t, err)
+		discard(resp)
+		assert.EqualValues(t, 1, base.calls.Load())
+		assert.Nil(t, tr.hedge)
+	})
+}
+
+// A call marked critical hedges although the budget has nothing left, and
+// spends from it (WithCritical).
+func TestHedgeCriticalIgnoresTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: slowFirst(time.Hour)}
+		budget := NewBudget(BudgetConfig{FloorRate: -1})
+		tr := NewTransport(Config{Base: base, Budget: budget, Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
+		req := mustGet(t, "http://api.test/item")
+		resp, err := tr.RoundTrip(req.WithContext(WithCritical(req.Context())))
+		require.NoError(t, err)
+		discard(resp)
+		synctest.Wait()
+		assert.EqualValues(t, 2, base.calls.Load(), "the hedge was sent")
+		assert.Zero(t, budget.Stats().Denied)
+	})
+}
+
 // Only requests that are safe to send twice at once are hedged: idempotent
 // methods, and keyed requests that opt in; never an unkeyed POST.
 func TestHedgeOnlySafeRequests(t *testing.T) {
