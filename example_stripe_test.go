@@ -45,16 +45,19 @@ func stripeDialect(o idem.Outcome) idem.Decision {
 	return idem.Decision{}
 }
 
-// stripeLike serves /v1/charges and /v1/payouts in Stripe's dialect. A
-// charge stays in progress for one more request after the one that made
-// it, which then gets 409 idempotency_key_in_use; a finished key's
-// response is replayed; the same key with another body gets 400
-// idempotency_error. A payout fails with a 500 that Stripe would store:
-// Stripe-Should-Retry: false.
+// stripeLike serves /v1/charges, /v1/refunds and /v1/payouts in Stripe's
+// dialect. A charge stays in progress for one more request after the one
+// that made it, which then gets 409 idempotency_key_in_use; a finished
+// key's response is replayed; the same key with another body gets 400
+// idempotency_error. A refund's first request meets a lock held elsewhere:
+// 409 lock_timeout, which the default rules would return, with
+// Stripe-Should-Retry: true. A payout fails with a 500 that Stripe would
+// store: Stripe-Should-Retry: false.
 type stripeLike struct {
 	mu       sync.Mutex
 	charges  map[string]string // key -> request body
 	progress map[string]int    // key -> requests still answered "in use"
+	refunds  map[string]int    // key -> requests seen
 	made     int
 	requests int
 }
@@ -66,9 +69,18 @@ func (s *stripeLike) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	s.requests++
 	w.Header().Set("Content-Type", "application/json")
-	if r.URL.Path == "/v1/payouts" {
+	switch r.URL.Path {
+	case "/v1/payouts":
 		w.Header().Set("Stripe-Should-Retry", "false")
 		stripeError(w, http.StatusInternalServerError, "api_error", "")
+		return
+	case "/v1/refunds":
+		if s.refunds[key]++; s.refunds[key] == 1 {
+			w.Header().Set("Stripe-Should-Retry", "true")
+			stripeError(w, http.StatusConflict, "invalid_request_error", "lock_timeout")
+			return
+		}
+		fmt.Fprint(w, `{"id":"re_1","object":"refund"}`)
 		return
 	}
 	stored, seen := s.charges[key]
@@ -98,9 +110,11 @@ func stripeError(w http.ResponseWriter, status int, typ, code string) {
 // A Classifier teaches the client Stripe's dialect. The test server drops
 // the response to the first request of each charge; the retry finds the
 // charge still in progress (409 idempotency_key_in_use), waits and
-// retries with the same key, and gets the charge, made once.
+// retries with the same key, and gets the charge, made once. The refund's
+// 409 lock_timeout is retried because Stripe-Should-Retry says so; the
+// payout's stored 500 is not, because it says not.
 func ExampleClassifier() {
-	api := &stripeLike{charges: map[string]string{}, progress: map[string]int{}}
+	api := &stripeLike{charges: map[string]string{}, progress: map[string]int{}, refunds: map[string]int{}}
 	dropFirst := testserver.Rule{Match: testserver.Match{Path: "/v1/charges"}, Script: []testserver.Fault{{Kind: testserver.FaultDropClose}}}
 	srv := testserver.New(api, testserver.Config{Rules: []testserver.Rule{dropFirst}})
 	defer srv.Close()
@@ -121,25 +135,28 @@ func ExampleClassifier() {
 	ctx := idem.WithKey(context.Background(), "order-1042")
 	call(ctx, "/v1/charges", "amount=1250&currency=eur")
 	call(ctx, "/v1/charges", "amount=9999&currency=eur") // the same key, other parameters
+	call(context.Background(), "/v1/refunds", "charge=ch_1")
 	call(context.Background(), "/v1/payouts", "amount=500")
 	fmt.Println("charges made:", api.made, "requests:", api.requests)
 	// Output:
 	// 200 {"id":"ch_1","object":"charge"} replayed=true
 	// error: true 400
+	// 200 {"id":"re_1","object":"refund"} replayed=
 	// 500 {"error":{"type":"api_error","code":"","message":"..."}} replayed=
-	// charges made: 1 requests: 5
+	// charges made: 1 requests: 7
 }
 
-// Without the Classifier the same calls go wrong in the two ways the
+// Without the Classifier the same calls go wrong in the three ways the
 // dialect prevents: the 409 idempotency_key_in_use reaches the caller as
-// the charge's answer, and the stored 500 is retried in vain.
+// the charge's answer, so does the refund's 409 that Stripe said to retry,
+// and the stored 500 is retried in vain.
 func ExampleClassifier_without() {
-	api := &stripeLike{charges: map[string]string{}, progress: map[string]int{}}
+	api := &stripeLike{charges: map[string]string{}, progress: map[string]int{}, refunds: map[string]int{}}
 	dropFirst := testserver.Rule{Match: testserver.Match{Path: "/v1/charges"}, Script: []testserver.Fault{{Kind: testserver.FaultDropClose}}}
 	srv := testserver.New(api, testserver.Config{Rules: []testserver.Rule{dropFirst}})
 	defer srv.Close()
 	client := idem.NewClient(idem.Config{Backoff: idem.Backoff{Base: time.Millisecond}})
-	for _, path := range []string{"/v1/charges", "/v1/payouts"} {
+	for _, path := range []string{"/v1/charges", "/v1/refunds", "/v1/payouts"} {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader("amount=1250"))
 		resp, err := client.Do(req)
 		if err != nil {
@@ -152,6 +169,7 @@ func ExampleClassifier_without() {
 	fmt.Println("requests:", api.requests)
 	// Output:
 	// 409
+	// 409
 	// true
-	// requests: 6
+	// requests: 7
 }
