@@ -10,6 +10,9 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"os"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -34,6 +37,44 @@ func TestOutcomeTableDocs(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, renderMarkdown(), markdownTable(t, string(text), doc.section),
 			"%s, the first table under %q", doc.path, doc.section)
+	}
+}
+
+// Two sentences restate columns of the table in words: the package doc's
+// statuses that are retried, and BreakerConfig's statuses that are
+// failures of the host. They name exactly the table's statuses.
+func TestOutcomeTableProse(t *testing.T) {
+	statuses := func(keep func(rule) bool) []int {
+		var out []int
+		for _, r := range outcomes {
+			if r.certainty == Responded && r.problem == "" && keep(r) {
+				out = append(out, r.codes...)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, tt := range []struct {
+		file, pattern string
+		want          []int
+	}{
+		{"doc.go", `- ((?:\d{3}, )*\d{3}): retried \(keyed or idempotent\)`,
+			statuses(func(r rule) bool { return r.verdict == Retry })},
+		{"breaker.go", `and ((?:\d{3},? )*and \d{3}) responses\. Not failures`,
+			statuses(func(r rule) bool { return r.failure })},
+	} {
+		src, err := os.ReadFile(tt.file)
+		require.NoError(t, err)
+		prose := strings.Join(strings.Fields(strings.ReplaceAll(string(src), "//", " ")), " ")
+		m := regexp.MustCompile(tt.pattern).FindStringSubmatch(prose)
+		require.NotNil(t, m, "%s: no sentence matching %s", tt.file, tt.pattern)
+		var got []int
+		for _, n := range regexp.MustCompile(`\d{3}`).FindAllString(m[1], -1) {
+			code, _ := strconv.Atoi(n)
+			got = append(got, code)
+		}
+		slices.Sort(got)
+		assert.Equal(t, tt.want, got, "%s: %q", tt.file, m[1])
 	}
 }
 
