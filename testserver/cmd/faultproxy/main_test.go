@@ -98,8 +98,13 @@ func (p *proxyProcess) event(t *testing.T) testserver.Event {
 }
 
 func post(url, key string) (*http.Response, error) {
+	return postWith(url, "Idempotency-Key", key)
+}
+
+// postWith posts a payment with key in the header named header.
+func postWith(url, header, key string) (*http.Response, error) {
 	req, _ := http.NewRequest(http.MethodPost, url+"/payments", strings.NewReader(`{"amount":100}`))
-	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set(header, key)
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := c.Do(req)
 	if err == nil {
@@ -158,6 +163,27 @@ func TestFaultproxyDropsAfterTheUpstreamActed(t *testing.T) {
 	}
 	if err := p.cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v, want 0", err)
+	}
+}
+
+// -key-header names the header that carries the key: requests with the
+// same X-Idempotency-Key are attempts of one operation, and the event
+// shows the key.
+func TestFaultproxyKeyHeader(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer upstream.Close()
+	p := startProxy(t, buildProxy(t), "-listen", "127.0.0.1:0", "-upstream", upstream.URL,
+		"-key-header", "X-Idempotency-Key", "-log")
+	for attempt := 1; attempt <= 2; attempt++ {
+		resp, err := postWith(p.url, "X-Idempotency-Key", "key-7")
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("attempt %d: %v, %v; want 201", attempt, resp, err)
+		}
+		if e := p.event(t); e.Key != "key-7" || e.Attempt != attempt {
+			t.Fatalf("event %d = key %q, attempt %d; want key-7, %d", attempt, e.Key, e.Attempt, attempt)
+		}
 	}
 }
 
