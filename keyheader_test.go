@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,6 +27,10 @@ func TestGoDocShowsNoInternals(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "OnBreakerChange func(host string, from, to BreakerState)")
 	assert.NotContains(t, string(out), "gobreaker")
+	out, err = exec.Command("go", "doc", "-all", ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Empty(t, regexp.MustCompile(`\b(gobreaker|rate|uuid)\.[A-Z]\w*`).FindAllString(string(out), -1),
+		"no identifier of a dependency anywhere in the package's documentation")
 }
 
 // Config.KeyHeader names the header the key travels in (issue 18): a
