@@ -35,8 +35,9 @@ type Event struct {
 	Elapsed time.Duration
 	// Waited is true when the claim waited for a running duplicate of the
 	// request (Transactional mode, see Config.WaitBound) before its
-	// verdict, whatever the verdict was; it stays set in the request's
-	// later events.
+	// verdict, whatever the verdict was: for the key's lock, or for a pool
+	// connection while an attempt of the key ran on this node. It stays
+	// set in the request's later events.
 	Waited bool
 	// Unavailable is true in Committed when the operation's response was
 	// not stored (it was streamed, or outgrew Config.MaxResponseBytes):

@@ -93,7 +93,9 @@ func (s *PostgresStore) claim(ctx context.Context, c *claimArgs) (claimResult, e
 		return res, nil
 	}
 	if errors.Is(err, errPoolBusy) && s.local.has(c.scope) {
-		return inFlight(0), nil // no connection, and an attempt of the key runs here
+		res = inFlight(0) // no connection within the bound, and an attempt of the key runs here
+		res.waited = true
+		return res, nil
 	}
 	return res, err
 }

@@ -291,7 +291,11 @@ func TestWaitForAPoolConnectionIsBounded(t *testing.T) {
 	k.watch(t, app)
 	g := newGate(t, k)
 	patient := gateServer(t, k, g, time.Minute)
-	hasty := gateServer(t, k, g, 100*time.Millisecond)
+	refused := make(chan Event, 2)
+	mux := http.NewServeMux()
+	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{WaitBound: 100 * time.Millisecond,
+		Hooks: Hooks{Refused: func(_ context.Context, e Event) { refused <- e }}}))(g))
+	hasty := serve(t, mux)
 	async := func(srv *httptest.Server, key string) <-chan reply {
 		ch := make(chan reply, 1)
 		go func() { ch <- post(t, srv, "/v1/payments", key, "{}") }()
@@ -305,6 +309,7 @@ func TestWaitForAPoolConnectionIsBounded(t *testing.T) {
 	dup := recv(t, async(hasty, "k-pool"))
 	assert.Equal(t, http.StatusConflict, dup.status, dup.body)
 	assert.Equal(t, wire.ProblemKeyInFlight, problemName(t, dup))
+	assert.True(t, recv(t, refused).Waited, "the duplicate waited its bound for a connection the running attempt holds")
 	other := recv(t, async(hasty, "k-pool-other"))
 	assert.Equal(t, http.StatusServiceUnavailable, other.status, other.body)
 	assert.Equal(t, problemStoreUnavailable, problemName(t, other))
