@@ -24,14 +24,23 @@ CREATE TABLE IF NOT EXISTS payment_notifications (
     event           text        NOT NULL,
     payment_id      text        NOT NULL,
     tenant          text        NOT NULL,
+    account_id      text        NOT NULL DEFAULT '',
     amount_cents    bigint      NOT NULL,
+    currency        text        NOT NULL DEFAULT '',
     received_at     timestamptz NOT NULL DEFAULT clock_timestamp()
 );
--- Only when missing: CREATE INDEX IF NOT EXISTS locks the table even then.
+-- Only when missing: CREATE INDEX IF NOT EXISTS and ADD COLUMN IF NOT
+-- EXISTS lock the table even then. A table of an older version, without
+-- account_id and currency, gets them ('' in its rows).
 DO $$
 BEGIN
     IF to_regclass(format('%I.payment_notifications_payment', current_schema())) IS NULL THEN
         CREATE INDEX payment_notifications_payment ON payment_notifications (payment_id);
+    END IF;
+    IF NOT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = current_schema()
+                   AND table_name = 'payment_notifications' AND column_name = 'currency') THEN
+        ALTER TABLE payment_notifications ADD COLUMN IF NOT EXISTS account_id text NOT NULL DEFAULT '',
+                                          ADD COLUMN IF NOT EXISTS currency text NOT NULL DEFAULT '';
     END IF;
 END $$;
 `
@@ -174,10 +183,10 @@ func (rc *Receiver) record(ctx context.Context, n Notification) error {
 		rc.memory = append(rc.memory, n)
 		return nil
 	}
-	const q = `INSERT INTO payment_notifications (idempotency_key, event, payment_id, tenant, amount_cents)
-	           VALUES ($1, $2, $3, $4, $5)`
+	const q = `INSERT INTO payment_notifications (idempotency_key, event, payment_id, tenant, account_id, amount_cents, currency)
+	           VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	insert := func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, q, n.Key, n.Event, n.PaymentID, n.Tenant, n.AmountCents)
+		_, err := tx.Exec(ctx, q, n.Key, n.Event, n.PaymentID, n.Tenant, n.AccountID, n.AmountCents, n.Currency)
 		return err
 	}
 	if tx, ok := server.Tx(ctx); ok { // the middleware's transaction
@@ -194,14 +203,14 @@ func (rc *Receiver) Notifications(ctx context.Context) ([]Notification, error) {
 		defer rc.mu.Unlock()
 		return append([]Notification(nil), rc.memory...), nil
 	}
-	rows, err := rc.cfg.DB.Query(ctx, `SELECT idempotency_key, event, payment_id, tenant, amount_cents
+	rows, err := rc.cfg.DB.Query(ctx, `SELECT idempotency_key, event, payment_id, tenant, account_id, amount_cents, currency
 	                                    FROM payment_notifications ORDER BY received_at`)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Notification, error) {
 		var n Notification
-		err := row.Scan(&n.Key, &n.Event, &n.PaymentID, &n.Tenant, &n.AmountCents)
+		err := row.Scan(&n.Key, &n.Event, &n.PaymentID, &n.Tenant, &n.AccountID, &n.AmountCents, &n.Currency)
 		return n, err
 	})
 }

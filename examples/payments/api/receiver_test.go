@@ -51,7 +51,7 @@ func TestReceiverRecordsEachNotificationOnce(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, ns, 1)
 			require.Equal(t, Notification{Event: EventPaymentCreated, PaymentID: "pay_1", Tenant: "acme", AmountCents: 5, Key: "n-1",
-				AccountID: ns[0].AccountID, Currency: ns[0].Currency}, ns[0])
+				AccountID: "acc-1", Currency: "EUR"}, ns[0], "every field of the notification is kept")
 
 			list := do(t, rc, call{method: "GET", path: "/v1/notifications", token: "-"})
 			var got struct {
@@ -61,6 +61,24 @@ func TestReceiverRecordsEachNotificationOnce(t *testing.T) {
 			require.Equal(t, 1, got.Count)
 		})
 	}
+}
+
+// A payment_notifications table of an older version (no account_id and
+// currency) gets both from MigrateReceiver; its rows read ” for them.
+func TestMigrateReceiverAddsTheColumnsOfAnOlderTable(t *testing.T) {
+	pool := pgtest.Pool(t)
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `CREATE TABLE payment_notifications (idempotency_key text NOT NULL, event text NOT NULL,
+		payment_id text NOT NULL, tenant text NOT NULL, amount_cents bigint NOT NULL,
+		received_at timestamptz NOT NULL DEFAULT clock_timestamp());
+		INSERT INTO payment_notifications VALUES ('old', 'payment.created', 'pay_0', 'acme', 7)`)
+	require.NoError(t, err)
+	require.NoError(t, MigrateReceiver(ctx, pool))
+	require.NoError(t, MigrateReceiver(ctx, pool), "again: idempotent")
+	rc := NewReceiver(ReceiverConfig{Logger: quietLogger(), DB: pool})
+	ns, err := rc.Notifications(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []Notification{{Event: EventPaymentCreated, PaymentID: "pay_0", Tenant: "acme", AmountCents: 7, Key: "old"}}, ns)
 }
 
 // A payment enqueues its payment.created in its own transaction: one
