@@ -231,3 +231,37 @@ func anchor(heading string) string {
 	}
 	return b.String()
 }
+
+// TestReadmeBenchmarkIndex checks that each row of README's Benchmarks
+// index gives a command of the section it links to, as BENCHMARKS.md
+// writes it (a block's `cd dir` line joined to the next with &&; a `|` of
+// the command escaped as `\|`, as a table cell needs), so that the index
+// and the sections cannot drift apart.
+func TestReadmeBenchmarkIndex(t *testing.T) {
+	commandsOf := map[string][]string{} // by the section's anchor
+	for _, s := range benchmarkSections(t) {
+		a := anchor(strings.TrimPrefix(s.title, "## "))
+		for _, block := range shBlocks(s.lines) {
+			for i, line := range block {
+				line = strings.TrimSpace(strings.SplitN(line, " #", 2)[0])
+				commandsOf[a] = append(commandsOf[a], line)
+				if strings.HasPrefix(line, "cd ") && i+1 < len(block) {
+					commandsOf[a] = append(commandsOf[a], line+" && "+strings.TrimSpace(block[i+1]))
+				}
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	row := regexp.MustCompile("^\\| [^|]+ \\| `(.+)` \\| \\[[^]]+\\]\\(BENCHMARKS\\.md#([\\w-]+)\\) \\|$")
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		n++
+		assert.Contains(t, commandsOf[m[2]], strings.ReplaceAll(m[1], `\|`, "|"), "README's index row for #%s: its command is not one of that section's", m[2])
+	}
+	assert.Positive(t, n, "README.md has no Benchmarks index row")
+}
