@@ -3,7 +3,9 @@ package idem
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptrace"
+	"runtime"
 	"time"
 )
 
@@ -132,8 +134,9 @@ func (h *hedger) delay(host *hedgeHost) (time.Duration, bool) {
 // raced is the result of one attempt of a race.
 type raced struct {
 	res      result
-	id       int // the attempt's index in race.cancels
-	panicked any // what the attempt panicked with (the base transport, or an Observer hook), nil when it did not
+	id       int  // the attempt's index in race.cancels
+	panicked any  // what the attempt panicked with (the base transport, or an Observer hook), nil when it did not
+	exited   bool // the attempt's goroutine ended by runtime.Goexit (a test's FailNow in a base transport)
 }
 
 // errHedgeLost is the cause of the context of an attempt that another
@@ -154,10 +157,23 @@ type race struct {
 // allow: the first hedge one of them refuses is the race's last. The
 // first attempt whose decision ends the call (Stop, Fail) wins, or else
 // the last to complete; the others are cancelled. It returns the winner
-// as step does.
+// as step does. An attempt that panicked (or called runtime.Goexit) does
+// so again on the caller's goroutine, as an unhedged attempt would; then,
+// or when the caller's own code panics (a Classifier, an Observer hook),
+// the other attempts are cancelled.
 func (c *call) race(ctx context.Context, delay time.Duration) (result, decision, bool) {
 	h := c.t.hedge
 	r := &race{results: make(chan raced, 1+h.cfg.MaxHedges)}
+	settled := false
+	var pending *http.Response // of the result being judged, until returned or discarded
+	defer func() {
+		if !settled {
+			if pending != nil {
+				pending.Body.Close()
+			}
+			c.abandonRace(r)
+		}
+	}()
 	c.launch(ctx, r, false)
 	timer := c.t.newTimer(delay)
 	defer timer.Stop()
@@ -166,16 +182,21 @@ func (c *call) race(ctx context.Context, delay time.Duration) (result, decision,
 		select {
 		case x := <-r.results:
 			r.running--
-			if x.panicked != nil {
-				c.abandonRace(r)
-				panic(x.panicked) // on the caller's goroutine, as without hedging
+			switch {
+			case x.panicked != nil:
+				panic(x.panicked) // on the caller's goroutine; the deferred abandonRace cancels the others
+			case x.exited:
+				runtime.Goexit()
 			}
 			actedBefore := c.mayActed
+			pending = x.res.resp
 			d := c.conclude(ctx, x.res)
 			if d.verdict == Stop || d.verdict == Fail || r.running == 0 {
+				settled = true
 				c.settleRace(r, x)
 				return x.res, d, actedBefore
 			}
+			pending = nil
 			discard(x.res.resp) // asked for a retry while another attempt runs
 			r.cancels[x.id](nil)
 		case <-timerC:
@@ -218,17 +239,18 @@ func (c *call) hedge(ctx context.Context, r *race) bool {
 
 // launch starts an attempt of the race on a goroutine of its own, under a
 // context that the race cancels when another attempt wins. The attempt
-// counts as in flight to its host from when its request is built until it
-// ends; a hedge whose request cannot be built is released.
+// counts as running in the race once its request is built (a GetBody that
+// panics leaves nothing to wait for), and as in flight to its host from
+// then until it ends; a hedge whose request cannot be built is released.
 func (c *call) launch(ctx context.Context, r *race, hedge bool) {
 	host := c.host
 	hctx, cancel := context.WithCancelCause(ctx)
 	id := len(r.cancels)
 	r.cancels = append(r.cancels, cancel)
-	r.running++
 	actx, done := c.t.attemptContext(hctx)
 	trace := newWireTrace(c.t.tracedBase)
 	req, err := c.request(httptrace.WithClientTrace(actx, &trace.hooks))
+	r.running++ // a result will come
 	if err != nil {
 		done()
 		if hedge {
@@ -241,20 +263,27 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool) {
 	s, results := c.sender(c.attempts+r.running, hedge), r.results
 	go func() {
 		x := raced{id: id}
+		returned := false
 		defer func() {
-			// A panic here could not be recovered by the caller: it is
-			// handed to the race, which panics on the caller's goroutine.
-			x.panicked = recover()
+			// A panic or a Goexit here could not be seen by the caller: it
+			// is handed to the race, which repeats it on the caller's
+			// goroutine. (Under GODEBUG=panicnil=1 a panic(nil) looks like
+			// a Goexit.)
+			if x.panicked = recover(); x.panicked == nil && !returned {
+				x.exited = true
+			}
 			host.ended(hedge)
 			results <- x
 		}()
 		x.res = s.send(hctx, req, trace, done)
 		x.res.hedge = hedge
+		returned = true
 	}()
 }
 
-// abandonRace ends a race whose attempt panicked: the others are
-// cancelled, and their results drained.
+// abandonRace ends a race that no attempt won (one panicked, or the
+// caller's code did): the attempts are cancelled, and the results still to
+// come drained.
 func (c *call) abandonRace(r *race) {
 	for _, cancel := range r.cancels {
 		cancel(nil)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -332,6 +333,85 @@ func TestHedgePanicGoesToTheCaller(t *testing.T) {
 	}
 }
 
+// A hedge whose base transport calls runtime.Goexit (a test's FailNow)
+// ends the caller's goroutine the same way, as an unhedged attempt would,
+// and the first attempt is cancelled.
+func TestHedgeGoexitGoesToTheCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := &scripted{latency: func(int) time.Duration { return time.Hour }}
+		var n atomic.Int32
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if n.Add(1) == 2 {
+				runtime.Goexit()
+			}
+			return inner.RoundTrip(r)
+		})
+		tr := NewTransport(Config{Base: base, NoBudget: true, Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
+		returned, exited := false, make(chan struct{})
+		go func() {
+			defer close(exited)
+			if resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item")); err == nil {
+				discard(resp)
+			}
+			returned = true
+		}()
+		<-exited
+		assert.False(t, returned, "RoundTrip did not return: its goroutine exited")
+		synctest.Wait()
+		_, ended := inner.report()
+		assert.Equal(t, []error{context.Canceled}, ended, "the first attempt is cancelled")
+		host := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
+		assert.Zero(t, host.attempts.Load())
+		assert.Zero(t, host.hedges.Load())
+	})
+}
+
+// A Classifier that panics on a hedge's response, while the first attempt
+// still runs: the panic reaches the caller, the first attempt is
+// cancelled, and the hedge's response is closed.
+func TestHedgeClassifierPanicCancelsTheRace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: slowFirst(time.Hour), status: func(n int) int { return 500 }}
+		var closed atomic.Bool
+		wrapped := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := base.RoundTrip(r)
+			if resp != nil { // longer than any read-ahead: only a Close closes it
+				resp.Body = &closeSpy{ReadCloser: io.NopCloser(strings.NewReader(strings.Repeat("x", 1<<20))), closed: &closed}
+				resp.ContentLength = 1 << 20
+			}
+			return resp, err
+		})
+		tr := NewTransport(Config{Base: wrapped, NoBudget: true, Hedge: HedgeConfig{Delay: 10 * time.Millisecond},
+			Classifier: func(o Outcome) Decision {
+				if o.Status == 500 {
+					panic("classifier broke")
+				}
+				return Decision{}
+			}})
+		assert.PanicsWithValue(t, "classifier broke", func() {
+			tr.RoundTrip(mustGet(t, "http://api.test/item"))
+		})
+		synctest.Wait()
+		_, ended := base.report()
+		assert.ElementsMatch(t, []error{nil, context.Canceled}, ended, "the hedge answered, the first attempt was cancelled")
+		assert.True(t, closed.Load(), "the hedge's response is closed")
+		host := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
+		assert.Zero(t, host.attempts.Load())
+		assert.Zero(t, host.hedges.Load())
+	})
+}
+
+// closeSpy records that its body was closed.
+type closeSpy struct {
+	io.ReadCloser
+	closed *atomic.Bool
+}
+
+func (c *closeSpy) Close() error {
+	c.closed.Store(true)
+	return c.ReadCloser.Close()
+}
+
 // Hedging is off by default: a GET that takes an hour is not hedged.
 func TestHedgeOffByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -359,6 +439,7 @@ func TestHedgeCriticalIgnoresTheBudget(t *testing.T) {
 		synctest.Wait()
 		assert.EqualValues(t, 2, base.calls.Load(), "the hedge was sent")
 		assert.Zero(t, budget.Stats().Denied)
+		assert.EqualValues(t, 1, budget.Stats().Retries, "and spent from the budget")
 	})
 }
 
