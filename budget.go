@@ -11,8 +11,8 @@ import (
 
 // ErrBudgetExhausted: the retry budget had no token for a retry, so the call
 // ended with an *Error that describes its last attempt (status, certainty)
-// instead of adding load to a service that is failing. It is a local decision of this client, not an error from
-// the server.
+// instead of adding load to a service that is failing. It is a local
+// decision of this client, not an error from the server.
 var ErrBudgetExhausted = errors.New("idem: retry budget exhausted (a local decision of this client, not a server error)")
 
 // Defaults of BudgetConfig.

@@ -37,8 +37,8 @@ BEGIN
     IF to_regclass(format('%I.payment_notifications_payment', current_schema())) IS NULL THEN
         CREATE INDEX payment_notifications_payment ON payment_notifications (payment_id);
     END IF;
-    IF NOT EXISTS (SELECT FROM information_schema.columns WHERE table_schema = current_schema()
-                   AND table_name = 'payment_notifications' AND column_name = 'currency') THEN
+    IF (SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
+        AND table_name = 'payment_notifications' AND column_name IN ('account_id', 'currency')) < 2 THEN
         ALTER TABLE payment_notifications ADD COLUMN IF NOT EXISTS account_id text NOT NULL DEFAULT '',
                                           ADD COLUMN IF NOT EXISTS currency text NOT NULL DEFAULT '';
     END IF;
@@ -49,8 +49,10 @@ END $$;
 const receiverLock = 0x72656365697665 // "receive"
 
 // MigrateReceiver creates the tables of a Postgres-backed Receiver
-// (server.Migrate's, and payment_notifications) if they are missing. It
-// is idempotent and safe to call from several processes at once.
+// (server.Migrate's, and payment_notifications) if they are missing, and
+// adds to a payment_notifications of an older version the columns it
+// lacks. It is idempotent and safe to call from several processes at
+// once.
 func MigrateReceiver(ctx context.Context, db DB) error {
 	if err := server.Migrate(ctx, db); err != nil {
 		return err

@@ -64,14 +64,17 @@ func TestReceiverRecordsEachNotificationOnce(t *testing.T) {
 }
 
 // A payment_notifications table of an older version (no account_id and
-// currency) gets both from MigrateReceiver; its rows read ” for them.
+// currency) gets both from MigrateReceiver; its rows read empty strings
+// for them.
 func TestMigrateReceiverAddsTheColumnsOfAnOlderTable(t *testing.T) {
 	pool := pgtest.Pool(t)
 	ctx := context.Background()
 	_, err := pool.Exec(ctx, `CREATE TABLE payment_notifications (idempotency_key text NOT NULL, event text NOT NULL,
 		payment_id text NOT NULL, tenant text NOT NULL, amount_cents bigint NOT NULL,
+		currency text NOT NULL DEFAULT '', -- one of the two added by hand
 		received_at timestamptz NOT NULL DEFAULT clock_timestamp());
-		INSERT INTO payment_notifications VALUES ('old', 'payment.created', 'pay_0', 'acme', 7)`)
+		INSERT INTO payment_notifications (idempotency_key, event, payment_id, tenant, amount_cents)
+		VALUES ('old', 'payment.created', 'pay_0', 'acme', 7)`)
 	require.NoError(t, err)
 	require.NoError(t, MigrateReceiver(ctx, pool))
 	require.NoError(t, MigrateReceiver(ctx, pool), "again: idempotent")
