@@ -25,17 +25,20 @@ type result struct {
 	body       []byte         // the part of the body read ahead, nil when none
 	retryAfter time.Duration  // Retry-After, unclamped
 	certainty  Certainty
-	rule       *rule // the outcome's row of the table (classify.go)
-	err        error // the transport error or the cut-short body error
-	wire       int   // connections the base transport used
-	open       bool  // the host's breaker refused the attempt
-	hedge      bool  // the attempt was a hedge (hedge.go)
-	number     int   // the attempt's Number; 0 when it was not sent
+	rule       *rule  // the outcome's row of the table (classify.go)
+	err        error  // the transport error or the cut-short body error
+	wire       int    // connections the base transport used
+	open       bool   // the host's breaker refused the attempt
+	hedge      bool   // the attempt was a hedge (hedge.go)
+	number     int    // the attempt's Number (see Attempt)
+	resend     Resend // why the attempt re-sends the request (see Attempt)
 	elapsed    time.Duration
 }
 
 // sender sends the attempts of one call. It is a copy of what they need, so
-// that a hedge can run on a goroutine of its own without the call.
+// that a hedge can run on a goroutine of its own without the call. Every
+// result of an attempt, sent or not, is made by its sender, which gives it
+// its Number, Hedge and Resend.
 type sender struct {
 	t          *Transport
 	url        *url.URL
@@ -65,14 +68,15 @@ func (c *call) sender(number int, hedge bool) sender {
 // breaker, and reads ahead what the decision and a possible retry need of
 // the response.
 func (c *call) attempt(ctx context.Context) result {
+	s := c.sender(c.attempts+1, false)
 	actx, done := c.t.attemptContext(ctx)
 	trace := newWireTrace(c.t.tracedBase)
 	req, err := c.request(httptrace.WithClientTrace(actx, &trace.hooks))
 	if err != nil {
 		done()
-		return result{certainty: NotSent, err: err, rule: notSentRule}
+		return s.unsent(err, false)
 	}
-	return c.sender(c.attempts+1, false).send(ctx, req, trace, done)
+	return s.send(ctx, req, trace, done)
 }
 
 // attemptContext returns the context of one attempt under ctx, bounded by
@@ -96,7 +100,7 @@ func (s sender) send(ctx context.Context, req *http.Request, trace *wireTrace, d
 	if err != nil {
 		done()
 		closeRequestBody(req)
-		return result{certainty: NotSent, err: err, open: true, rule: notSentRule}
+		return s.unsent(err, true)
 	}
 	return res
 }
@@ -116,7 +120,7 @@ func (s sender) exchange(ctx context.Context, req *http.Request, trace *wireTrac
 	}
 	resp, err := s.t.cfg.Base.RoundTrip(req)
 	conns := int(trace.conns.Load())
-	res := result{req: req, wire: max(1, conns), certainty: Responded}
+	res := result{req: req, wire: max(1, conns), certainty: Responded, hedge: s.hedge, resend: s.resend}
 	res.number = s.number + res.wire - 1
 	if err != nil {
 		done()
@@ -130,7 +134,7 @@ func (s sender) exchange(ctx context.Context, req *http.Request, trace *wireTrac
 		s.recordLatency(ctx, res)
 	}
 	if sent != nil {
-		sent(s.attemptOf(res))
+		sent(res.observed(s.key, req))
 	}
 	return res, res.breakerReport(ctx.Err() != nil)
 }
@@ -146,13 +150,24 @@ func (s sender) announce(req *http.Request) (*http.Request, func(Attempt)) {
 	return req, done
 }
 
-// attemptOf describes res, an attempt this sender made, to the Observer's
-// done function.
-func (s sender) attemptOf(res result) Attempt {
+// unsent is the result of an attempt that was not sent: its request could
+// not be built (err), or its host's breaker refused it (open). Its Number
+// is the count of the requests sent before it.
+func (s sender) unsent(err error, open bool) result {
+	return result{certainty: NotSent, err: err, open: open, rule: notSentRule,
+		number: s.number - 1, hedge: s.hedge, resend: s.resend}
+}
+
+// observed describes res to the Observer: an attempt of the call whose
+// key is key, with req as its request when it had none of its own.
+func (res result) observed(key string, req *http.Request) Attempt {
+	if res.req != nil {
+		req = res.req
+	}
 	return Attempt{
-		Request: res.req, Key: s.key, Number: res.number, Wire: res.wire,
+		Request: req, Key: key, Number: res.number, Wire: res.wire,
 		Certainty: res.certainty, Status: res.status, Problem: res.problem,
-		RetryAfter: res.retryAfter, Err: res.err, Elapsed: res.elapsed, Hedge: s.hedge, Resend: s.resend,
+		RetryAfter: res.retryAfter, Err: res.err, Elapsed: res.elapsed, Hedge: res.hedge, Resend: res.resend,
 	}
 }
 

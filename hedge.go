@@ -251,16 +251,16 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool) {
 	trace := newWireTrace(c.t.tracedBase)
 	req, err := c.request(httptrace.WithClientTrace(actx, &trace.hooks))
 	r.running++ // a result will come
+	s, results := c.sender(c.attempts+r.running, hedge), r.results
 	if err != nil {
 		done()
 		if hedge {
 			host.release()
 		}
-		r.results <- raced{res: result{certainty: NotSent, err: err, rule: notSentRule, hedge: hedge}, id: id}
+		results <- raced{res: s.unsent(err, false), id: id}
 		return
 	}
 	host.started()
-	s, results := c.sender(c.attempts+r.running, hedge), r.results
 	go func() {
 		x := raced{id: id}
 		returned := false
@@ -276,7 +276,6 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool) {
 			results <- x
 		}()
 		x.res = s.send(hctx, req, trace, done)
-		x.res.hedge = hedge
 		returned = true
 	}()
 }

@@ -8,7 +8,7 @@ func logAttrs(c *call, res result) []slog.Attr {
 		slog.String("method", c.req.Method),
 		slog.String("url", redact(c.req)),
 		slog.String("key", c.key),
-		slog.Int("attempt", c.attempts),
+		slog.Int("attempt", res.number),
 		slog.String("certainty", res.certainty.String()),
 		slog.Int("status", res.status),
 	}

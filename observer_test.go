@@ -2,7 +2,10 @@ package idem
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -87,6 +90,47 @@ func TestOnSendWrapsEachAttempt(t *testing.T) {
 		assert.Equal(t, want[i], attempts[i].Resend, "OnAttempt sees the resend too")
 		assert.Equal(t, i+1, attempts[i].Request.Context().Value(sendKey{}), "OnAttempt's request is the one sent")
 	}
+}
+
+// An attempt that was not sent has the count of the requests sent before
+// it: a retry the breaker refused after one 503 is 1 in OnAttempt and
+// OnGiveUp, and carries the Resend of the retry; so is a hedge whose body
+// could not be built while the first attempt ran, which re-sends nothing,
+// in every hook.
+func TestUnsentAttemptNumbers(t *testing.T) {
+	calls := 0
+	var seen, gaveUp []Attempt
+	tr, _ := newTestTransport(t, Config{Base: statusBase(&calls, "", nil, 503), MaxAttempts: 3,
+		Backoff: Backoff{Base: time.Nanosecond}, Breaker: BreakerConfig{ConsecutiveFailures: 1},
+		Observer: Observer{OnAttempt: func(a Attempt) { seen = append(seen, a) },
+			OnGiveUp: func(a Attempt, _ error) { gaveUp = append(gaveUp, a) }}})
+	_, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/", `{}`))
+	require.ErrorIs(t, err, ErrCircuitOpen)
+	require.Len(t, seen, 2)
+	assert.Equal(t, []int{1, 1}, []int{seen[0].Number, seen[1].Number})
+	assert.Equal(t, NotSent, seen[1].Certainty)
+	assert.Equal(t, 503, seen[1].Resend.Status, "the refused retry says what it retried")
+	require.Len(t, gaveUp, 1)
+	assert.Equal(t, 1, gaveUp[0].Number)
+
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: slowFirst(time.Hour)}
+		var ended []Attempt
+		tr := NewTransport(Config{Base: base, NoBudget: true, Hedge: HedgeConfig{Delay: 10 * time.Millisecond},
+			Observer: Observer{OnAttempt: func(a Attempt) { ended = append(ended, a) },
+				OnGiveUp: func(a Attempt, _ error) { ended = append(ended, a) }}})
+		req, err := http.NewRequest(http.MethodPut, "http://api.test/item", strings.NewReader("x"))
+		require.NoError(t, err)
+		req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("GetBody") }
+		_, err = tr.RoundTrip(req)
+		require.ErrorIs(t, err, ErrNotRewindable)
+		require.Len(t, ended, 2, "OnAttempt and OnGiveUp")
+		for _, a := range ended {
+			assert.True(t, a.Hedge)
+			assert.Equal(t, 1, a.Number, "the first attempt was on the wire")
+			assert.Zero(t, a.Resend)
+		}
+	})
 }
 
 // An attempt that lost a hedged race ends in done too, though OnAttempt

@@ -74,7 +74,7 @@ func (c *call) run() (*http.Response, error) {
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, c.giveUp(result{certainty: NotSent}, nil, err, "the context ended before the attempt")
+			return nil, c.giveUp(c.sender(c.attempts+1, false).unsent(nil, false), nil, err, "the context ended before the attempt")
 		}
 		res, d, actedBefore := c.step(ctx)
 		if ctx.Err() != nil && d.verdict != Stop {
@@ -311,25 +311,7 @@ func (c *call) giveUp(res result, reason, cause error, detail string) error {
 }
 
 // describe reports an attempt to the Observer.
-func (c *call) describe(res result) Attempt {
-	req := res.req
-	if req == nil {
-		req = c.req
-	}
-	number := res.number
-	if number == 0 { // not sent: the requests on the wire so far
-		number = c.attempts
-	}
-	a := Attempt{
-		Request: req, Key: c.key, Number: number, Wire: res.wire,
-		Certainty: res.certainty, Status: res.status, Problem: res.problem,
-		RetryAfter: res.retryAfter, Err: res.err, Elapsed: res.elapsed, Hedge: res.hedge,
-	}
-	if !res.hedge { // also an attempt that was not sent: the breaker refused it, or its body failed
-		a.Resend = c.resend
-	}
-	return a
-}
+func (c *call) describe(res result) Attempt { return res.observed(c.key, c.req) }
 
 // redact returns the request URL without its query string and user info,
 // which may hold secrets.
