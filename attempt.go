@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"time"
 
 	"github.com/idemkit/idem/internal/wire"
@@ -41,7 +40,6 @@ type result struct {
 // its Number, Hedge and Resend.
 type sender struct {
 	t          *Transport
-	url        *url.URL
 	safe       bool       // the response may be read ahead in full
 	classified bool       // a Classifier reads error bodies
 	latencies  *latencies // the host's latencies to record, nil for none
@@ -56,7 +54,7 @@ type sender struct {
 // sender returns the sender of the call's next attempt, its number-th
 // request on the wire; a hedge re-sends nothing.
 func (c *call) sender(number int, hedge bool) sender {
-	s := sender{t: c.t, url: c.req.URL, safe: c.safe, classified: c.classified, latencies: c.host.latenciesOrNil(),
+	s := sender{t: c.t, safe: c.safe, classified: c.classified, latencies: c.host.latenciesOrNil(),
 		key: c.key, number: number, hedge: hedge}
 	if !hedge {
 		s.resend = c.resend
@@ -92,7 +90,7 @@ func (t *Transport) attemptContext(ctx context.Context) (context.Context, contex
 // breaker; done ends the attempt's context.
 func (s sender) send(ctx context.Context, req *http.Request, trace *wireTrace, done context.CancelFunc) result {
 	var res result
-	err := s.t.breakers.through(s.url, func() error {
+	err := s.t.breakers.through(req.URL, func() error { // the clone's: the caller may reuse its request once a hedge won
 		var outcome error
 		res, outcome = s.exchange(ctx, req, trace, done)
 		return outcome

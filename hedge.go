@@ -22,7 +22,9 @@ const (
 // of the request) is sent beside it; the first attempt whose outcome ends
 // the call (a response to return, or a typed error) wins, and the others
 // are cancelled. An outcome that asks for a retry (a 503, a reset) while
-// another attempt still runs is dropped, and the call waits for the other.
+// another attempt still runs is dropped, and the call waits for the other;
+// so is a hedge that could not be sent (its host's breaker refused it, or
+// its body could not be built), after which no further hedge is tried.
 // Hedges cut the tail latency that a slow server instance or a lost packet
 // adds, for a few extra requests: each hedge spends a token of the retry
 // budget (without one, no hedge is sent) and counts toward MaxAttempts,
@@ -154,9 +156,11 @@ type race struct {
 // race makes an attempt and, while none has completed, hedges of it, the
 // first after delay and one after each hedge delay since, as long as
 // MaxHedges, MaxAttempts, the host's hedges in flight and the budget
-// allow: the first hedge one of them refuses is the race's last. The
-// first attempt whose decision ends the call (Stop, Fail) wins, or else
-// the last to complete; the others are cancelled. It returns the winner
+// allow: the first hedge one of them refuses is the race's last, as is a
+// hedge that could not be sent. The first attempt whose decision ends the
+// call (Stop, Fail) wins, or else the last to complete; the others are
+// cancelled. An attempt that was not sent never wins while another runs:
+// the call waits for the attempt on the wire, whose outcome it must know. It returns the winner
 // as step does. An attempt that panicked (or called runtime.Goexit) does
 // so again on the caller's goroutine, as an unhedged attempt would; then,
 // or when the caller's own code panics (a Classifier, an Observer hook),
@@ -191,13 +195,20 @@ func (c *call) race(ctx context.Context, delay time.Duration) (result, decision,
 			actedBefore := c.mayActed
 			pending = x.res.resp
 			d := c.conclude(ctx, x.res)
+			if x.res.certainty == NotSent && r.running > 0 {
+				// Not sent (its body failed, its breaker refused it) while
+				// another attempt is on the wire: it ends nothing, and no
+				// further hedge would be sent either.
+				timerC = nil
+				continue
+			}
 			if d.verdict == Stop || d.verdict == Fail || r.running == 0 {
 				settled = true
 				c.settleRace(r, x)
 				return x.res, d, actedBefore
 			}
-			pending = nil
 			discard(x.res.resp) // asked for a retry while another attempt runs
+			pending = nil
 			r.cancels[x.id](nil)
 		case <-timerC:
 			timerC = nil

@@ -412,6 +412,57 @@ func (c *closeSpy) Close() error {
 	return c.ReadCloser.Close()
 }
 
+// A hedge that could not be sent (its breaker refused it, or its body
+// failed) ends nothing while the first attempt is on the wire: a keyed
+// POST's first attempt takes 50 ms, another call's 503 opens the host's
+// breaker at 5 ms, the hedge is refused at 10 ms, and the call gets its
+// first attempt's answer; no further hedge is tried. Ending the call at
+// 10 ms would cancel an attempt that may have acted and report that none
+// had.
+func TestHedgeUnsentWaitsForTheAttemptOnTheWire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: slowFirst(50 * time.Millisecond), status: func(n int) int {
+			if n == 2 {
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusCreated
+		}}
+		tr := NewTransport(Config{Base: base, NoBudget: true, Breaker: BreakerConfig{ConsecutiveFailures: 1},
+			Hedge: HedgeConfig{Delay: 10 * time.Millisecond, MaxHedges: 3, InFlightShare: 1}})
+		other := make(chan struct{})
+		go func() {
+			defer close(other)
+			time.Sleep(5 * time.Millisecond)
+			req := mustGet(t, "http://api.test/other")
+			if resp, err := tr.RoundTrip(req.WithContext(WithMaxAttempts(req.Context(), 1))); err == nil {
+				discard(resp)
+			}
+		}()
+		ctx := WithHedging(WithKey(context.Background(), "pay-1"))
+		start := time.Now()
+		resp, err := tr.RoundTrip(post(t, ctx, "http://api.test/pay", `{}`))
+		require.NoError(t, err, "the first attempt's response")
+		assert.Equal(t, http.StatusCreated, resp.StatusCode)
+		assert.Equal(t, "reply 1", readAll(t, resp))
+		assert.Equal(t, 50*time.Millisecond, time.Since(start))
+		assert.EqualValues(t, 2, base.calls.Load(), "the call's attempt and the other call's; no hedge")
+		<-other
+	})
+}
+
+// Without hedging too, a Classifier that panics leaves no response open.
+func TestClassifierPanicClosesTheResponse(t *testing.T) {
+	var closed atomic.Bool
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 500, Request: r, Header: http.Header{}, ContentLength: 1 << 20,
+			Body: &closeSpy{ReadCloser: io.NopCloser(strings.NewReader(strings.Repeat("x", 1<<20))), closed: &closed}}, nil
+	})
+	tr := NewTransport(Config{Base: base, NoBudget: true,
+		Classifier: func(Outcome) Decision { panic("classifier broke") }})
+	assert.PanicsWithValue(t, "classifier broke", func() { tr.RoundTrip(mustGet(t, "http://api.test/item")) })
+	assert.True(t, closed.Load())
+}
+
 // Hedging is off by default: a GET that takes an hour is not hedged.
 func TestHedgeOffByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

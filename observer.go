@@ -17,10 +17,13 @@ type Attempt struct {
 	Key string
 	// Number counts the requests of the call put on the wire up to and
 	// including this attempt (1 for the first); every hook tells an
-	// attempt by the same Number. A hedge counts the attempts that ran
-	// beside it when it was sent, so a hedge that wins over the first
-	// attempt is 2. An attempt that was not sent (its host's breaker
-	// refused it) has the count of the requests sent before it.
+	// attempt by the same Number, except when the base transport re-sent
+	// it by itself (Wire > 1): OnSend, called before, has the count of its
+	// first send, and the hooks after it the count of its last. A hedge
+	// counts the attempts that ran beside it when it was sent, so a hedge
+	// that wins over the first attempt is 2. An attempt that was not sent
+	// (its host's breaker refused it, or its body could not be built) has
+	// the count of the requests sent before it.
 	Number int
 	// Wire is how many times the base transport put this attempt on the
 	// wire: more than 1 when it re-sent the request by itself on a new

@@ -106,8 +106,15 @@ func (c *call) step(ctx context.Context) (res result, d decision, actedBefore bo
 		}
 	}
 	res = c.attempt(ctx)
+	concluded := false
+	defer func() { // a Classifier or an OnAttempt hook panicked: the response goes nowhere
+		if !concluded && res.resp != nil {
+			res.resp.Body.Close()
+		}
+	}()
 	actedBefore = c.mayActed
 	d = c.conclude(ctx, res)
+	concluded = true
 	return res, d, actedBefore
 }
 
