@@ -320,6 +320,7 @@ func (c *call) settleRace(r *race, x raced) {
 	}
 	if r.running > 0 {
 		c.attempts += r.running // on the wire, or about to be: counted as sent
+		c.mayActed = true       // and, cancelled there, may have taken effect
 		go drainRace(r.results, r.running)
 	}
 }

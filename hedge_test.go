@@ -450,6 +450,27 @@ func TestHedgeUnsentWaitsForTheAttemptOnTheWire(t *testing.T) {
 	})
 }
 
+// When a hedge's outcome fails the call while the first attempt is on the
+// wire, the first is cancelled there and may have taken effect: the error
+// says so.
+func TestHedgeFailWhileAnAttemptRunsMayHaveActed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: slowFirst(time.Hour), status: func(int) int { return http.StatusBadRequest }}
+		tr := NewTransport(Config{Base: base, NoBudget: true, Hedge: HedgeConfig{Delay: 10 * time.Millisecond},
+			Classifier: func(o Outcome) Decision {
+				return Decision{Verdict: Fail, Err: ErrKeyReused}
+			}})
+		ctx := WithHedging(WithKey(context.Background(), "pay-2"))
+		_, err := tr.RoundTrip(post(t, ctx, "http://api.test/pay", `{}`))
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		assert.ErrorIs(t, err, ErrKeyReused)
+		assert.True(t, e.MayHaveTakenEffect, "the first attempt was cancelled on the wire")
+		assert.Equal(t, 2, e.Attempts)
+		synctest.Wait()
+	})
+}
+
 // Without hedging too, a Classifier that panics leaves no response open.
 func TestClassifierPanicClosesTheResponse(t *testing.T) {
 	var closed atomic.Bool
