@@ -73,6 +73,16 @@ func (s *scripted) report() (starts []time.Time, ended []error) {
 	return append([]time.Time(nil), s.start...), append([]error(nil), s.ended...)
 }
 
+// secondIs: the second call answers status, the others otherwise.
+func secondIs(status, otherwise int) func(int) int {
+	return func(n int) int {
+		if n == 2 {
+			return status
+		}
+		return otherwise
+	}
+}
+
 // slowFirst: the first call takes d, the others answer at once.
 func slowFirst(d time.Duration) func(int) time.Duration {
 	return func(n int) time.Duration {
@@ -163,9 +173,7 @@ func TestHedgeBudgetDenialStopsHedging(t *testing.T) {
 		assert.Equal(t, 50*time.Millisecond, time.Since(start))
 		assert.EqualValues(t, 1, base.calls.Load(), "no hedge")
 		assert.Equal(t, BudgetStats{FirstAttempts: 1, Denied: 1}, budget.Stats(), "one denial stops the hedging")
-		host := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
-		assert.Zero(t, host.hedges.Load(), "the hedge the budget denied is given back")
-		assert.Zero(t, host.attempts.Load())
+		assertHostIdle(t, tr)
 
 		budget = NewBudget(BudgetConfig{FloorRate: 1, FloorBurst: 1})
 		base = &scripted{latency: slowFirst(50 * time.Millisecond)}
@@ -208,9 +216,7 @@ func TestHedgeInFlightBound(t *testing.T) {
 				assert.EqualValues(t, 4+tt.hedges, base.calls.Load())
 				assert.EqualValues(t, tt.hedges, budget.Stats().Retries, "only the hedges sent spent a token")
 				assert.Zero(t, budget.Stats().Denied)
-				host := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
-				assert.Zero(t, host.attempts.Load(), "attempts in flight")
-				assert.Zero(t, host.hedges.Load(), "hedges in flight")
+				assertHostIdle(t, tr)
 			})
 		})
 	}
@@ -288,9 +294,7 @@ func TestHedgeUnbuiltRequestReleasesItsPlace(t *testing.T) {
 				}()
 				time.Sleep(time.Hour) // the first attempt ends
 				synctest.Wait()
-				host := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
-				assert.Zero(t, host.hedges.Load(), "hedges in flight")
-				assert.Zero(t, host.attempts.Load(), "attempts in flight")
+				assertHostIdle(t, tr)
 				assert.EqualValues(t, 1, base.calls.Load(), "the hedge was never sent")
 			})
 		})
@@ -324,9 +328,7 @@ func TestHedgePanicGoesToTheCaller(t *testing.T) {
 				} else {
 					assert.Equal(t, []error{context.Canceled}, ended, "the first attempt is cancelled")
 				}
-				host := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
-				assert.Zero(t, host.attempts.Load())
-				assert.Zero(t, host.hedges.Load())
+				assertHostIdle(t, tr)
 				assert.EqualValues(t, 1, tr.breakers.get("http://api.test:80").Counts().TotalFailures, "the panic counts as a failure")
 			})
 		})
@@ -360,9 +362,7 @@ func TestHedgeGoexitGoesToTheCaller(t *testing.T) {
 		synctest.Wait()
 		_, ended := inner.report()
 		assert.Equal(t, []error{context.Canceled}, ended, "the first attempt is cancelled")
-		host := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
-		assert.Zero(t, host.attempts.Load())
-		assert.Zero(t, host.hedges.Load())
+		assertHostIdle(t, tr)
 	})
 }
 
@@ -395,9 +395,7 @@ func TestHedgeClassifierPanicCancelsTheRace(t *testing.T) {
 		_, ended := base.report()
 		assert.ElementsMatch(t, []error{nil, context.Canceled}, ended, "the hedge answered, the first attempt was cancelled")
 		assert.True(t, closed.Load(), "the hedge's response is closed")
-		host := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
-		assert.Zero(t, host.attempts.Load())
-		assert.Zero(t, host.hedges.Load())
+		assertHostIdle(t, tr)
 	})
 }
 
@@ -421,12 +419,7 @@ func (c *closeSpy) Close() error {
 // had.
 func TestHedgeUnsentWaitsForTheAttemptOnTheWire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		base := &scripted{latency: slowFirst(50 * time.Millisecond), status: func(n int) int {
-			if n == 2 {
-				return http.StatusServiceUnavailable
-			}
-			return http.StatusCreated
-		}}
+		base := &scripted{latency: slowFirst(50 * time.Millisecond), status: secondIs(http.StatusServiceUnavailable, http.StatusCreated)}
 		tr := NewTransport(Config{Base: base, NoBudget: true, Breaker: BreakerConfig{ConsecutiveFailures: 1},
 			Hedge: HedgeConfig{Delay: 10 * time.Millisecond, MaxHedges: 3, InFlightShare: 1}})
 		other := make(chan struct{})
@@ -567,12 +560,7 @@ func TestHedgeCountsTowardMaxAttempts(t *testing.T) {
 // the call takes the other's.
 func TestHedgeRetryOutcomeWaitsForTheOther(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		base := &scripted{latency: slowFirst(50 * time.Millisecond), status: func(n int) int {
-			if n == 2 {
-				return http.StatusServiceUnavailable
-			}
-			return http.StatusOK
-		}}
+		base := &scripted{latency: slowFirst(50 * time.Millisecond), status: secondIs(http.StatusServiceUnavailable, http.StatusOK)}
 		tr := NewTransport(Config{Base: base, NoBudget: true, Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
 		start := time.Now()
 		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/x"))
@@ -638,4 +626,13 @@ func TestHedgeLoserLatencyRecorded(t *testing.T) {
 		assert.ElementsMatch(t, []time.Duration{3 * time.Millisecond, 13 * time.Millisecond}, l.ring[:2],
 			"the hedge's 3 ms, and the loser's 13 ms until it was cancelled")
 	})
+}
+
+// assertHostIdle checks that api.test has no attempt nor hedge in flight
+// left: every count taken was given back.
+func assertHostIdle(t *testing.T, tr *Transport) {
+	t.Helper()
+	host := tr.hedge.hosts.lookup(mustURL(t, "http://api.test/"))
+	assert.Zero(t, host.attempts.Load(), "attempts in flight")
+	assert.Zero(t, host.hedges.Load(), "hedges in flight")
 }
