@@ -3,7 +3,6 @@ package idem
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/http/httptrace"
 	"runtime"
 	"time"
@@ -160,21 +159,17 @@ type race struct {
 // hedge that could not be sent. The first attempt whose decision ends the
 // call (Stop, Fail) wins, or else the last to complete; the others are
 // cancelled. An attempt that was not sent never wins while another runs:
-// the call waits for the attempt on the wire, whose outcome it must know. It returns the winner
-// as step does. An attempt that panicked (or called runtime.Goexit) does
-// so again on the caller's goroutine, as an unhedged attempt would; then,
-// or when the caller's own code panics (a Classifier, an Observer hook),
-// the other attempts are cancelled.
+// the call waits for the attempt on the wire, whose outcome it must know.
+// It returns the winner as step does. An attempt that panicked (or called
+// runtime.Goexit) does so again on the caller's goroutine, as an unhedged
+// attempt would; then, or when the caller's own code panics (a
+// Classifier, an Observer hook), the other attempts are cancelled.
 func (c *call) race(ctx context.Context, delay time.Duration) (result, decision, bool) {
 	h := c.t.hedge
 	r := &race{results: make(chan raced, 1+h.cfg.MaxHedges)}
 	settled := false
-	var pending *http.Response // of the result being judged, until returned or discarded
 	defer func() {
 		if !settled {
-			if pending != nil {
-				pending.Body.Close()
-			}
 			c.abandonRace(r)
 		}
 	}()
@@ -193,7 +188,6 @@ func (c *call) race(ctx context.Context, delay time.Duration) (result, decision,
 				runtime.Goexit()
 			}
 			actedBefore := c.mayActed
-			pending = x.res.resp
 			d := c.conclude(ctx, x.res)
 			if x.res.certainty == NotSent && r.running > 0 {
 				// Not sent (its body failed, its breaker refused it) while
@@ -208,7 +202,6 @@ func (c *call) race(ctx context.Context, delay time.Duration) (result, decision,
 				return x.res, d, actedBefore
 			}
 			discard(x.res.resp) // asked for a retry while another attempt runs
-			pending = nil
 			r.cancels[x.id](nil)
 		case <-timerC:
 			timerC = nil

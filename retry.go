@@ -106,25 +106,27 @@ func (c *call) step(ctx context.Context) (res result, d decision, actedBefore bo
 		}
 	}
 	res = c.attempt(ctx)
+	actedBefore = c.mayActed
+	d = c.conclude(ctx, res)
+	return res, d, actedBefore
+}
+
+// conclude records an attempt and decides what follows it. When the
+// caller's code panics meanwhile (an OnAttempt hook, a Classifier), the
+// attempt's response is closed: nothing else would.
+func (c *call) conclude(ctx context.Context, res result) decision {
 	concluded := false
-	defer func() { // a Classifier or an OnAttempt hook panicked: the response goes nowhere
+	defer func() {
 		if !concluded && res.resp != nil {
 			res.resp.Body.Close()
 		}
 	}()
-	actedBefore = c.mayActed
-	d = c.conclude(ctx, res)
-	concluded = true
-	return res, d, actedBefore
-}
-
-// conclude records an attempt and decides what follows it.
-func (c *call) conclude(ctx context.Context, res result) decision {
 	c.record(res)
 	d := c.judge(ctx, res)
 	if d.verdict == InFlight {
 		c.mayActed = true
 	}
+	concluded = true
 	return d
 }
 
