@@ -228,8 +228,6 @@ func TestHedgeInFlightBound(t *testing.T) {
 // (50 ms) although the bound would allow a hedge after 25 ms.
 func TestHedgeBoundDenialStopsHedging(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var hedgeAt []time.Duration
-		var mu sync.Mutex
 		start := time.Now()
 		base := &scripted{latency: func(n int) time.Duration {
 			switch n {
@@ -240,16 +238,7 @@ func TestHedgeBoundDenialStopsHedging(t *testing.T) {
 			}
 			return 0
 		}}
-		tr := NewTransport(Config{Base: base, NoBudget: true,
-			Hedge: HedgeConfig{Delay: 10 * time.Millisecond, MaxHedges: 1},
-			Observer: Observer{OnSend: func(ctx context.Context, a Attempt) (context.Context, func(Attempt)) {
-				if a.Hedge {
-					mu.Lock()
-					hedgeAt = append(hedgeAt, time.Since(start))
-					mu.Unlock()
-				}
-				return ctx, nil
-			}}})
+		tr := NewTransport(Config{Base: base, NoBudget: true, Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
 		var wg sync.WaitGroup
 		var took [2]time.Duration
 		for i := range 2 {
@@ -263,8 +252,9 @@ func TestHedgeBoundDenialStopsHedging(t *testing.T) {
 		}
 		wg.Wait()
 		synctest.Wait()
-		assert.EqualValues(t, 3, base.calls.Load())
-		assert.Equal(t, []time.Duration{10 * time.Millisecond}, hedgeAt)
+		starts, _ := base.report()
+		require.Len(t, starts, 3, "two attempts and one hedge")
+		assert.Equal(t, 10*time.Millisecond, starts[2].Sub(start), "the hedge")
 		assert.ElementsMatch(t, []time.Duration{25 * time.Millisecond, 50 * time.Millisecond}, took[:])
 	})
 }
@@ -372,12 +362,11 @@ func TestHedgeGoexitGoesToTheCaller(t *testing.T) {
 func TestHedgeClassifierPanicCancelsTheRace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &scripted{latency: slowFirst(time.Hour), status: func(n int) int { return 500 }}
-		var closed atomic.Bool
+		body := &closeCounter{Reader: strings.NewReader(strings.Repeat("x", 1<<20))} // the hedge's: the only response
 		wrapped := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			resp, err := base.RoundTrip(r)
 			if resp != nil { // longer than any read-ahead: only a Close closes it
-				resp.Body = &closeSpy{ReadCloser: io.NopCloser(strings.NewReader(strings.Repeat("x", 1<<20))), closed: &closed}
-				resp.ContentLength = 1 << 20
+				resp.Body, resp.ContentLength = body, 1<<20
 			}
 			return resp, err
 		})
@@ -394,20 +383,9 @@ func TestHedgeClassifierPanicCancelsTheRace(t *testing.T) {
 		synctest.Wait()
 		_, ended := base.report()
 		assert.ElementsMatch(t, []error{nil, context.Canceled}, ended, "the hedge answered, the first attempt was cancelled")
-		assert.True(t, closed.Load(), "the hedge's response is closed")
+		assert.EqualValues(t, 1, body.closes.Load(), "the hedge's response is closed")
 		assertHostIdle(t, tr)
 	})
-}
-
-// closeSpy records that its body was closed.
-type closeSpy struct {
-	io.ReadCloser
-	closed *atomic.Bool
-}
-
-func (c *closeSpy) Close() error {
-	c.closed.Store(true)
-	return c.ReadCloser.Close()
 }
 
 // A hedge that could not be sent (its breaker refused it, or its body
@@ -466,15 +444,14 @@ func TestHedgeFailWhileAnAttemptRunsMayHaveActed(t *testing.T) {
 
 // Without hedging too, a Classifier that panics leaves no response open.
 func TestClassifierPanicClosesTheResponse(t *testing.T) {
-	var closed atomic.Bool
+	body := &closeCounter{Reader: strings.NewReader(strings.Repeat("x", 1<<20))}
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		return &http.Response{StatusCode: 500, Request: r, Header: http.Header{}, ContentLength: 1 << 20,
-			Body: &closeSpy{ReadCloser: io.NopCloser(strings.NewReader(strings.Repeat("x", 1<<20))), closed: &closed}}, nil
+		return &http.Response{StatusCode: 500, Request: r, Header: http.Header{}, ContentLength: 1 << 20, Body: body}, nil
 	})
 	tr := NewTransport(Config{Base: base, NoBudget: true,
 		Classifier: func(Outcome) Decision { panic("classifier broke") }})
 	assert.PanicsWithValue(t, "classifier broke", func() { tr.RoundTrip(mustGet(t, "http://api.test/item")) })
-	assert.True(t, closed.Load())
+	assert.EqualValues(t, 1, body.closes.Load())
 }
 
 // Hedging is off by default: a GET that takes an hour is not hedged.
