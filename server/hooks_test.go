@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -175,9 +174,6 @@ func TestEventsTimeTheStoreAndTellAWait(t *testing.T) {
 			return serve(t, mux)
 		}
 		patient, hasty := node(time.Minute), node(50*time.Millisecond)
-		if k.pool != nil {
-			idleConns(t, k.pool, 2)
-		}
 		first := make(chan reply)
 		go func() { first <- post(t, patient, "/v1/payments", "k-timed", "{}") }()
 		recv(t, g.entered)
@@ -206,22 +202,4 @@ func TestEventsTimeTheStoreAndTellAWait(t *testing.T) {
 		require.Len(t, replayed, 1)
 		assert.True(t, replayed[0].Waited, "the patient duplicate waited for the commit")
 	})
-}
-
-// idleConns opens n connections in pool and leaves them idle, so that a
-// claim with a short WaitBound spends it on the lock and not on dialing a
-// connection: a claim that gets no connection in time answers 409 with no
-// wait for the duplicate (Event.Waited false) when the duplicate runs on
-// the same node.
-func idleConns(t *testing.T, pool *pgxpool.Pool, n int) {
-	t.Helper()
-	var conns []*pgxpool.Conn
-	for range n {
-		c, err := pool.Acquire(context.Background())
-		require.NoError(t, err)
-		conns = append(conns, c)
-	}
-	for _, c := range conns {
-		c.Release()
-	}
 }

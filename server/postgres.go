@@ -87,13 +87,12 @@ func (s *PostgresStore) claim(ctx context.Context, c *claimArgs) (claimResult, e
 	} else {
 		res, err = s.claimTx(ctx, c)
 	}
-	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "55P03" {
-		res = inFlight(0) // lock_timeout: the first request's transaction is still open
-		res.waited = true
-		return res, nil
-	}
-	if errors.Is(err, errPoolBusy) && s.local.has(c.scope) {
-		res = inFlight(0) // no connection within the bound, and an attempt of the key runs here
+	// A duplicate that waited its bound for the key's lock (lock_timeout:
+	// the first request's transaction is still open), or for a connection
+	// while an attempt of the key runs on this node, is in flight.
+	pgErr := (*pgconn.PgError)(nil)
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" || errors.Is(err, errPoolBusy) && s.local.has(c.scope) {
+		res = inFlight(0)
 		res.waited = true
 		return res, nil
 	}

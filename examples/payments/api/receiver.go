@@ -29,18 +29,20 @@ CREATE TABLE IF NOT EXISTS payment_notifications (
     currency        text        NOT NULL DEFAULT '',
     received_at     timestamptz NOT NULL DEFAULT clock_timestamp()
 );
--- Only when missing: CREATE INDEX IF NOT EXISTS and ADD COLUMN IF NOT
+-- Only when missing: ADD COLUMN IF NOT EXISTS and CREATE INDEX IF NOT
 -- EXISTS lock the table even then. A table of an older version, without
--- account_id and currency, gets them ('' in its rows).
+-- account_id and currency, gets them ('' in its rows). The stronger lock
+-- first: taking ALTER TABLE's after the index's could deadlock with a
+-- request in flight.
 DO $$
 BEGIN
-    IF to_regclass(format('%I.payment_notifications_payment', current_schema())) IS NULL THEN
-        CREATE INDEX payment_notifications_payment ON payment_notifications (payment_id);
-    END IF;
     IF (SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema()
         AND table_name = 'payment_notifications' AND column_name IN ('account_id', 'currency')) < 2 THEN
         ALTER TABLE payment_notifications ADD COLUMN IF NOT EXISTS account_id text NOT NULL DEFAULT '',
                                           ADD COLUMN IF NOT EXISTS currency text NOT NULL DEFAULT '';
+    END IF;
+    IF to_regclass(format('%I.payment_notifications_payment', current_schema())) IS NULL THEN
+        CREATE INDEX payment_notifications_payment ON payment_notifications (payment_id);
     END IF;
 END $$;
 `
