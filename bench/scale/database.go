@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -26,14 +25,34 @@ const accounts = 1000
 // tenant owns the accounts and the keys.
 const tenant = "bench"
 
-// database gives the run a database URL of its own: a private cluster
-// started for it, or a schema of its own at c.db. Its clean-up stops the
-// cluster and removes it, or drops the schema.
-func database(ctx context.Context, c config) (url string, cleanup func(), err error) {
-	if c.db != "" {
-		return ownSchema(ctx, c.db)
+// dbTarget is where a run's pools connect: a connection string (a URL or
+// key=value), and the schema their search_path selects, "" for the
+// server's default.
+type dbTarget struct{ dsn, schema string }
+
+// open opens a pool of conns on d.
+func (d dbTarget) open(ctx context.Context, conns int) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(d.dsn)
+	if err != nil {
+		return nil, err
 	}
-	return privateCluster(ctx, c.port, c.pgOptions)
+	if d.schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = d.schema
+	}
+	cfg.MaxConns = int32(conns)
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// database gives the run a database of its own: a private cluster started
+// for it, or a schema of its own at c.db. Its clean-up stops the cluster
+// and removes it, or drops the schema.
+func database(ctx context.Context, c config) (dbTarget, func(), error) {
+	if c.db != "" {
+		schema, drop, err := ownSchema(ctx, c.db)
+		return dbTarget{dsn: c.db, schema: schema}, drop, err
+	}
+	dsn, stop, err := privateCluster(ctx, c.port, c.pgOptions)
+	return dbTarget{dsn: dsn}, stop, err
 }
 
 // privateCluster runs initdb in a temporary directory and starts a
@@ -110,11 +129,11 @@ func chownTo(dir, name string) error {
 	return os.Chown(dir, uid, gid)
 }
 
-// ownSchema makes a schema of its own at dbURL and returns a URL whose
-// search_path selects it; the clean-up drops it.
-func ownSchema(ctx context.Context, dbURL string) (string, func(), error) {
+// ownSchema makes a schema of its own at dsn and returns its name; the
+// clean-up drops it.
+func ownSchema(ctx context.Context, dsn string) (string, func(), error) {
 	schema := "scale_bench_" + strings.ToLower(rand.Text()[:12])
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return "", nil, err
 	}
@@ -123,37 +142,12 @@ func ownSchema(ctx context.Context, dbURL string) (string, func(), error) {
 		return "", nil, err
 	}
 	drop := func() {
-		if c, err := pgx.Connect(context.Background(), dbURL); err == nil {
+		if c, err := pgx.Connect(context.Background(), dsn); err == nil {
 			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 			_ = c.Close(context.Background())
 		}
 	}
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		drop()
-		return "", nil, err
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String(), drop, nil
-}
-
-// isPostgresURL reports whether s is a postgres:// or postgresql:// URL
-// (pgx also takes key=value strings, which ownSchema cannot extend).
-func isPostgresURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql")
-}
-
-// openPool opens a pool of conns on url.
-func openPool(ctx context.Context, url string, conns int) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, err
-	}
-	cfg.MaxConns = int32(conns)
-	return pgxpool.NewWithConfig(ctx, cfg)
+	return schema, drop, nil
 }
 
 // setUp applies the payments example's schema, sets idem_records's

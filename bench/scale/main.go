@@ -97,7 +97,6 @@ func main() {
 	}
 }
 
-// ints parses a comma-separated list of non-negative integers.
 // parse sets the lists of sizes and in-flight counts and checks every
 // flag, saying which one is wrong.
 func (c *config) parse(sizes, inflight string) error {
@@ -123,12 +122,11 @@ func (c *config) parse(sizes, inflight string) error {
 		return errors.New("-storm must be positive when -storms is")
 	case c.db != "" && c.pgOptions != "":
 		return errors.New("-pg-options applies to the private cluster, not to -db")
-	case c.db != "" && !isPostgresURL(c.db):
-		return fmt.Errorf("-db must be a postgres:// URL (its schema is set as a URL parameter), got %q", c.db)
 	}
 	return nil
 }
 
+// ints parses a comma-separated list of non-negative integers.
 func ints(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/internal/pgtest"
@@ -66,7 +67,6 @@ func TestParseRefusesBadFlags(t *testing.T) {
 		{"negative autovacuum scale", func(c *config) { c.vacuumScale = -1 }, "0", "4", "-autovacuum-scale"},
 		{"storm of 0", func(c *config) { c.storm = 0 }, "0", "4", "-storm "},
 		{"pg-options with db", func(c *config) { c.db, c.pgOptions = "postgres://x", "-c a=b" }, "0", "4", "-pg-options"},
-		{"db not a URL", func(c *config) { c.db = "host=127.0.0.1 dbname=test" }, "0", "4", "-db must be a postgres:// URL"},
 	} {
 		c := good()
 		if tc.edit != nil {
@@ -89,5 +89,16 @@ func TestPgBinOffThePath(t *testing.T) {
 		got := pgBin(name)
 		require.True(t, filepath.IsAbs(got), "%s: %s", name, got)
 		require.FileExists(t, got)
+	}
+}
+
+// A key=value connection string works as well as a URL: the schema goes
+// to the pool's search_path, not into the string.
+func TestDBTargetTakesAnyConnectionString(t *testing.T) {
+	for _, dsn := range []string{"host=127.0.0.1 dbname=test", "postgres://root@127.0.0.1:5432/test?sslmode=disable"} {
+		pool, err := dbTarget{dsn: dsn, schema: "scale_bench_x"}.open(context.Background(), 1)
+		require.NoError(t, err, dsn)
+		assert.Equal(t, "scale_bench_x", pool.Config().ConnConfig.RuntimeParams["search_path"], dsn)
+		pool.Close()
 	}
 }

@@ -20,12 +20,12 @@ import (
 
 // run is the program; it writes its report to out.
 func run(ctx context.Context, c config, out io.Writer) error {
-	url, cleanup, err := database(ctx, c)
+	db, cleanup, err := database(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	pool, err := openPool(ctx, url, c.conns)
+	pool, err := db.open(ctx, c.conns)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		return err
 	}
 	if c.sweep > 0 {
-		if err := sweepPhase(ctx, c, url, pool, out); err != nil {
+		if err := sweepPhase(ctx, c, db, pool, out); err != nil {
 			return err
 		}
 	}

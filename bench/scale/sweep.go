@@ -53,8 +53,8 @@ func (s *timedStore) take() []batch {
 // sweepPhase runs the interleaved turns against an API that keeps records
 // for c.sweepKeep while server.RunSweeper runs on a pool of its own, and
 // writes a row every c.sample.
-func sweepPhase(ctx context.Context, c config, url string, pool *pgxpool.Pool, out io.Writer) error {
-	spool, err := openPool(ctx, url, 2)
+func sweepPhase(ctx context.Context, c config, db dbTarget, pool *pgxpool.Pool, out io.Writer) error {
+	spool, err := db.open(ctx, 2)
 	if err != nil {
 		return err
 	}
