@@ -174,7 +174,7 @@ func firstNonEmpty(lines []string) int {
 
 // diary matches the words of a document that tells which machine or
 // session measured what, in place of one current figure.
-var diary = regexp.MustCompile(`(?i)\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(st|nd|rd|th))\s+(machine|session)|session's machine|earlier sessions?|(this|other|previous) sessions?\b|sessions' |(busy|busier|slower|quiet) day`)
+var diary = regexp.MustCompile(`(?i)\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(st|nd|rd|th))\s+(machine|session)|session's machine|earlier sessions?|(this|other|previous) sessions?\b|sessions' |(busy|busier|slower|quiet) day|(previous|earlier) runs?\b`)
 
 // TestBenchmarksIsNoDiary keeps the history of measurements in git, not in
 // BENCHMARKS.md.
