@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/url"
@@ -50,10 +51,40 @@ func main() {
 	flag.DurationVar(&o.seconds, "duration", 10*time.Second, "length of a steady run (latency)")
 	flag.DurationVar(&o.cooldown, "fetch-cooldown", 0, "the outbox's Config.FetchCooldown (0: its default)")
 	flag.Parse()
+	if err := o.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "outbox bench:", err)
+		os.Exit(2)
+	}
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "outbox bench:", err)
 		os.Exit(1)
 	}
+}
+
+// check refuses flags that would measure nothing or print a wrong figure,
+// naming the flag.
+func (o options) check() error {
+	switch {
+	case o.mode != "payments" && o.mode != "deliver" && o.mode != "latency" && o.mode != "migrate":
+		return fmt.Errorf("-mode must be payments, deliver, latency or migrate, got %q", o.mode)
+	case o.mode == "migrate" && o.schema == "":
+		return errors.New("-schema is required with -mode migrate")
+	case o.n < 0:
+		return fmt.Errorf("-n must not be negative, got %d", o.n)
+	case o.rounds < 1:
+		return fmt.Errorf("-rounds must be at least 1, got %d", o.rounds)
+	case o.concurrency < 1:
+		return fmt.Errorf("-concurrency must be at least 1, got %d", o.concurrency)
+	case o.dispatcher < 0:
+		return fmt.Errorf("-dispatchers must not be negative, got %d", o.dispatcher)
+	case o.rate < 1:
+		return fmt.Errorf("-rate must be at least 1, got %d", o.rate)
+	case o.cooldown < 0:
+		return fmt.Errorf("-fetch-cooldown must not be negative, got %s", o.cooldown)
+	case o.mode == "latency" && o.messages() < 1:
+		return fmt.Errorf("-rate x -duration must be at least one message, got %d/s for %s", o.rate, o.seconds)
+	}
+	return nil
 }
 
 func run(ctx context.Context, o options) error {
@@ -75,10 +106,8 @@ func run(ctx context.Context, o options) error {
 		return benchPayments(ctx, dbURL, o)
 	case "deliver":
 		return benchDeliver(ctx, dbURL, o)
-	case "latency":
-		return benchLatencies(ctx, dbURL, o)
 	}
-	return fmt.Errorf("unknown -mode %q", o.mode)
+	return benchLatencies(ctx, dbURL, o)
 }
 
 func exec(ctx context.Context, raw, sql string) error {
