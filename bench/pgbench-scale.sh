@@ -28,7 +28,13 @@ if ! [[ "$rows $rounds $secs $clients $batch" =~ ^([1-9][0-9]*( |$)){5}$ ]]; the
 fi
 expired=$((rows / 10))
 source bench/pgbench/schema.sh
-trap pgbench_drop_schema EXIT
+logs="" load=""
+cleanup() { # also when a step fails: no load left running, no logs left behind
+	if [[ -n $load ]]; then kill "$load" 2>/dev/null || true; fi
+	if [[ -n $logs ]]; then rm -rf "$logs"; fi
+	pgbench_drop_schema
+}
+trap cleanup EXIT
 pgbench_schema
 start=$(date +%s)
 psql -q -v ON_ERROR_STOP=1 -v rows="$rows" -v expired="$expired" "$DATABASE_URL" -f bench/pgbench/fill.sql
@@ -49,14 +55,14 @@ pgbench -n -M prepared -c "$clients" -j 1 -T "$secs" -f bench/pgbench/idem.sql "
 load=$!
 pgbench -n -M prepared -c 1 -j 1 -T "$secs" -D batch="$batch" -l --log-prefix="$logs/sweep" \
 	-f bench/pgbench/sweep.sql "$DATABASE_URL" >/dev/null
-wait "$load" || { cat "$logs/load" >&2; exit 1; }
+wait "$load" || { load=""; cat "$logs/load" >&2; exit 1; }
+load=""
 awk '/^tps/ {printf "under load: idem %.0f tps beside the sweep;", $3}' "$logs/load"
 # Nearest-rank percentiles of the batches' latencies (pgbench's log: µs).
 cat "$logs"/sweep.* | awk '{print $3}' | sort -n |
 	awk -v b="$batch" 'function rank(q,  i) {i = int(q * NR); if (i < q * NR) i++; return i < 1 ? 1 : i}
 		{x[NR] = $1} END {printf " batches of %d: %d, p50 %.1f ms, p99 %.1f ms, longest %.1f ms\n",
 			b, NR, x[rank(0.5)] / 1000, x[rank(0.99)] / 1000, x[NR] / 1000}'
-rm -r "$logs"
 left=$(psql -Atc "SELECT count(*) FROM idem_records WHERE expires_at <= now()" "$DATABASE_URL")
 echo "left expired: $left"
 if ((left == 0)); then
