@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/pgtest"
 )
 
 // Stats counts the messages pending and parked, and the age of the oldest
@@ -69,15 +72,25 @@ func TestStatsCountsPendingAndParked(t *testing.T) {
 }
 
 // With Config.Schema, Stats names River's table and state type in that
-// schema.
+// schema, not in the connection's search_path: a message enqueued in
+// schema A is counted by an outbox whose pool's search_path is another
+// schema, without River's tables.
 func TestStatsInASchema(t *testing.T) {
 	pool := migratedPool(t)
 	ctx := context.Background()
 	var schema string
 	require.NoError(t, pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema))
-	o, err := New(pool, Config{Schema: schema, Logger: discardLogger()})
+	home, err := New(pool, Config{Logger: discardLogger()})
+	require.NoError(t, err)
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		_, err := home.Enqueue(ctx, tx, Message{Name: "event", Method: "POST", URL: "http://127.0.0.1:9/x", Key: "k-schema", Body: []byte("{}")})
+		return err
+	}))
+
+	elsewhere := pgtest.NewPool(t, pgtest.SchemaURL(t)) // an empty schema on its search_path
+	o, err := New(elsewhere, Config{Schema: schema, Logger: discardLogger()})
 	require.NoError(t, err)
 	st, err := o.Stats(ctx)
 	require.NoError(t, err)
-	require.Equal(t, Stats{}, st)
+	require.Equal(t, 1, st.Pending)
 }
