@@ -91,6 +91,14 @@ type Config struct {
 	// enables them with the defaults of BreakerConfig.
 	Breaker BreakerConfig
 
+	// FailFast makes every call fail at once on a local refusal: an
+	// attempt that its host's breaker refuses ends the call with
+	// ErrCircuitOpen, a retry that the budget denies with
+	// ErrBudgetExhausted. False means a call waits, within its deadline,
+	// for the host to be tried again and for a budget token. WithFailFast
+	// sets it for one call.
+	FailFast bool
+
 	// Logger receives a debug record per retry, an info record per call
 	// that gives up, and a warning per breaker state change. Nil means no
 	// logging.

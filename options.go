@@ -17,6 +17,7 @@ type callOptions struct {
 	critical    bool       // WithCritical
 	hedge       bool       // WithHedging
 	classifier  Classifier // WithClassifier
+	failFast    bool       // WithFailFast
 }
 
 type optionsKey struct{}
@@ -76,4 +77,14 @@ func WithClassifier(ctx context.Context, c Classifier) context.Context {
 // (the second copy gets 409 key-in-flight or waits, never runs twice).
 func WithHedging(ctx context.Context) context.Context {
 	return withOption(ctx, func(o *callOptions) { o.hedge = true })
+}
+
+// WithFailFast returns a context whose calls never wait for a local
+// refusal to pass, as Config.FailFast: an attempt that its host's circuit
+// breaker refuses ends the call at once with ErrCircuitOpen, and a retry
+// that the retry budget denies with ErrBudgetExhausted. A worker that has
+// other work to do (an outbox dispatcher) wants this; a caller that waits
+// for its answer does not.
+func WithFailFast(ctx context.Context) context.Context {
+	return withOption(ctx, func(o *callOptions) { o.failFast = true })
 }
