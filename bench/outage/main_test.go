@@ -1,0 +1,58 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+// The brownout's draws fail 40% of attempts, independently of the
+// operation and the attempt: a client with n attempts completes 1-0.4^n.
+func TestBrownoutDraws(t *testing.T) {
+	var brownout scenario
+	for _, sc := range scenarios(1) {
+		if sc.name == "brownout" {
+			brownout = sc
+		}
+	}
+	const ops = 20000
+	failedAt := make([]int, 6)
+	allFailed := 0
+	for op := range ops {
+		all := true
+		for attempt := 1; attempt <= 5; attempt++ {
+			fail, ra := brownout.fault(op, attempt, 0)
+			if ra != "1" {
+				t.Fatalf("Retry-After %q, want 1", ra)
+			}
+			if fail {
+				failedAt[attempt]++
+			} else {
+				all = false
+			}
+		}
+		if all {
+			allFailed++
+		}
+	}
+	for attempt := 1; attempt <= 5; attempt++ {
+		if share := float64(failedAt[attempt]) / ops; share < 0.38 || share > 0.42 {
+			t.Errorf("attempt %d failed %.3f of operations, want 0.4", attempt, share)
+		}
+	}
+	if share := float64(allFailed) / ops; share < 0.007 || share > 0.014 {
+		t.Errorf("%.4f of operations failed all 5 attempts, want about 0.4^5 = 0.0102", share)
+	}
+}
+
+func TestQuantileAndMedian(t *testing.T) {
+	sorted := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	if got := quantile(sorted, 0.5); got != 5 {
+		t.Errorf("quantile(0.5) = %d, want 5", got)
+	}
+	if got := quantile(sorted, 0.99); got != 10 {
+		t.Errorf("quantile(0.99) = %d, want 10", got)
+	}
+	if got := median([]int{3, 1, 2}); got != 2 {
+		t.Errorf("median = %d, want 2", got)
+	}
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// report prints one scenario's table: per client, the medians over the
+// rounds, and the failures by reason of the last round.
+func report(out io.Writer, sc scenario, cs []client, results [][]figures) {
+	fmt.Fprintf(out, "\n%s: %d operations a second for %s, %s deadlines\n", sc.name, sc.rate, sc.duration, sc.deadline)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "client\tfailed\tok\trequests/op\tp50\tp99\tfailures from-to\tfailures by reason (last round)")
+	for i, c := range cs {
+		rs := results[i]
+		ops := rs[0].ops
+		failed := median(collect(rs, func(f figures) int { return f.failed }))
+		span := "-"
+		if from, to := median(collect(rs, func(f figures) time.Duration { return f.failFrom })),
+			median(collect(rs, func(f figures) time.Duration { return f.failTo })); to > 0 {
+			span = fmt.Sprintf("%.1f-%.1f s", from.Seconds(), to.Seconds())
+		}
+		fmt.Fprintf(w, "%s\t%d\t%.1f%%\t%.3f\t%s\t%s\t%s\t%s\n", c.name, failed,
+			100*float64(ops-failed)/float64(ops),
+			median(collect(rs, func(f figures) float64 { return f.requestsPerOp })),
+			round(median(collect(rs, func(f figures) time.Duration { return f.p50 }))),
+			round(median(collect(rs, func(f figures) time.Duration { return f.p99 }))),
+			span, reasons(rs[len(rs)-1].reasons))
+	}
+	w.Flush()
+}
+
+func collect[T any](rs []figures, get func(figures) T) []T {
+	out := make([]T, len(rs))
+	for i, f := range rs {
+		out[i] = get(f)
+	}
+	return out
+}
+
+func reasons(m map[string]int) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func round(d time.Duration) time.Duration {
+	if d >= 100*time.Millisecond {
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(100 * time.Microsecond)
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+)
+
+// record is what one operation did.
+type record struct {
+	start, end time.Duration // offsets from the run's start
+	failure    string        // "" when the payment was made
+}
+
+// run starts sc's operations open-loop through a fresh client of c against
+// h, each in its own goroutine under its own deadline, and returns what
+// each did and how many requests reached h.
+func run(h *host, sc scenario, c client) ([]record, int64) {
+	base := &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: 30 * time.Second}
+	defer base.CloseIdleConnections()
+	do := c.new(base)
+	n := int(sc.duration.Seconds() * float64(sc.rate))
+	records := make([]record, n)
+	start := time.Now()
+	h.reset(sc, start)
+	var wg sync.WaitGroup
+	for op := range n {
+		// Open loop: operation op starts at op/rate, whatever the earlier
+		// ones are doing.
+		time.Sleep(time.Until(start.Add(time.Duration(op) * time.Second / time.Duration(sc.rate))))
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), sc.deadline)
+			defer cancel()
+			began := time.Since(start)
+			failure := do(ctx, h.url, op)
+			records[op] = record{start: began, end: time.Since(start), failure: failure}
+		})
+	}
+	wg.Wait()
+	return records, h.requests.Load()
+}
+
+// figures summarise one run.
+type figures struct {
+	ops, failed      int
+	requestsPerOp    float64
+	p50, p99         time.Duration // of every operation's latency, failed ones included
+	failFrom, failTo time.Duration // the first and the last failure's end, 0 when none
+	reasons          map[string]int
+}
+
+func summarise(records []record, requests int64) figures {
+	f := figures{ops: len(records), reasons: map[string]int{}}
+	latencies := make([]time.Duration, 0, len(records))
+	for _, r := range records {
+		latencies = append(latencies, r.end-r.start)
+		if r.failure == "" {
+			continue
+		}
+		f.failed++
+		f.reasons[r.failure]++
+		if f.failFrom == 0 || r.end < f.failFrom {
+			f.failFrom = r.end
+		}
+		f.failTo = max(f.failTo, r.end)
+	}
+	f.requestsPerOp = float64(requests) / float64(len(records))
+	slices.Sort(latencies)
+	f.p50, f.p99 = quantile(latencies, 0.50), quantile(latencies, 0.99)
+	return f
+}
+
+// quantile returns the q-quantile of sorted (nearest rank).
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// median returns the median of xs (the lower of the two middle ones).
+func median[T int | float64 | time.Duration](xs []T) T {
+	s := slices.Clone(xs)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)/2]
+}

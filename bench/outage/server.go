@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// host is the loopback payments host: a keyed POST runs once per key and
+// is replayed after, unless the scenario's schedule answers it 503.
+type host struct {
+	url      string
+	srv      *http.Server
+	start    time.Time
+	fault    func(op, attempt int, offset time.Duration) (bool, string)
+	requests atomic.Int64
+
+	mu       sync.Mutex
+	attempts map[int]int // per operation
+	paid     map[int]bool
+}
+
+func startHost() (*host, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	h := &host{url: "http://" + l.Addr().String() + "/v1/payments"}
+	h.srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go h.srv.Serve(l)
+	return h, nil
+}
+
+func (h *host) close() { h.srv.Close() }
+
+// reset starts a run of sc at start.
+func (h *host) reset(sc scenario, start time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.start, h.fault = start, sc.fault
+	h.attempts, h.paid = map[int]int{}, map[int]bool{}
+	h.requests.Store(0)
+}
+
+func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.requests.Add(1)
+	io.Copy(io.Discard, r.Body)
+	op, err := strconv.Atoi(strings.TrimPrefix(r.Header.Get("Idempotency-Key"), keyPrefix))
+	if err != nil {
+		http.Error(w, "a key "+keyPrefix+"<n> is required", http.StatusBadRequest)
+		return
+	}
+	h.mu.Lock()
+	h.attempts[op]++
+	attempt := h.attempts[op]
+	fail, retryAfter := h.fault(op, attempt, time.Since(h.start))
+	replayed := h.paid[op]
+	if !fail {
+		h.paid[op] = true
+	}
+	h.mu.Unlock()
+	if fail {
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	fmt.Fprintf(w, `{"payment":%d}`, op)
+}
+
+// keyPrefix starts every operation's Idempotency-Key; the operation's
+// number follows it.
+const keyPrefix = "op-"
