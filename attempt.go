@@ -25,9 +25,10 @@ type result struct {
 	retryAfter time.Duration  // Retry-After, unclamped
 	certainty  Certainty
 	rule       *rule  // the outcome's row of the table (classify.go)
-	err        error  // the transport error or the cut-short body error
+	err        error  // the transport error or the cut-short body error; the context's for a refusal
 	wire       int    // connections the base transport used
 	open       bool   // the host's breaker refused the attempt
+	refusal    string // why, when open
 	hedge      bool   // the attempt was a hedge (hedge.go)
 	number     int    // the attempt's Number (see Attempt)
 	resend     Resend // why the attempt re-sends the request (see Attempt)
@@ -62,19 +63,20 @@ func (c *call) sender(number int, hedge bool) sender {
 	return s
 }
 
-// attempt sends one attempt of the call under ctx, through its host's
-// breaker, and reads ahead what the decision and a possible retry need of
-// the response.
-func (c *call) attempt(ctx context.Context) result {
+// attempt sends one attempt of the call under ctx, which its host's
+// breaker let through (tk), and reads ahead what the decision and a
+// possible retry need of the response.
+func (c *call) attempt(ctx context.Context, tk ticket) result {
 	s := c.sender(c.attempts+1, false)
 	actx, done := c.t.attemptContext(ctx)
 	trace := newWireTrace(c.t.tracedBase)
 	req, err := c.request(httptrace.WithClientTrace(actx, &trace.hooks))
 	if err != nil {
 		done()
+		tk.end(errAttemptExcluded, 0)
 		return s.unsent(err, false)
 	}
-	return s.send(ctx, req, trace, done)
+	return s.send(ctx, req, trace, done, tk)
 }
 
 // attemptContext returns the context of one attempt under ctx, bounded by
@@ -86,20 +88,16 @@ func (t *Transport) attemptContext(ctx context.Context) (context.Context, contex
 	return ctx, func() {}
 }
 
-// send sends req, built under ctx for one attempt, through its host's
-// breaker; done ends the attempt's context.
-func (s sender) send(ctx context.Context, req *http.Request, trace *wireTrace, done context.CancelFunc) result {
+// send sends req, built under ctx for one attempt that its host's breaker
+// let through (tk), and reports the outcome to the breaker; done ends the
+// attempt's context. A panic (or a Goexit) of the base transport or of an
+// Observer hook counts as a failure of the host, as gobreaker's Execute
+// counts it, and goes on.
+func (s sender) send(ctx context.Context, req *http.Request, trace *wireTrace, done context.CancelFunc, tk ticket) result {
 	var res result
-	err := s.t.breakers.through(req.URL, func() error { // the clone's: the caller may reuse its request once a hedge won
-		var outcome error
-		res, outcome = s.exchange(ctx, req, trace, done)
-		return outcome
-	})
-	if err != nil {
-		done()
-		closeRequestBody(req)
-		return s.unsent(err, true)
-	}
+	report := errAttemptFailed
+	defer func() { tk.end(report, res.retryAfter) }()
+	res, report = s.exchange(ctx, req, trace, done)
 	return res
 }
 
@@ -148,12 +146,26 @@ func (s sender) announce(req *http.Request) (*http.Request, func(Attempt)) {
 	return req, done
 }
 
-// unsent is the result of an attempt that was not sent: its request could
-// not be built (err), or its host's breaker refused it (open). Its Number
-// is the count of the requests sent before it.
+// unsent is the result of an attempt that was not sent because its request
+// could not be built (err), or because the call's context ended before it.
+// Its Number is the count of the requests sent before it.
 func (s sender) unsent(err error, open bool) result {
 	return result{certainty: NotSent, err: err, open: open, rule: notSentRule,
 		number: s.number - 1, hedge: s.hedge, resend: s.resend}
+}
+
+// refused is the result of an attempt that its host's breaker did not let
+// through (r says why).
+func (s sender) refused(r *refusal) result {
+	res := s.unsent(r.cause, true)
+	res.refusal = r.detail
+	return res
+}
+
+// answered reports whether the attempt got a response that the call does
+// not retry: one that earns the retry budget (BudgetConfig.Ratio).
+func (res *result) answered() bool {
+	return res.certainty == Responded && !res.rule.failure && (res.rule.verdict == Stop || res.rule.verdict == Fail)
 }
 
 // observed describes res to the Observer: an attempt of the call whose

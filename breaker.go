@@ -13,21 +13,28 @@ import (
 	"github.com/sony/gobreaker/v2"
 )
 
-// ErrCircuitOpen: the circuit breaker of the request's host is open (or
-// half-open with its probes taken), so the attempt failed fast without
-// being sent.
+// ErrCircuitOpen: the circuit breaker of the request's host did not let
+// the attempt through, so nothing was sent: the call was fail-fast
+// (Config.FailFast, WithFailFast), or it waited for the host and its
+// deadline, its wait bound (Config.MaxWait) or its context came first, or
+// the host's open period outlasted its deadline, so that it did not wait at
+// all. The Error's Detail says which, and its Waited how long it waited.
 var ErrCircuitOpen = errors.New("idem: circuit open for this host (a local decision of this client)")
 
 // Defaults of BreakerConfig.
 const (
 	DefaultBreakerConsecutiveFailures = 10
 	DefaultBreakerFailureRatio        = 0.5
-	DefaultBreakerMinRequests         = 20
+	DefaultBreakerMinRequests         = 100
 	DefaultBreakerWindow              = 10 * time.Second
 	DefaultBreakerOpenTimeout         = 5 * time.Second
-	DefaultBreakerProbes              = 3
+	DefaultBreakerProbes              = 1
 	DefaultBreakerMaxHosts            = 1024
 )
+
+// firstOpenPeriod is how long a breaker opened without Retry-After stays
+// open the first time (or OpenTimeout, when shorter).
+const firstOpenPeriod = time.Second
 
 // BreakerConfig configures the per-host circuit breakers (sony/gobreaker)
 // of a Transport. Its zero value gives the defaults listed with each field.
@@ -40,6 +47,23 @@ const (
 // result-unavailable is an answer). An attempt ended by the caller's own
 // context, or a hedge's attempt cancelled because another won, is not
 // counted at all.
+//
+// An open breaker sends nothing to its host, and a call that meets it
+// waits for the host, unless it is fail-fast (Config.FailFast,
+// WithFailFast): as gRPC's wait-for-ready queues an RPC until its channel
+// is ready, the call is queued until the host may be tried again, and the
+// deadline still applies. The open period is the Retry-After of the failure
+// that opened the breaker (clamped to Config.MaxRetryAfter): a host that
+// says "1 s" is probed after 1 s. Without one, it is 1 s the first time
+// and doubles at each reopening, up to OpenTimeout. Then Probes attempts go
+// through, the oldest waiting calls first; when they succeed the breaker
+// closes, and the calls that waited are released in order at a pace that
+// the host sets, as TCP's slow start does: as many attempts in flight as
+// probes succeeded, one more for each attempt that succeeds (so the number
+// in flight doubles every round trip while the host answers), halved for
+// each that fails. A call whose deadline (or wait bound) comes before the
+// end of the open period does not wait: it fails at once, as
+// x/time/rate's Wait does when the deadline cannot cover the wait.
 type BreakerConfig struct {
 	// Disabled turns the breakers off.
 	Disabled bool
@@ -50,22 +74,32 @@ type BreakerConfig struct {
 	// would with 5 (about 1 in 30,000 attempts).
 	ConsecutiveFailures uint32
 	// FailureRatio also trips it: this share of failures among at least
-	// MinRequests attempts in the current Window. Zero means 0.5: a host
-	// failing every other attempt costs its callers more than it serves.
+	// MinRequests attempts in the last Window. Zero means 0.5: a host
+	// failing every other attempt costs its callers more than it serves,
+	// and beyond it the retry budget cannot fund a retry per failure.
 	FailureRatio float64
-	// MinRequests is the sample FailureRatio needs. Zero means 20, so that
-	// a handful of attempts cannot trip the breaker by ratio.
+	// MinRequests is the sample FailureRatio needs. Zero means 100, so
+	// that a host failing 40% of attempts (a brownout the retry budget
+	// rides out) trips by chance in about 4% of windows at most, where 20
+	// would trip it in over a third (BENCHMARKS.md §11).
 	MinRequests uint32
-	// Window is the closed-state period after which the counts restart.
-	// Zero means 10 s: recent enough to reflect the host's present state.
+	// Window is the span of the rolling window over which the attempts
+	// are counted, in ten steps. Zero means 10 s: recent enough to reflect
+	// the host's present state.
 	Window time.Duration
-	// OpenTimeout is how long an open breaker fails fast before it lets
-	// probes through (half-open). Zero means 5 s: long enough to shed load
-	// from a host that is down, short enough to notice its recovery soon.
+	// OpenTimeout bounds the open period of a breaker opened without
+	// Retry-After: 1 s (or OpenTimeout when shorter) the first time,
+	// doubled at each reopening up to OpenTimeout. Zero means 5 s: a host
+	// down for a second is probed after one, one down for minutes is
+	// probed every 5 s.
 	OpenTimeout time.Duration
-	// Probes is how many attempts a half-open breaker lets through; that
-	// many successes in a row close it, one failure opens it again. Zero
-	// means 3, so that one lucky probe does not close it.
+	// Probes is how many attempts a breaker lets through once its open
+	// period ended (half-open): that many successes in a row close it,
+	// and one failure opens it again. Zero means 1: the calls released
+	// after it are paced by the host's answers (see above), so one probe
+	// that succeeds by luck costs the host little, and a host that fails a
+	// share of its attempts is not kept shut by a run of probes it must
+	// all pass.
 	Probes uint32
 	// MaxHosts bounds the breakers kept; the least recently used is dropped
 	// beyond it, so a client that talks to many hosts does not grow without
@@ -80,9 +114,11 @@ type BreakerState int
 const (
 	// BreakerClosed: attempts go through and are counted.
 	BreakerClosed BreakerState = iota
-	// BreakerHalfOpen: a few probes go through; the others fail fast.
+	// BreakerHalfOpen: Probes attempts go through; the others wait (or
+	// fail fast).
 	BreakerHalfOpen
-	// BreakerOpen: every attempt fails fast with ErrCircuitOpen.
+	// BreakerOpen: no attempt goes through; calls wait for the end of the
+	// open period (or fail fast with ErrCircuitOpen).
 	BreakerOpen
 )
 
@@ -110,9 +146,6 @@ func breakerState(s gobreaker.State) BreakerState {
 	return BreakerClosed
 }
 
-// breaker is the gobreaker of one host.
-type breaker = gobreaker.CircuitBreaker[struct{}]
-
 // What an attempt reports to its host's breaker, besides nil for a
 // success: a failure, or an attempt that says nothing of the host's health
 // (the caller ended it, or no request could be built).
@@ -124,20 +157,21 @@ var (
 // breakers is a bounded, least-recently-used registry of per-host breakers.
 // It is safe for concurrent use.
 type breakers struct {
-	cfg      BreakerConfig
-	onChange func(host string, from, to BreakerState)
+	cfg           BreakerConfig // resolved
+	maxRetryAfter time.Duration // Config.MaxRetryAfter, which clamps an open period
+	now           func() time.Time
+	onChange      func(host string, from, to BreakerState)
 
 	mu     sync.Mutex
 	byHost map[string]*list.Element // of *hostBreaker
 	lru    list.List                // most recently used at the front
 }
 
-type hostBreaker struct {
-	host string
-	cb   *breaker
-}
-
-func newBreakers(cfg BreakerConfig, onChange func(host string, from, to BreakerState)) *breakers {
+// newBreakers returns the registry of cfg, nil when the breakers are
+// disabled. now is the Transport's clock; onChange is told of every state
+// change.
+func newBreakers(cfg BreakerConfig, maxRetryAfter time.Duration, now func() time.Time,
+	onChange func(host string, from, to BreakerState)) *breakers {
 	if cfg.Disabled {
 		return nil
 	}
@@ -162,54 +196,39 @@ func newBreakers(cfg BreakerConfig, onChange func(host string, from, to BreakerS
 	if cfg.MaxHosts <= 0 {
 		cfg.MaxHosts = DefaultBreakerMaxHosts
 	}
-	return &breakers{cfg: cfg, onChange: onChange, byHost: map[string]*list.Element{}}
+	return &breakers{cfg: cfg, maxRetryAfter: maxRetryAfter, now: now, onChange: onChange,
+		byHost: map[string]*list.Element{}}
+}
+
+// host returns the breaker of u's host, creating it when needed; nil when
+// the breakers are disabled. The key is built in a buffer on the stack, and
+// a hit allocates nothing.
+func (r *breakers) host(u *url.URL) *hostBreaker {
+	if r == nil {
+		return nil
+	}
+	var buf [64]byte // room for most keys
+	return r.lookup(appendHostKey(buf[:0], u))
 }
 
 // lookup returns the breaker of the host named by key (see appendHostKey),
-// creating it when needed. A hit allocates nothing: the map is indexed by the
-// bytes of key, which are copied into a string only for a new entry.
-func (r *breakers) lookup(key []byte) *breaker {
+// creating it when needed. The map is indexed by the bytes of key, which
+// are copied into a string only for a new entry.
+func (r *breakers) lookup(key []byte) *hostBreaker {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e, ok := r.byHost[string(key)]; ok {
 		r.lru.MoveToFront(e)
-		return e.Value.(*hostBreaker).cb
+		return e.Value.(*hostBreaker)
 	}
 	if r.lru.Len() >= r.cfg.MaxHosts {
 		oldest := r.lru.Back()
 		r.lru.Remove(oldest)
-		delete(r.byHost, oldest.Value.(*hostBreaker).host)
+		delete(r.byHost, oldest.Value.(*hostBreaker).name)
 	}
-	host := string(key)
-	hb := &hostBreaker{host: host, cb: gobreaker.NewCircuitBreaker[struct{}](r.settings(host))}
-	r.byHost[host] = r.lru.PushFront(hb)
-	return hb.cb
-}
-
-// through runs send, an attempt to u's host, through that host's breaker.
-// send returns what the breaker is told of the attempt: nil for a success,
-// errAttemptFailed, or errAttemptExcluded. When the breaker refuses the
-// attempt, send is not run and through returns the breaker's error. A panic
-// in send counts as a failure and goes on (gobreaker's Execute). A nil
-// registry (breakers disabled) runs every send.
-//
-// Execute, unlike the TwoStep breaker's Allow, allocates no closure per
-// attempt, and the key is built in a buffer on the stack.
-func (r *breakers) through(u *url.URL, send func() error) (refused error) {
-	if r == nil {
-		send()
-		return nil
-	}
-	var buf [64]byte // room for most keys, so that building one allocates nothing
-	ran := false
-	_, err := r.lookup(appendHostKey(buf[:0], u)).Execute(func() (struct{}, error) {
-		ran = true
-		return struct{}{}, send()
-	})
-	if ran {
-		return nil
-	}
-	return err
+	h := newHostBreaker(r, string(key))
+	r.byHost[h.name] = r.lru.PushFront(h)
+	return h
 }
 
 // len returns how many breakers the registry holds.
@@ -219,25 +238,25 @@ func (r *breakers) len() int {
 	return r.lru.Len()
 }
 
-func (r *breakers) settings(host string) gobreaker.Settings {
+// settings returns the gobreaker settings of h. gobreaker's own open
+// period (Timeout) is a nanosecond: h keeps the open period of each
+// opening itself and calls gobreaker only once it has passed.
+func (r *breakers) settings(h *hostBreaker) gobreaker.Settings {
 	cfg := r.cfg
 	return gobreaker.Settings{
-		Name:        host,
-		MaxRequests: cfg.Probes,
-		Interval:    cfg.Window,
-		Timeout:     cfg.OpenTimeout,
+		Name:         h.name,
+		MaxRequests:  cfg.Probes,
+		Interval:     cfg.Window,
+		BucketPeriod: cfg.Window / 10,
+		Timeout:      time.Nanosecond,
 		ReadyToTrip: func(c gobreaker.Counts) bool {
 			counted := c.TotalSuccesses + c.TotalFailures
 			return c.ConsecutiveFailures >= cfg.ConsecutiveFailures ||
 				(counted >= cfg.MinRequests &&
 					float64(c.TotalFailures) >= cfg.FailureRatio*float64(counted))
 		},
-		IsExcluded: func(err error) bool { return err == errAttemptExcluded },
-		OnStateChange: func(name string, from, to gobreaker.State) {
-			if r.onChange != nil {
-				r.onChange(name, breakerState(from), breakerState(to))
-			}
-		},
+		IsExcluded:    func(err error) bool { return err == errAttemptExcluded },
+		OnStateChange: func(_ string, from, to gobreaker.State) { h.changed(from, to) },
 	}
 }
 

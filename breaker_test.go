@@ -19,11 +19,12 @@ import (
 )
 
 // Acceptance 3 (issue 3), on a real server: once the breaker trips, requests
-// stop reaching the server and the calls fail fast with ErrCircuitOpen.
+// stop reaching the server and fail-fast calls fail at once with
+// ErrCircuitOpen.
 func TestBreakerStopsRequestsToFailingHost(t *testing.T) {
 	a := &api{before: func(n int, w http.ResponseWriter) bool { w.WriteHeader(http.StatusServiceUnavailable); return true }}
 	srv := a.start(t)
-	tr, _ := newTestTransport(t, Config{MaxAttempts: 1, NoBudget: true})
+	tr, _ := newTestTransport(t, Config{MaxAttempts: 1, NoBudget: true, FailFast: true})
 	var changes []string
 	tr.cfg.Observer.OnBreakerChange = func(host string, from, to BreakerState) {
 		changes = append(changes, fmt.Sprintf("%s %s->%s", host, from, to))
@@ -46,6 +47,8 @@ func TestBreakerStopsRequestsToFailingHost(t *testing.T) {
 		require.ErrorAs(t, err, &e)
 		assert.Equal(t, NotSent, e.Certainty)
 		assert.Zero(t, e.Attempts)
+		assert.Zero(t, e.Waited)
+		assert.Contains(t, e.Detail, "fail-fast")
 	}
 	assert.EqualValues(t, DefaultBreakerConsecutiveFailures, a.requests.Load(), "no request reaches the server while open")
 	require.Len(t, refused, 20)
@@ -70,16 +73,17 @@ func (f *fakeHost) RoundTrip(r *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: int(f.status.Load()), Body: http.NoBody, Request: r, ContentLength: 0}, nil
 }
 
-// Acceptance 3 (issue 3), on synctest's clock: the open breaker lets probes
-// through after OpenTimeout; probes that succeed close it, one that fails
-// opens it again.
+// Acceptance 3 (issue 3), on synctest's clock: the open breaker lets a
+// probe through after its open period (1 s the first time, doubled at each
+// reopening); a probe that succeeds closes it, one that fails opens it
+// again.
 func TestBreakerHalfOpenProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		host := &fakeHost{}
 		host.status.Store(503)
 		var mu sync.Mutex
 		var changes []string
-		tr := NewTransport(Config{Base: host, MaxAttempts: 1, NoBudget: true, Observer: Observer{
+		tr := NewTransport(Config{Base: host, MaxAttempts: 1, NoBudget: true, FailFast: true, Observer: Observer{
 			OnBreakerChange: func(_ string, from, to BreakerState) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -99,20 +103,21 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 		require.ErrorIs(t, call(), ErrCircuitOpen)
 		require.EqualValues(t, DefaultBreakerConsecutiveFailures, host.requests.Load())
 
-		// Still open just before the timeout.
-		time.Sleep(DefaultBreakerOpenTimeout - time.Millisecond)
+		// Still open just before the first period, 1 s.
+		time.Sleep(time.Second - time.Millisecond)
 		require.ErrorIs(t, call(), ErrCircuitOpen)
 
-		// Half-open (gobreaker: once past the timeout): a failing probe
-		// opens it again.
-		time.Sleep(2 * time.Millisecond)
+		// Half-open once past it: a failing probe opens it again, for 2 s.
+		time.Sleep(time.Millisecond)
 		require.NoError(t, call())
 		require.ErrorIs(t, call(), ErrCircuitOpen)
 		require.EqualValues(t, DefaultBreakerConsecutiveFailures+1, host.requests.Load())
+		time.Sleep(2*time.Second - time.Millisecond)
+		require.ErrorIs(t, call(), ErrCircuitOpen, "the second period is twice the first")
 
-		// The host recovers; after the open period the probes close it.
+		// The host recovers; after the period the probe closes it.
 		host.status.Store(200)
-		time.Sleep(DefaultBreakerOpenTimeout + time.Millisecond)
+		time.Sleep(time.Millisecond)
 		for range DefaultBreakerProbes {
 			require.NoError(t, call())
 		}
@@ -128,7 +133,7 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 func TestBreakerTripsOnFailureRatio(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		host := &fakeHost{}
-		tr := NewTransport(Config{Base: host, MaxAttempts: 1, NoBudget: true})
+		tr := NewTransport(Config{Base: host, MaxAttempts: 1, NoBudget: true, FailFast: true})
 		for i := range DefaultBreakerMinRequests {
 			host.status.Store(int32([]int{200, 502}[i%2])) // every other attempt fails
 			resp, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/pay", `{}`))
@@ -160,7 +165,7 @@ func TestBreakerIgnoresClientErrors(t *testing.T) {
 			}
 			assert.EqualValues(t, 30, a.requests.Load())
 			cb := tr.breakers.get(hostKey(mustURL(t, srv.URL)))
-			assert.Equal(t, gobreaker.StateClosed, cb.State())
+			assert.Equal(t, BreakerClosed, cb.State())
 			assert.Zero(t, cb.Counts().TotalFailures)
 		})
 	}
@@ -182,7 +187,7 @@ func TestBreakerIgnoresCallerCancel(t *testing.T) {
 		require.ErrorIs(t, err, context.Canceled)
 	}
 	cb := tr.breakers.get("http://api.test:80")
-	assert.Equal(t, gobreaker.StateClosed, cb.State())
+	assert.Equal(t, BreakerClosed, cb.State())
 	assert.Zero(t, cb.Counts().TotalFailures)
 	assert.EqualValues(t, 20, cb.Counts().TotalExclusions)
 }
@@ -191,7 +196,7 @@ func TestBreakerIgnoresCallerCancel(t *testing.T) {
 func TestBreakerCountsTransportFailures(t *testing.T) {
 	a := &api{fault: func(n int, w http.ResponseWriter) bool { return dropRST(w) }}
 	srv := a.start(t)
-	tr, _ := newTestTransport(t, Config{MaxAttempts: 1, NoBudget: true})
+	tr, _ := newTestTransport(t, Config{MaxAttempts: 1, NoBudget: true, FailFast: true})
 	for range DefaultBreakerConsecutiveFailures {
 		_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
 		require.ErrorIs(t, err, ErrOutcomeUnknown)
@@ -228,7 +233,7 @@ func TestBreakerRegistryBounded(t *testing.T) {
 // A hit makes a host the most recently used: the registry drops the least
 // recently used, not the oldest.
 func TestBreakerRegistryDropsLeastRecentlyUsed(t *testing.T) {
-	r := newBreakers(BreakerConfig{MaxHosts: 3}, nil)
+	r := newBreakers(BreakerConfig{MaxHosts: 3}, time.Second, time.Now, nil)
 	a := r.get("http://a.test:80")
 	r.get("http://b.test:80")
 	r.get("http://c.test:80")
@@ -303,7 +308,7 @@ func TestStackOrder(t *testing.T) {
 		return &http.Response{StatusCode: 503, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
 	})
 	budget := newBudget(BudgetConfig{FloorRate: 1, FloorBurst: 2}, newFakeClock().now)
-	tr, _ := newTestTransport(t, Config{Base: base, Budget: budget, MaxAttempts: 10,
+	tr, _ := newTestTransport(t, Config{Base: base, Budget: budget, MaxAttempts: 10, FailFast: true,
 		Breaker: BreakerConfig{ConsecutiveFailures: 100}})
 	_, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/pay", `{}`))
 	require.ErrorIs(t, err, ErrBudgetExhausted)
@@ -325,8 +330,18 @@ func mustURL(t *testing.T, raw string) *url.URL {
 
 // get returns the breaker of host (a key as appendHostKey makes it),
 // creating it when needed.
-func (r *breakers) get(host string) *breaker {
+func (r *breakers) get(host string) *hostBreaker {
 	return r.lookup([]byte(host))
+}
+
+// Counts returns gobreaker's counts of h.
+func (h *hostBreaker) Counts() gobreaker.Counts { return h.cb.Counts() }
+
+// State returns h's state as gobreaker last reported it.
+func (h *hostBreaker) State() BreakerState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state
 }
 
 // hostKey names the breaker of a URL, as the registry does.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -35,16 +36,16 @@ func TestBudgetAccounting(t *testing.T) {
 	assert.True(t, b.allowRetry(), "floor burst 2")
 	assert.False(t, b.allowRetry(), "floor empty, nothing earned")
 
-	// Two first attempts earn one retry.
-	b.firstAttempt()
+	// Two answered attempts earn one retry.
+	b.answered()
 	assert.False(t, b.allowRetry(), "half a retry earned is not a retry")
-	b.firstAttempt()
+	b.answered()
 	assert.True(t, b.allowRetry(), "one earned retry")
 	assert.False(t, b.allowRetry())
 
 	// Earnings are capped at MaxEarned.
 	for range 100 {
-		b.firstAttempt()
+		b.answered()
 	}
 	assert.True(t, b.allowRetry())
 	assert.True(t, b.allowRetry())
@@ -55,21 +56,19 @@ func TestBudgetAccounting(t *testing.T) {
 	assert.True(t, b.allowRetry(), "one floor token per second")
 	assert.False(t, b.allowRetry())
 
-	assert.Equal(t, BudgetStats{FirstAttempts: 102, Retries: 6, Denied: 5}, b.Stats())
+	assert.Equal(t, BudgetStats{Answered: 102, Retries: 6, Denied: 5}, b.Stats())
 }
 
 func TestBudgetWithoutFloor(t *testing.T) {
 	b := newBudget(BudgetConfig{FloorRate: -1}, newFakeClock().now)
 	assert.False(t, b.allowRetry(), "no floor, nothing earned")
-	for range 10 {
-		b.firstAttempt()
-	}
-	assert.True(t, b.allowRetry(), "ten first attempts at the default 0.1 earn one retry")
+	b.answered()
+	assert.True(t, b.allowRetry(), "an answered attempt at the default ratio of 1 earns one retry")
 	assert.False(t, b.allowRetry())
 }
 
 func TestBudgetConcurrentUse(t *testing.T) {
-	b := newBudget(BudgetConfig{FloorRate: -1}, newFakeClock().now)
+	b := newBudget(BudgetConfig{Ratio: 0.1, FloorRate: -1}, newFakeClock().now)
 	var wg sync.WaitGroup
 	var allowed atomic.Int64
 	for range 8 {
@@ -77,7 +76,7 @@ func TestBudgetConcurrentUse(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 1000 {
-				b.firstAttempt()
+				b.answered()
 				if b.allowRetry() {
 					allowed.Add(1)
 				}
@@ -86,9 +85,9 @@ func TestBudgetConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 	s := b.Stats()
-	assert.EqualValues(t, 8000, s.FirstAttempts)
+	assert.EqualValues(t, 8000, s.Answered)
 	assert.Equal(t, allowed.Load(), s.Retries)
-	assert.LessOrEqual(t, s.Retries, int64(800), "retries <= ratio x first attempts")
+	assert.LessOrEqual(t, s.Retries, int64(800), "retries <= ratio x answered attempts")
 	assert.EqualValues(t, 8000, s.Retries+s.Denied)
 }
 
@@ -135,24 +134,27 @@ func outage(t *testing.T, cfg Config, clk *fakeClock, ops, workers int) (request
 }
 
 // Acceptance 1 (issue 3): in a full outage the budget holds the requests to
-// (1 + ratio) x operations + the floor's allowance for the window.
+// the operations + the floor's allowance for the window: nothing is
+// answered, so nothing is earned. The calls are fail-fast, so that each
+// denial ends its call at once on the fake clock
+// (TestOutageBoundedByBudgetWhileWaiting waits).
 func TestOutageBoundedByBudget(t *testing.T) {
 	const ops, workers = 200, 20
 	window := ops * 10 * time.Millisecond // 2 s on the fake clock
 	clk := newFakeClock()
 	budget := newBudget(BudgetConfig{}, clk.now)
 
-	requests, errs := outage(t, Config{Budget: budget}, clk, ops, workers)
+	requests, errs := outage(t, Config{Budget: budget, FailFast: true}, clk, ops, workers)
 
 	floor := DefaultBudgetFloor + DefaultBudgetFloorRate*window.Seconds()
-	bound := (1+DefaultBudgetRatio)*ops + floor
-	t.Logf("outage with the default budget: %d requests for %d operations over %s: amplification %.2fx (bound %.0f = (1+%.1f) x %d + floor %.0f; without a budget %dx)",
-		requests, ops, window, float64(requests)/ops, bound, DefaultBudgetRatio, ops, floor, DefaultMaxAttempts)
+	bound := ops + floor
+	t.Logf("outage with the default budget: %d requests for %d operations over %s: amplification %.2fx (bound %.0f = %d + floor %.0f; without a budget %dx)",
+		requests, ops, window, float64(requests)/ops, bound, ops, floor, DefaultMaxAttempts)
 	assert.LessOrEqual(t, float64(requests), bound)
 	assert.Greater(t, requests, int64(ops), "some retries are allowed")
 
 	s := budget.Stats()
-	assert.EqualValues(t, ops, s.FirstAttempts)
+	assert.Zero(t, s.Answered, "a 503 earns nothing")
 	assert.Equal(t, requests-ops, s.Retries, "every request beyond the first attempts took a token")
 	denied := 0
 	for _, err := range errs {
@@ -162,10 +164,54 @@ func TestOutageBoundedByBudget(t *testing.T) {
 			require.ErrorAs(t, err, &e)
 			assert.Equal(t, http.StatusServiceUnavailable, e.Status, "the denial carries the last status")
 			assert.Contains(t, err.Error(), "local decision")
+			assert.Contains(t, e.Detail, "fail-fast")
 		}
 	}
 	assert.EqualValues(t, s.Denied, denied, "every denial ends its call with ErrBudgetExhausted")
 	assert.Positive(t, denied)
+}
+
+// In a full outage, calls that wait for a token send no more than the
+// fail-fast ones: the waiting retries are served by the floor alone, and
+// the calls whose deadline comes first fail with ErrBudgetExhausted, having
+// waited. (synctest's clock: 100 calls, one every 10 ms, 2 s deadlines.)
+func TestOutageBoundedByBudgetWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		host := &fakeHost{}
+		host.status.Store(http.StatusServiceUnavailable)
+		budget := NewBudget(BudgetConfig{})
+		tr := NewTransport(Config{Base: host, Budget: budget, Breaker: BreakerConfig{Disabled: true}})
+		const ops = 100
+		errs := make([]error, ops)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range ops {
+			time.Sleep(10 * time.Millisecond)
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				_, errs[i] = tr.RoundTrip(post(t, ctx, "http://api.test/pay", `{}`))
+			})
+		}
+		wg.Wait()
+		window := time.Since(start)
+		floor := DefaultBudgetFloor + DefaultBudgetFloorRate*window.Seconds()
+		requests := host.requests.Load()
+		assert.LessOrEqual(t, float64(requests), ops+floor, "the floor alone serves the retries (%s)", window)
+		s := budget.Stats()
+		assert.Equal(t, int64(requests)-ops, s.Retries)
+		assert.Positive(t, s.Waited, "retries waited for the floor")
+		waitedInVain := 0
+		for _, err := range errs {
+			var e *Error
+			if errors.As(err, &e) && errors.Is(err, ErrBudgetExhausted) {
+				waitedInVain++
+				assert.Positive(t, e.Waited, "it waited before it gave up: %v", err)
+				assert.Contains(t, e.Detail, "waited")
+			}
+		}
+		assert.Positive(t, waitedInVain)
+	})
 }
 
 // Acceptance 2 (issue 3): the same outage without a budget sends MaxAttempts
@@ -181,12 +227,13 @@ func TestOutageWithoutBudget(t *testing.T) {
 	}
 }
 
-// A denied retry ends the call at once and is reported to the Observer.
+// A retry denied to a fail-fast call ends the call at once and is reported
+// to the Observer.
 func TestBudgetDenialReported(t *testing.T) {
 	a := &api{before: func(n int, w http.ResponseWriter) bool { w.WriteHeader(http.StatusBadGateway); return true }}
 	srv := a.start(t)
 	budget := newBudget(BudgetConfig{FloorRate: -1}, newFakeClock().now)
-	tr, clk := newTestTransport(t, Config{Budget: budget})
+	tr, clk := newTestTransport(t, Config{Budget: budget, FailFast: true})
 	var gaveUp error
 	tr.cfg.Observer.OnGiveUp = func(_ Attempt, err error) { gaveUp = err }
 	_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
@@ -197,13 +244,21 @@ func TestBudgetDenialReported(t *testing.T) {
 	assert.EqualValues(t, 1, budget.Stats().Denied)
 }
 
-// One Budget shared by two Transports spends from one bucket.
+// One Budget shared by two Transports spends from one bucket: what the
+// answers to one earned, the other's retries spend.
 func TestBudgetSharedByTransports(t *testing.T) {
-	a := &api{before: func(n int, w http.ResponseWriter) bool { w.WriteHeader(http.StatusServiceUnavailable); return true }}
+	a := &api{before: func(n int, w http.ResponseWriter) bool {
+		if n <= 2 {
+			return false // answered: 201
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return true
+	}}
 	srv := a.start(t)
 	budget := newBudget(BudgetConfig{FloorRate: -1}, newFakeClock().now)
-	t1, _ := newTestTransport(t, Config{Budget: budget, MaxAttempts: 2, Breaker: BreakerConfig{Disabled: true}})
-	t2, _ := newTestTransport(t, Config{Budget: budget, MaxAttempts: 2, Breaker: BreakerConfig{Disabled: true}})
+	cfg := Config{Budget: budget, MaxAttempts: 2, FailFast: true, Breaker: BreakerConfig{Disabled: true}}
+	t1, _ := newTestTransport(t, cfg)
+	t2, _ := newTestTransport(t, cfg)
 	for i := range 20 {
 		tr := t1
 		if i%2 == 1 {
@@ -215,8 +270,9 @@ func TestBudgetSharedByTransports(t *testing.T) {
 		}
 	}
 	s := budget.Stats()
-	assert.EqualValues(t, 20, s.FirstAttempts)
-	assert.EqualValues(t, 2, s.Retries, "20 first attempts across both earn 2 retries")
+	assert.EqualValues(t, 2, s.Answered, "one answer through each")
+	assert.EqualValues(t, 2, s.Retries, "two answers across both earn 2 retries")
+	assert.EqualValues(t, 16, s.Denied)
 }
 
 // A 409 key-in-flight wait spends from the budget like any retry.
@@ -228,9 +284,99 @@ func TestKeyInFlightSpendsBudget(t *testing.T) {
 	}}
 	srv := a.start(t)
 	budget := newBudget(BudgetConfig{FloorRate: 1, FloorBurst: 1}, newFakeClock().now)
-	tr, _ := newTestTransport(t, Config{Budget: budget})
+	tr, _ := newTestTransport(t, Config{Budget: budget, FailFast: true})
 	_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
 	require.ErrorIs(t, err, ErrBudgetExhausted)
 	assert.EqualValues(t, 2, a.requests.Load(), "one floor token: one retry")
-	assert.Equal(t, BudgetStats{FirstAttempts: 1, Retries: 1, Denied: 1}, budget.Stats())
+	assert.Equal(t, BudgetStats{Retries: 1, Denied: 1}, budget.Stats(), "a 409 key-in-flight earns nothing")
+}
+
+// Issue 26, point 4: a retry without a token waits for one instead of
+// failing, and the answer of another call earns it: when a service
+// recovers, its answers release the waiting retries, one for one.
+func TestBudgetRetryWaitsForAnEarnedToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var requests atomic.Int32
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			status := http.StatusCreated
+			if requests.Add(1) == 1 {
+				status = http.StatusServiceUnavailable // the first call's first attempt
+			}
+			return &http.Response{StatusCode: status, Body: http.NoBody, Request: r}, nil
+		})
+		budget := NewBudget(BudgetConfig{FloorRate: -1}) // nothing saved, no floor
+		tr := NewTransport(Config{Base: base, Budget: budget, Breaker: BreakerConfig{Disabled: true}})
+		tr.rand = func() float64 { return 0.5 } // a backoff of 50 ms
+		go func() {
+			time.Sleep(time.Second)
+			resp, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/other", `{}`))
+			if err == nil {
+				discard(resp)
+			}
+		}()
+		start := time.Now()
+		resp, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/pay", `{}`))
+		require.NoError(t, err)
+		discard(resp)
+		assert.Equal(t, http.StatusCreated, resp.StatusCode)
+		assert.Equal(t, time.Second+50*time.Millisecond, time.Since(start), "the other call's answer at 1 s earned the token; then the backoff")
+		assert.Equal(t, BudgetStats{Answered: 2, Retries: 1, Waited: 1}, budget.Stats())
+	})
+}
+
+// Earned tokens go to the retries that waited longest first, and the floor
+// serves the others in the order they asked; a token earned for a retry
+// that held a floor reservation gives the reservation back.
+func TestBudgetWaitersServedInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := NewBudget(BudgetConfig{FloorRate: 1, FloorBurst: 1})
+		require.True(t, b.allowRetry(), "the floor's burst")
+		policy := func() waitPolicy { return waitPolicy{newTimer: time.NewTimer} }
+		start := time.Now()
+		granted := make([]time.Duration, 3)
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i+1) * time.Millisecond)
+				_, err := b.wait(context.Background(), policy)
+				assert.NoError(t, err)
+				granted[i] = time.Since(start)
+			})
+		}
+		// The floor reserves its tokens at 1 s, 2 s and 3 s for the three.
+		// An answer at 500 ms earns a token for the oldest, whose
+		// reservation goes back to the floor; the others keep theirs
+		// (x/time/rate does not move a reservation), so the token freed at
+		// 1 s is left for a later retry.
+		time.Sleep(500 * time.Millisecond)
+		b.answered()
+		wg.Wait()
+		assert.Equal(t, []time.Duration{500 * time.Millisecond, 2 * time.Second, 3 * time.Second}, granted)
+		assert.Equal(t, BudgetStats{Answered: 1, Retries: 4, Waited: 3}, b.Stats())
+	})
+}
+
+// A retry that no token reaches in time stops waiting when the deadline,
+// less the wait that must follow it, comes: it could not be sent after.
+func TestBudgetWaitEndsBeforeTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		host := &fakeHost{}
+		host.status.Store(http.StatusServiceUnavailable)
+		budget := NewBudget(BudgetConfig{FloorRate: -1})
+		tr := NewTransport(Config{Base: host, Budget: budget, Breaker: BreakerConfig{Disabled: true}})
+		tr.rand = func() float64 { return 0.5 } // a backoff of 50 ms
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := tr.RoundTrip(post(t, ctx, "http://api.test/pay", `{}`))
+		require.ErrorIs(t, err, ErrBudgetExhausted)
+		assert.Equal(t, 1950*time.Millisecond, time.Since(start))
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, 1950*time.Millisecond, e.Waited)
+		assert.Equal(t, "the retry waited 1.95s for a token of the retry budget until the context's deadline less the wait of 50ms before the retry", e.Detail)
+		assert.True(t, e.MayHaveTakenEffect, "the 503 may have acted")
+		assert.Equal(t, http.StatusServiceUnavailable, e.Status)
+		assert.EqualValues(t, 1, host.requests.Load())
+	})
 }

@@ -183,7 +183,7 @@ func TestClassifierNotAskedWhenBreakerOpen(t *testing.T) {
 	cl := func(Outcome) Decision { asked++; return Decision{Verdict: Retry} }
 	calls := 0
 	tr, _ := newTestTransport(t, Config{Base: statusBase(&calls, "", nil, 503), MaxAttempts: 1, NoBudget: true,
-		Classifier: cl, Breaker: BreakerConfig{ConsecutiveFailures: 1}})
+		FailFast: true, Classifier: cl, Breaker: BreakerConfig{ConsecutiveFailures: 1}})
 	resp, err := tr.RoundTrip(mustGet(t, "http://api.test/"))
 	require.NoError(t, err, "one attempt allowed: the 503 is returned")
 	discard(resp)

@@ -102,6 +102,11 @@ type Error struct {
 	Err error
 	// Detail adds a sentence of explanation to the message.
 	Detail string
+	// Waited is how long the call waited for local refusals to pass (its
+	// host's breaker, the retry budget), sending nothing; 0 when it did
+	// not wait. The waits before retries (backoff, Retry-After) do not
+	// count.
+	Waited time.Duration
 	// MayHaveTakenEffect is true when the server may have acted on the
 	// operation in any attempt of the call: an attempt was ambiguous, or a
 	// response said the operation is running or ran (409 key-in-flight, 500

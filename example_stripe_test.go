@@ -171,5 +171,5 @@ func ExampleClassifier_without() {
 	// 409
 	// 409
 	// true
-	// requests: 7
+	// requests: 9
 }

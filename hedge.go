@@ -164,7 +164,7 @@ type race struct {
 // runtime.Goexit) does so again on the caller's goroutine, as an unhedged
 // attempt would; then, or when the caller's own code panics (a
 // Classifier, an Observer hook), the other attempts are cancelled.
-func (c *call) race(ctx context.Context, delay time.Duration) (result, decision, bool) {
+func (c *call) race(ctx context.Context, delay time.Duration, tk ticket) (result, decision, bool) {
 	h := c.t.hedge
 	r := &race{results: make(chan raced, 1+h.cfg.MaxHedges)}
 	settled := false
@@ -173,7 +173,7 @@ func (c *call) race(ctx context.Context, delay time.Duration) (result, decision,
 			c.abandonRace(r)
 		}
 	}()
-	c.launch(ctx, r, false)
+	c.launch(ctx, r, false, tk)
 	timer := c.t.newTimer(delay)
 	defer timer.Stop()
 	timerC := timer.C
@@ -217,7 +217,8 @@ func (c *call) race(ctx context.Context, delay time.Duration) (result, decision,
 }
 
 // hedge sends a hedge when MaxHedges, MaxAttempts, the context, the
-// host's hedges in flight and the budget allow, reporting whether it did.
+// host's hedges in flight, its breaker (which a hedge never waits for) and
+// the budget allow, reporting whether it did.
 func (c *call) hedge(ctx context.Context, r *race) bool {
 	cfg := c.t.hedge.cfg
 	if r.hedges >= cfg.MaxHedges || c.attempts+r.running >= c.max || ctx.Err() != nil {
@@ -232,28 +233,44 @@ func (c *call) hedge(ctx context.Context, r *race) bool {
 			c.host.release()
 		}
 	}()
+	var tk ticket
+	if h := c.breaker(); h != nil {
+		var ok bool
+		if tk, ok = h.hedge(); !ok {
+			return false
+		}
+	}
 	if !c.spend() {
+		tk.end(errAttemptExcluded, 0)
 		return false
 	}
 	r.hedges++
-	c.launch(ctx, r, true)
+	c.launch(ctx, r, true, tk)
 	admitted = false // launch took the hedge over
 	return true
 }
 
-// launch starts an attempt of the race on a goroutine of its own, under a
-// context that the race cancels when another attempt wins. The attempt
-// counts as running in the race once its request is built (a GetBody that
-// panics leaves nothing to wait for), and as in flight to its host from
+// launch starts an attempt of the race, which its host's breaker let
+// through (tk), on a goroutine of its own, under a context that the race
+// cancels when another attempt wins. The attempt counts as running in the
+// race once its request is built (a GetBody that panics leaves nothing to
+// wait for, and its ticket goes back), and as in flight to its host from
 // then until it ends; a hedge whose request cannot be built is released.
-func (c *call) launch(ctx context.Context, r *race, hedge bool) {
+func (c *call) launch(ctx context.Context, r *race, hedge bool, tk ticket) {
 	host := c.host
 	hctx, cancel := context.WithCancelCause(ctx)
 	id := len(r.cancels)
 	r.cancels = append(r.cancels, cancel)
 	actx, done := c.t.attemptContext(hctx)
 	trace := newWireTrace(c.t.tracedBase)
+	built := false
+	defer func() {
+		if !built {
+			tk.end(errAttemptExcluded, 0)
+		}
+	}()
 	req, err := c.request(httptrace.WithClientTrace(actx, &trace.hooks))
+	built = err == nil
 	r.running++ // a result will come
 	s, results := c.sender(c.attempts+r.running, hedge), r.results
 	if err != nil {
@@ -279,7 +296,7 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool) {
 			host.ended(hedge)
 			results <- x
 		}()
-		x.res = s.send(hctx, req, trace, done)
+		x.res = s.send(hctx, req, trace, done, tk)
 		returned = true
 	}()
 }

@@ -172,7 +172,7 @@ func TestHedgeBudgetDenialStopsHedging(t *testing.T) {
 		discard(resp)
 		assert.Equal(t, 50*time.Millisecond, time.Since(start))
 		assert.EqualValues(t, 1, base.calls.Load(), "no hedge")
-		assert.Equal(t, BudgetStats{FirstAttempts: 1, Denied: 1}, budget.Stats(), "one denial stops the hedging")
+		assert.Equal(t, BudgetStats{Answered: 1, Denied: 1}, budget.Stats(), "one denial stops the hedging")
 		assertHostIdle(t, tr)
 
 		budget = NewBudget(BudgetConfig{FloorRate: 1, FloorBurst: 1})

@@ -100,7 +100,7 @@ func TestUnsentAttemptNumbers(t *testing.T) {
 	calls := 0
 	var seen, gaveUp []Attempt
 	tr, _ := newTestTransport(t, Config{Base: statusBase(&calls, "", nil, 503), MaxAttempts: 3,
-		Backoff: Backoff{Base: time.Nanosecond}, Breaker: BreakerConfig{ConsecutiveFailures: 1},
+		Backoff: Backoff{Base: time.Nanosecond}, Breaker: BreakerConfig{ConsecutiveFailures: 1}, FailFast: true,
 		Observer: Observer{OnAttempt: func(a Attempt) { seen = append(seen, a) },
 			OnGiveUp: func(a Attempt, _ error) { gaveUp = append(gaveUp, a) }}})
 	_, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/", `{}`))
@@ -167,7 +167,7 @@ func TestOnSendNotToldOfRefusedAttempt(t *testing.T) {
 	})
 	var rec sends
 	tr, _ := newTestTransport(t, Config{Base: base, NoBudget: true, MaxAttempts: 1,
-		Breaker:  BreakerConfig{ConsecutiveFailures: 1},
+		Breaker: BreakerConfig{ConsecutiveFailures: 1}, FailFast: true,
 		Observer: Observer{OnSend: rec.onSend}})
 	for range 2 {
 		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
@@ -189,7 +189,7 @@ func TestResendOfRefusedRetry(t *testing.T) {
 	var attempts []Attempt
 	var gaveUp Attempt
 	tr, clk := newTestTransport(t, Config{Base: base, NoBudget: true, MaxAttempts: 2,
-		Breaker: BreakerConfig{ConsecutiveFailures: 1},
+		Breaker: BreakerConfig{ConsecutiveFailures: 1}, FailFast: true,
 		Observer: Observer{
 			OnAttempt: func(a Attempt) { attempts = append(attempts, a) },
 			OnGiveUp:  func(a Attempt, _ error) { gaveUp = a },

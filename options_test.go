@@ -35,9 +35,9 @@ func TestWithMaxAttempts(t *testing.T) {
 		ctx   context.Context
 		calls int
 	}{
-		{"config", context.Background(), 4},
+		{"config", context.Background(), DefaultMaxAttempts},
 		{"fewer", WithMaxAttempts(context.Background(), 2), 2},
-		{"more", WithMaxAttempts(context.Background(), 6), 6},
+		{"more", WithMaxAttempts(context.Background(), 8), 8},
 		{"no retry", WithoutRetry(context.Background()), 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,12 +54,13 @@ func TestWithMaxAttempts(t *testing.T) {
 }
 
 // A critical call's retries are never denied by the budget, and still
-// spend its tokens; other calls' are denied.
+// spend its tokens; other calls' are denied (fail-fast here, so that the
+// denial ends the call at once).
 func TestWithCritical(t *testing.T) {
-	budget := NewBudget(BudgetConfig{FloorRate: -1}) // nothing but 0.1 a call earned
+	budget := NewBudget(BudgetConfig{FloorRate: -1}) // no floor, and a 503 earns nothing
 	calls := 0
 	tr, _ := newTestTransport(t, Config{Base: statusBase(&calls, "", nil, 503), Budget: budget,
-		Breaker: BreakerConfig{Disabled: true}})
+		FailFast: true, Breaker: BreakerConfig{Disabled: true}})
 
 	_, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/", `{}`))
 	require.ErrorIs(t, err, ErrBudgetExhausted)
@@ -68,8 +69,8 @@ func TestWithCritical(t *testing.T) {
 	calls = 0
 	_, err = tr.RoundTrip(post(t, WithCritical(context.Background()), "http://api.test/", `{}`))
 	assert.ErrorIs(t, err, ErrAttemptsExhausted)
-	assert.Equal(t, 4, calls, "a critical call makes every attempt")
+	assert.Equal(t, DefaultMaxAttempts, calls, "a critical call makes every attempt")
 	stats := budget.Stats()
-	assert.EqualValues(t, 3, stats.Retries, "the critical retries are counted")
+	assert.EqualValues(t, DefaultMaxAttempts-1, stats.Retries, "the critical retries are counted")
 	assert.EqualValues(t, 1, stats.Denied)
 }

@@ -22,8 +22,11 @@ type call struct {
 	body       requestBody
 	max        int // Config.MaxAttempts, or the call's own
 
+	gate      *hostBreaker  // the host's breaker, looked up at the first attempt; nil for none
+	looked    bool          // gate was looked up
 	attempts  int           // requests put on the wire
 	retries   int           // retries made
+	waited    time.Duration // waited for the host's breaker and the budget, in all
 	prevWait  time.Duration // the previous backoff wait
 	mayActed  bool          // some attempt may have taken effect
 	lastRetry time.Duration // the latest Retry-After seen
@@ -69,15 +72,12 @@ func (t *Transport) newCall(req *http.Request) (call, error) {
 func (c *call) run() (*http.Response, error) {
 	defer c.body.release()
 	ctx := c.req.Context()
-	if c.t.budget != nil {
-		c.t.budget.firstAttempt()
-	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, c.giveUp(c.sender(c.attempts+1, false).unsent(nil, false), nil, err, "the context ended before the attempt")
 		}
 		res, d, actedBefore := c.step(ctx)
-		if ctx.Err() != nil && d.verdict != Stop {
+		if ctx.Err() != nil && d.verdict != Stop && !res.open { // a refusal says why it waited in vain
 			discard(res.resp)
 			return nil, c.giveUp(res, nil, ctx.Err(), "the context ended")
 		}
@@ -100,15 +100,64 @@ func (c *call) run() (*http.Response, error) {
 // what follows it. actedBefore says whether an attempt before it may have
 // taken effect.
 func (c *call) step(ctx context.Context) (res result, d decision, actedBefore bool) {
-	if c.hedged {
-		if delay, ok := c.t.hedge.delay(c.host); ok {
-			return c.race(ctx, delay)
+	tk, res, ok := c.admit(ctx)
+	if ok && c.hedged {
+		if delay, hedged := c.t.hedge.delay(c.host); hedged {
+			return c.race(ctx, delay, tk)
 		}
 	}
-	res = c.attempt(ctx)
+	if ok {
+		res = c.attempt(ctx, tk)
+	}
 	actedBefore = c.mayActed
 	d = c.conclude(ctx, res)
 	return res, d, actedBefore
+}
+
+// admit waits for the call's host to let its next attempt through
+// (hostBreaker.admit). When the host does not, it returns the refused
+// attempt's result and false.
+func (c *call) admit(ctx context.Context) (ticket, result, bool) {
+	h := c.breaker()
+	if h == nil {
+		return ticket{}, result{}, true
+	}
+	tk, waited, err := h.admit(ctx, func() waitPolicy { return c.waitPolicy(0) })
+	c.waited += waited
+	if err != nil {
+		return ticket{}, c.sender(c.attempts+1, false).refused(err.(*refusal)), false
+	}
+	return tk, result{}, true
+}
+
+// breaker returns the breaker of the call's host, nil when the breakers
+// are disabled. It looks it up once per call, on the caller's goroutine.
+func (c *call) breaker() *hostBreaker {
+	if !c.looked {
+		c.gate, c.looked = c.t.breakers.host(c.req.URL), true
+	}
+	return c.gate
+}
+
+// waitPolicy returns how long the call may wait for a local refusal to
+// pass when a wait of d must follow it: until the context's deadline less
+// d, and at most what is left of Config.MaxWait.
+func (c *call) waitPolicy(d time.Duration) waitPolicy {
+	p := waitPolicy{failFast: c.t.cfg.FailFast || c.opts.failFast, newTimer: c.t.newTimer}
+	if p.failFast {
+		return p
+	}
+	now := c.t.now()
+	if c.t.cfg.MaxWait > 0 {
+		p.until, p.bound = now.Add(c.t.cfg.MaxWait-c.waited), "its wait bound (MaxWait)"
+	}
+	if deadline, ok := c.req.Context().Deadline(); ok && (p.until.IsZero() || deadline.Add(-d).Before(p.until)) {
+		p.until, p.bound = deadline.Add(-d), "the context's deadline"
+		if d > 0 {
+			p.bound = fmt.Sprintf("the context's deadline less the wait of %s before the retry", d.Round(time.Millisecond))
+		}
+	}
+	return p
 }
 
 // conclude records an attempt and decides what follows it. When the
@@ -130,9 +179,13 @@ func (c *call) conclude(ctx context.Context, res result) decision {
 	return d
 }
 
-// record counts an attempt and reports it to the Observer.
+// record counts an attempt, earns the budget its answer, and reports it to
+// the Observer.
 func (c *call) record(res result) {
 	c.attempts += res.wire
+	if c.t.budget != nil && res.answered() {
+		c.t.budget.answered()
+	}
 	if res.retryAfter > 0 {
 		c.lastRetry = res.retryAfter
 	}
@@ -148,7 +201,7 @@ func (c *call) record(res result) {
 func (c *call) judge(ctx context.Context, res result) decision {
 	switch {
 	case res.open:
-		return decision{verdict: Fail, reason: ErrCircuitOpen}
+		return decision{verdict: Fail, reason: ErrCircuitOpen, detail: res.refusal}
 	case errors.Is(res.err, ErrNotRewindable):
 		return decision{verdict: Fail, reason: ErrNotRewindable}
 	}
@@ -246,8 +299,9 @@ func (c *call) exhausted(res result, d decision, actedBefore bool) (*http.Respon
 }
 
 // wait sleeps before the next attempt, unless the wait cannot end before
-// the context's deadline or the budget has no token for the retry; then, or
-// when the context ends during the wait, it returns the call's error.
+// the context's deadline or the budget has no token for the retry (a call
+// that is not fail-fast waits for one first); then, or when the context
+// ends during the wait, it returns the call's error.
 func (c *call) wait(ctx context.Context, res result, dec decision) error {
 	discard(res.resp)
 	d, why := c.delay(res, dec.wait)
@@ -258,8 +312,12 @@ func (c *call) wait(ctx context.Context, res result, dec decision) error {
 					d.Round(time.Millisecond), why, left.Round(time.Millisecond)))
 		}
 	}
-	if !c.spend() {
-		return c.giveUp(res, ErrBudgetExhausted, res.err, "")
+	if err := c.token(ctx, d); err != nil {
+		cause := err.cause
+		if cause == nil {
+			cause = res.err
+		}
+		return c.giveUp(res, ErrBudgetExhausted, cause, err.detail)
 	}
 	c.t.cfg.Observer.retry(c.describe(res), d)
 	if c.t.log.Enabled(ctx, slog.LevelDebug) { // the attributes cost allocations
@@ -273,8 +331,28 @@ func (c *call) wait(ctx context.Context, res result, dec decision) error {
 	return nil
 }
 
-// spend takes a token of the budget for a retry or a hedge, reporting
-// whether the call may make it; a critical call always may (WithCritical).
+// token takes a token of the budget for a retry that d will precede; a
+// call that is not fail-fast waits for one (Budget), a critical call
+// always has one (WithCritical).
+func (c *call) token(ctx context.Context, d time.Duration) *refusal {
+	switch {
+	case c.t.budget == nil:
+		return nil
+	case c.opts.critical:
+		c.t.budget.spend()
+		return nil
+	}
+	waited, err := c.t.budget.wait(ctx, func() waitPolicy { return c.waitPolicy(d) })
+	c.waited += waited
+	if err != nil {
+		return err.(*refusal)
+	}
+	return nil
+}
+
+// spend takes a token of the budget for a hedge, reporting whether the
+// call may send it; a hedge never waits, and a critical call always may
+// (WithCritical).
 func (c *call) spend() bool {
 	switch {
 	case c.t.budget == nil:
@@ -310,7 +388,7 @@ func (c *call) giveUp(res result, reason, cause error, detail string) error {
 		Method: c.req.Method, URL: redact(c.req), Key: c.key,
 		Attempts: c.attempts, Certainty: res.certainty, Status: res.status,
 		RetryAfter: c.lastRetry, Reason: reason, Err: cause, Detail: detail,
-		MayHaveTakenEffect: c.mayActed,
+		MayHaveTakenEffect: c.mayActed, Waited: c.waited,
 	}
 	c.t.cfg.Observer.giveUp(c.describe(res), err)
 	if ctx := c.req.Context(); c.t.log.Enabled(ctx, slog.LevelInfo) {

@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -221,7 +222,7 @@ func TestTransportBaseRejectsBeforeConnecting(t *testing.T) {
 	_, err := tr.RoundTrip(post(t, WithoutKey(context.Background()), "ftp://127.0.0.1:1/pay", `{}`))
 	require.ErrorIs(t, err, ErrAttemptsExhausted)
 	assert.NotErrorIs(t, err, ErrOutcomeUnknown)
-	assert.Equal(t, []Certainty{NotSent, NotSent, NotSent, NotSent}, certainties(*seen))
+	assert.Equal(t, slices.Repeat([]Certainty{NotSent}, DefaultMaxAttempts), certainties(*seen))
 }
 
 // failedBeforeSending recognises failures before sending by their types,
