@@ -3,7 +3,9 @@
 // (keyed POSTs) arrive at a steady rate, each through the idem Transport with
 // real backoff waits. It prints the requests that reached the server per
 // logical operation, for the Transport without a budget, with the default
-// budget, and with the default stack (budget and breaker):
+// budget, and with the default stack (budget and breaker). Each operation
+// has a deadline (-deadline, 10 s): a retry without a token waits for one
+// until then, and an open breaker holds the call until then.
 //
 //	go run ./bench/storm                  # 2,500 operations at 500/s
 //	go run ./bench/storm -ops 10000 -rate 1000
@@ -30,15 +32,16 @@ import (
 func main() {
 	ops := flag.Int("ops", 2500, "logical operations per scenario")
 	rate := flag.Int("rate", 500, "operations started per second")
+	deadline := flag.Duration("deadline", 10*time.Second, "each operation's deadline")
 	flag.Parse()
-	if *ops <= 0 || *rate <= 0 {
-		fmt.Fprintln(os.Stderr, "storm: -ops and -rate must be positive")
+	if *ops <= 0 || *rate <= 0 || *deadline <= 0 {
+		fmt.Fprintln(os.Stderr, "storm: -ops, -rate and -deadline must be positive")
 		os.Exit(2)
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "scenario\toperations\trequests\trequests/op\tbudget denials\tbreaker refusals\tseconds\t")
 	for _, s := range scenarios() {
-		r := run(s, *ops, *rate)
+		r := run(s, *ops, *rate, *deadline)
 		fmt.Fprintf(w, "%s\t%d\t%d\t%.3f\t%d\t%d\t%.1f\t\n", s.name, *ops, r.requests,
 			float64(r.requests)/float64(*ops), r.denied, r.refused, r.elapsed.Seconds())
 	}
@@ -66,7 +69,7 @@ type outcome struct {
 
 // run starts ops operations at rate per second against a server that is
 // down, and counts what reached it.
-func run(s scenario, ops, rate int) outcome {
+func run(s scenario, ops, rate int, deadline time.Duration) outcome {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
@@ -94,7 +97,7 @@ func run(s scenario, ops, rate int) outcome {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(`{"amount_cents":100}`))
 			if resp, err := client.Do(req); err == nil {
