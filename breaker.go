@@ -23,8 +23,8 @@ var ErrCircuitOpen = errors.New("idem: circuit open for this host (a local decis
 
 // Defaults of BreakerConfig.
 const (
-	DefaultBreakerConsecutiveFailures = 10
-	DefaultBreakerFailureRatio        = 0.5
+	DefaultBreakerConsecutiveFailures = 20
+	DefaultBreakerFailureRatio        = 0.8
 	DefaultBreakerMinRequests         = 100
 	DefaultBreakerWindow              = 10 * time.Second
 	DefaultBreakerOpenTimeout         = 5 * time.Second
@@ -59,29 +59,30 @@ const firstOpenPeriod = time.Second
 // through, the oldest waiting calls first; when they succeed the breaker
 // closes, and the calls that waited are released in order at a pace that
 // the host sets, as TCP's slow start does: as many attempts in flight as
-// probes succeeded, one more for each attempt that succeeds (so the number
-// in flight doubles every round trip while the host answers), halved for
-// each that fails. A call whose deadline (or wait bound) comes before the
+// probes succeeded, and one more each time one of them ends, so that the
+// number in flight doubles every round trip until every waiting call is
+// through (a host that fails them again opens the breaker again, which
+// counts them as it counts any attempt). A call whose deadline (or wait bound) comes before the
 // end of the open period does not wait: it fails at once, as
 // x/time/rate's Wait does when the deadline cannot cover the wait.
 type BreakerConfig struct {
 	// Disabled turns the breakers off.
 	Disabled bool
 	// ConsecutiveFailures trips the breaker: that many failures in a row.
-	// Zero means 10: a dead host is stopped within a few calls' worth of
-	// retries, while a busy client of a host that fails one attempt in
-	// eight (10 in a row: about 1 in 10^9) does not trip by chance, as it
-	// would with 5 (about 1 in 30,000 attempts).
+	// Zero means 20: a dead host is stopped within a few calls' worth of
+	// retries, while a host that fails half of its attempts (a store so
+	// slow that half of them time out, which the retry budget rides out)
+	// does not trip by chance: 20 in a row then come about once in 2
+	// million attempts, 10 in a row once in 2,000.
 	ConsecutiveFailures uint32
 	// FailureRatio also trips it: this share of failures among at least
-	// MinRequests attempts in the last Window. Zero means 0.5: a host
-	// failing every other attempt costs its callers more than it serves,
-	// and beyond it the retry budget cannot fund a retry per failure.
+	// MinRequests attempts in the last Window. Zero means 0.8: a host that
+	// fails four attempts in five is nearly down. Below that the retry
+	// budget funds the retries, and since an open breaker makes its calls
+	// wait, opening it would only hold back calls that would succeed.
 	FailureRatio float64
 	// MinRequests is the sample FailureRatio needs. Zero means 100, so
-	// that a host failing 40% of attempts (a brownout the retry budget
-	// rides out) trips by chance in about 4% of windows at most, where 20
-	// would trip it in over a third (BENCHMARKS.md §11).
+	// that the share is measured, not a run of luck.
 	MinRequests uint32
 	// Window is the span of the rolling window over which the attempts
 	// are counted, in ten steps. Zero means 10 s: recent enough to reflect

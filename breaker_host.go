@@ -25,8 +25,12 @@ type hostBreaker struct {
 	name string // scheme://host:port
 	cb   *gobreaker.TwoStepCircuitBreaker[struct{}]
 
-	mu         sync.Mutex
-	state      BreakerState  // as gobreaker last reported it
+	mu    sync.Mutex
+	state BreakerState // as the Observer last heard it
+	// halfOpen: gobreaker went half-open within the open period (an
+	// attempt admitted before the breaker opened ended after gobreaker's
+	// nanosecond): the change is reported when the period ends.
+	halfOpen   bool
 	openUntil  time.Time     // the end of the open period; zero when not open
 	period     time.Duration // the last open period without Retry-After
 	retryAfter time.Duration // the latest Retry-After of a failure since the last change
@@ -67,12 +71,7 @@ func (tk ticket) end(report error, retryAfter time.Duration) {
 	tk.done(report)
 	if tk.round != 0 && tk.round == h.round && h.window > 0 {
 		h.released--
-		switch report {
-		case nil:
-			h.window++
-		case errAttemptFailed:
-			h.window = max(1, h.window/2)
-		}
+		h.window++ // it answered (or failed, which the breaker counts): the host keeps pace
 	}
 	h.dispatch()
 }
@@ -269,6 +268,10 @@ func (h *hostBreaker) try(hedge bool) (ticket, bool) {
 	case hedge && (h.state != BreakerClosed || h.window > 0 || h.waiting.Len() > 0):
 		return ticket{}, false
 	}
+	if h.halfOpen {
+		h.halfOpen = false
+		h.report(gobreaker.StateOpen, gobreaker.StateHalfOpen)
+	}
 	done, err := h.cb.Allow()
 	switch {
 	case err == gobreaker.ErrOpenState:
@@ -299,7 +302,11 @@ func (h *hostBreaker) hedge() (ticket, bool) {
 // starts an open period and tells every waiting call (it may not outlast
 // the period), a closing with calls waiting starts a recovery.
 func (h *hostBreaker) changed(from, to gobreaker.State) {
-	h.state = breakerState(to)
+	if to == gobreaker.StateHalfOpen && !h.openUntil.IsZero() && h.r.now().Before(h.openUntil) {
+		h.halfOpen = true // reported when the open period ends (try)
+		return
+	}
+	h.halfOpen = false
 	switch to {
 	case gobreaker.StateOpen:
 		h.openUntil = h.r.now().Add(h.openPeriod(from == gobreaker.StateHalfOpen))
@@ -315,6 +322,12 @@ func (h *hostBreaker) changed(from, to gobreaker.State) {
 		}
 	}
 	h.retryAfter = 0
+	h.report(from, to)
+}
+
+// report tells the Observer of a state change.
+func (h *hostBreaker) report(from, to gobreaker.State) {
+	h.state = breakerState(to)
 	if h.r.onChange != nil {
 		h.r.onChange(h.name, breakerState(from), breakerState(to))
 	}

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -376,5 +377,42 @@ func TestWaitersRideOutSeveralPeriods(t *testing.T) {
 		_, err = pay(t, tr, ctx, "pay-2")
 		require.NoError(t, err, "closed")
 		assert.Equal(t, 4, host.requests())
+	})
+}
+
+// An attempt that was let through before the breaker opened and ends
+// within the open period moves gobreaker to half-open early (its own open
+// period is a nanosecond); the Observer hears of half-open only when the
+// open period ends and the probe goes.
+func TestHalfOpenReportedWhenTheOpenPeriodEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if calls.Add(1) == 1 {
+				time.Sleep(100 * time.Millisecond) // in flight when the breaker opens
+			}
+			return &http.Response{StatusCode: http.StatusServiceUnavailable, Body: http.NoBody, Request: r}, nil
+		})
+		var mu sync.Mutex
+		var changes []string
+		start := time.Now()
+		tr := NewTransport(Config{Base: base, NoBudget: true, MaxAttempts: 1, FailFast: true,
+			Breaker: BreakerConfig{ConsecutiveFailures: 1},
+			Observer: Observer{OnBreakerChange: func(_ string, from, to BreakerState) {
+				mu.Lock()
+				defer mu.Unlock()
+				changes = append(changes, fmt.Sprintf("%s %s->%s", time.Since(start), from, to))
+			}}})
+		var wg sync.WaitGroup
+		wg.Go(func() { pay(t, tr, context.Background(), "slow") })
+		time.Sleep(time.Millisecond)
+		pay(t, tr, context.Background(), "fast") // opens it at 1 ms, until 1.001 s
+		wg.Wait()                                // the slow one ends at 100 ms
+		mu.Lock()
+		assert.Equal(t, []string{"1ms closed->open"}, changes, "not half-open within the open period")
+		mu.Unlock()
+		time.Sleep(time.Second)
+		pay(t, tr, context.Background(), "probe") // at 1.1 s
+		assert.Equal(t, []string{"1ms closed->open", "1.1s open->half-open", "1.1s half-open->open"}, changes)
 	})
 }

@@ -129,20 +129,46 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 	})
 }
 
-// The failure ratio over the window trips the breaker too.
+// The failure ratio over the window trips the breaker too: four failures
+// in five over MinRequests attempts, never fewer, and never a host that
+// fails three in five.
 func TestBreakerTripsOnFailureRatio(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		host := &fakeHost{}
-		tr := NewTransport(Config{Base: host, MaxAttempts: 1, NoBudget: true, FailFast: true})
-		for i := range DefaultBreakerMinRequests {
-			host.status.Store(int32([]int{200, 502}[i%2])) // every other attempt fails
-			resp, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/pay", `{}`))
-			require.NoError(t, err, "attempt %d", i)
-			discard(resp)
-		}
-		_, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/pay", `{}`))
-		assert.ErrorIs(t, err, ErrCircuitOpen)
-	})
+	for _, tt := range []struct {
+		name     string
+		failures int // of every 5 attempts
+		trips    bool
+	}{
+		{"four in five", 4, true},
+		{"three in five", 3, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				host := &fakeHost{}
+				tr := NewTransport(Config{Base: host, MaxAttempts: 1, NoBudget: true, FailFast: true})
+				sent := 0
+				for i := range 1000 {
+					status := http.StatusOK
+					if i%5 < tt.failures {
+						status = http.StatusBadGateway
+					}
+					host.status.Store(int32(status))
+					resp, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/pay", `{}`))
+					if err != nil {
+						require.ErrorIs(t, err, ErrCircuitOpen)
+						break
+					}
+					discard(resp)
+					sent++
+					time.Sleep(time.Millisecond) // 1,000 attempts fit in the window
+				}
+				if tt.trips {
+					assert.Equal(t, int(DefaultBreakerMinRequests)+1, sent, "tripped by the first failure past the 100th attempt")
+				} else {
+					assert.Equal(t, 1000, sent, "never tripped")
+				}
+			})
+		})
+	}
 }
 
 // Acceptance 4 (issue 3): 404s and 422s never open the breaker.

@@ -23,7 +23,7 @@ var ErrBudgetExhausted = errors.New("idem: retry budget exhausted (a local decis
 
 // Defaults of BudgetConfig.
 const (
-	DefaultBudgetRatio     = 1
+	DefaultBudgetRatio     = 2
 	DefaultBudgetMaxEarned = 100
 	DefaultBudgetFloorRate = 10
 	DefaultBudgetFloor     = 10
@@ -32,16 +32,16 @@ const (
 // BudgetConfig configures a Budget. Its zero value gives the defaults listed
 // with each field.
 type BudgetConfig struct {
-	// Ratio is the share of a retry that each answered attempt earns: an
-	// attempt that got a response the call does not retry (a 2xx, a 4xx
-	// other than 408 and 429, a replay), so that the retries follow what
-	// the service serves rather than what it is asked. 1 lets a service
-	// that answers half of its attempts or more have a retry for each
-	// failure (a brownout of 40% failures is ridden out), and one that
-	// answers none only the floor: in a full outage retries add the floor
-	// and what was saved, and nothing in proportion to the load
-	// (BENCHMARKS.md §4, §11). It counts in thousandths. Zero or negative
-	// means 1.
+	// Ratio is how many retries each answered attempt earns: an attempt
+	// that got a response the call does not retry (a 2xx, a 4xx other
+	// than 408 and 429, a replay), so that the retries follow what the
+	// service serves rather than what it is asked. 2 lets a service that
+	// answers a third of its attempts or more have a retry for each
+	// failure (a brownout of 40% failures, or a store so slow that half
+	// the attempts time out, is ridden out), and one that answers none
+	// only the floor: in a full outage retries add the floor and what was
+	// saved, and nothing in proportion to the load (BENCHMARKS.md §4,
+	// §11). It counts in thousandths. Zero or negative means 2.
 	Ratio float64
 	// MaxEarned caps the earned retries that can be saved up, so that a long
 	// calm cannot fund a burst of retries when an outage starts. Zero or
@@ -56,8 +56,8 @@ type BudgetConfig struct {
 	FloorBurst int
 }
 
-// Budget is a token bucket of retries. Every answered attempt earns Ratio of
-// a retry (up to MaxEarned saved); every retry spends one earned retry or,
+// Budget is a token bucket of retries. Every answered attempt earns Ratio
+// retries (up to MaxEarned saved); every retry spends one earned retry or,
 // when none is left, one from a floor rate limiter (FloorRate per second,
 // bursts of FloorBurst). Over any window of length T, retries are therefore
 // at most Ratio x answered attempts + MaxEarned saved before it +
@@ -93,7 +93,7 @@ const milli = 1000
 
 // BudgetStats counts what a Budget saw.
 type BudgetStats struct {
-	Answered int64 // answered attempts, each earning Ratio of a retry
+	Answered int64 // answered attempts, each earning Ratio retries
 	Retries  int64 // retries and hedges given a token
 	Waited   int64 // of the Retries, those that waited for their token
 	Denied   int64 // retries and hedges given none
@@ -135,7 +135,7 @@ func (b *Budget) Stats() BudgetStats {
 	return b.stats
 }
 
-// answered records an answered attempt, which earns Ratio of a retry; the
+// answered records an answered attempt, which earns Ratio retries; the
 // retries that wait for a token get what it earned first, oldest first.
 func (b *Budget) answered() {
 	b.mu.Lock()

@@ -63,7 +63,8 @@ func TestBudgetWithoutFloor(t *testing.T) {
 	b := newBudget(BudgetConfig{FloorRate: -1}, newFakeClock().now)
 	assert.False(t, b.allowRetry(), "no floor, nothing earned")
 	b.answered()
-	assert.True(t, b.allowRetry(), "an answered attempt at the default ratio of 1 earns one retry")
+	assert.True(t, b.allowRetry(), "an answered attempt at the default ratio of 2 earns two retries")
+	assert.True(t, b.allowRetry())
 	assert.False(t, b.allowRetry())
 }
 
@@ -271,8 +272,8 @@ func TestBudgetSharedByTransports(t *testing.T) {
 	}
 	s := budget.Stats()
 	assert.EqualValues(t, 2, s.Answered, "one answer through each")
-	assert.EqualValues(t, 2, s.Retries, "two answers across both earn 2 retries")
-	assert.EqualValues(t, 16, s.Denied)
+	assert.EqualValues(t, 4, s.Retries, "two answers across both earn 4 retries")
+	assert.EqualValues(t, 14, s.Denied)
 }
 
 // A 409 key-in-flight wait spends from the budget like any retry.
@@ -344,14 +345,13 @@ func TestBudgetWaitersServedInOrder(t *testing.T) {
 			})
 		}
 		// The floor reserves its tokens at 1 s, 2 s and 3 s for the three.
-		// An answer at 500 ms earns a token for the oldest, whose
-		// reservation goes back to the floor; the others keep theirs
-		// (x/time/rate does not move a reservation), so the token freed at
-		// 1 s is left for a later retry.
+		// An answer at 500 ms earns two tokens, for the two oldest, whose
+		// reservations go back to the floor; the third keeps its own
+		// (x/time/rate does not move a reservation).
 		time.Sleep(500 * time.Millisecond)
 		b.answered()
 		wg.Wait()
-		assert.Equal(t, []time.Duration{500 * time.Millisecond, 2 * time.Second, 3 * time.Second}, granted)
+		assert.Equal(t, []time.Duration{500 * time.Millisecond, 500 * time.Millisecond, 3 * time.Second}, granted)
 		assert.Equal(t, BudgetStats{Answered: 1, Retries: 4, Waited: 3}, b.Stats())
 	})
 }

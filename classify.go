@@ -35,9 +35,12 @@ import (
 // response is returned (Stop). InFlight retries with the same key (a
 // request without a key gets the response). A problem (409 key-in-flight,
 // ...) is the name in an application/problem+json body with that status;
-// the first row that matches an attempt decides. An attempt that the host's
-// open breaker refused is not in the table: it is not sent, not counted,
-// and ends the call with ErrCircuitOpen.
+// the first row that matches an attempt decides. An attempt that its host's
+// breaker does not let through is not in the table: it is not sent and not
+// counted, and the call waits for the host within its deadline or, when
+// that cannot succeed or the call is fail-fast, ends with ErrCircuitOpen
+// (BreakerConfig); the contract tables of README.md and docs/CONTRACT.md
+// give it a last row of its own.
 
 // rule is a row of the table: the outcomes it covers and what follows them.
 type rule struct {

@@ -127,8 +127,16 @@ func renderMarkdown() string {
 	for _, r := range outcomes {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.outcome, r.client, yes(r.failure, "yes", "no"), yes(r.acted, "yes", "no"))
 	}
+	b.WriteString("| " + notLetThrough + " |\n")
 	return b.String()
 }
+
+// notLetThrough is the docs' last row: an attempt that its host's breaker
+// does not let through, which no rule of the table sees.
+const notLetThrough = "not let through: the host's breaker is open, or its probe is out " +
+	"| sends nothing and waits for the host (oldest first, within the deadline and `MaxWait`), then sends; " +
+	"`ErrCircuitOpen` at once when the open period outlasts the deadline or the call is fail-fast (`FailFast`, `WithFailFast`), " +
+	"or when the wait ends first | not counted | no"
 
 // markdownTable returns the first table after the line heading in text.
 func markdownTable(t *testing.T, text, heading string) string {

@@ -64,8 +64,9 @@
 //
 // The request's context carries options for its call: WithKey and
 // WithoutKey (the key), WithMaxAttempts and WithoutRetry (the attempts),
-// WithCritical (exempt from the retry budget), WithClassifier and
-// WithHedging. A context without them changes nothing.
+// WithCritical (exempt from the retry budget), WithFailFast (no waiting for
+// the breaker or the budget), WithClassifier and WithHedging. A context
+// without them changes nothing.
 //
 // # Time
 //
@@ -77,16 +78,30 @@
 //
 // # Protecting the server
 //
-// Retries must not sink a service that is already failing. Every retry
-// spends a token from a Budget (by default each first attempt earns a tenth
-// of a retry, plus a floor of 10 retries per second), so that in a full
-// outage retries add about 10% to the load instead of multiplying it; a
-// retry without a token ends the call with ErrBudgetExhausted. Each attempt
-// also passes the circuit breaker of its host (sony/gobreaker, one per
-// scheme://host:port): after repeated failures it opens and calls fail fast
-// with ErrCircuitOpen until probes succeed. The stack, from the caller down:
-// key attachment, the retry loop (asking the budget before each retry), the
-// breaker (around each attempt), the base transport.
+// Retries must not sink a service that is already failing, and a short
+// outage must not fail the calls that could outlast it. Every retry spends a
+// token from a Budget, earned by answers (by default each attempt that got
+// a response the call does not retry earns two retries, plus a floor of 10
+// retries per second): a brownout is funded, while in a full outage retries
+// add only the floor. Each attempt also passes the circuit breaker of its
+// host (sony/gobreaker, one per scheme://host:port): after repeated
+// failures it opens, and nothing is sent to the host until its open period
+// (the server's Retry-After, or 1 s doubling up to 5 s) has passed and a
+// probe succeeded.
+//
+// A call that meets an open breaker, or a retry that finds no token, waits
+// for them, sending nothing, as gRPC's wait-for-ready queues an RPC until
+// its channel is ready: the context's deadline still applies, and
+// Config.MaxWait bounds the waiting. A call whose deadline comes before the
+// breaker's open period ends does not wait at all (x/time/rate's Wait
+// rule): it fails at once with ErrCircuitOpen. When the host recovers, the
+// calls that waited are released oldest first at a pace the host's answers
+// set (see BreakerConfig). A worker with other work to do makes its calls
+// fail-fast instead (Config.FailFast, WithFailFast): they end at once with
+// ErrCircuitOpen or ErrBudgetExhausted. Error.Waited says how long a call
+// waited. The stack, from the caller down: key attachment, the retry loop
+// (asking the budget before each retry), the breaker (around each attempt),
+// the base transport.
 //
 // # Counting attempts
 //

@@ -9,8 +9,8 @@ import (
 // Attempt describes one attempt of a call, as reported to an Observer.
 type Attempt struct {
 	// Request is the request of this attempt, with its Idempotency-Key; the
-	// caller's request when no request was built for the attempt (the
-	// breaker refused it, or the context ended first). An observer must not
+	// caller's request when no request was built for the attempt (its
+	// host's breaker did not let it through, or the context ended first). An observer must not
 	// modify it or read its body.
 	Request *http.Request
 	// Key is the bare idempotency key, "" when the request has none.
@@ -81,7 +81,8 @@ type Observer struct {
 	OnGiveUp func(a Attempt, err error)
 	// OnBreakerChange is called when the circuit breaker of a host
 	// (scheme://host:port) changes state. It may run on any goroutine that
-	// made an attempt to that host.
+	// made an attempt to that host, and runs while that host's breaker is
+	// locked: it must not make a call to the host through the Transport.
 	OnBreakerChange func(host string, from, to BreakerState)
 	// OnSend, when set, is called just before an attempt is put on the
 	// wire (after its host's breaker let it through), with the attempt's

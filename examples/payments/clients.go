@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,21 +49,24 @@ func (w *waits) add(d time.Duration, retryAfter bool) {
 }
 
 // idemPayer pays through an idem client. It counts the breaker trips it
-// sees; its Budget counts the retries it denied.
+// sees and how long the breaker was not closed; its Budget counts the
+// retries it denied.
 type idemPayer struct {
 	client *http.Client
 	budget *idem.Budget
 	trips  atomic.Int64
 	waits  waits
+
+	mu        sync.Mutex
+	openSince time.Time     // when the breaker last left closed; zero while closed
+	notClosed time.Duration // open or probing, before openSince
 }
 
 // newIdemPayer configures the idem client as a payments service would:
-// 5 attempts at most, a short per-attempt timeout, quick backoff, a retry
-// budget of 25% (the demo's fault rate is far above a healthy service's;
-// the default 10% would deny retries the faults make necessary), and the
-// default circuit breaker.
+// 5 attempts at most, a short per-attempt timeout, quick backoff, and the
+// default retry budget and circuit breaker.
 func newIdemPayer(base http.RoundTripper, attemptTimeout time.Duration) *idemPayer {
-	p := &idemPayer{budget: idem.NewBudget(idem.BudgetConfig{Ratio: 0.25})}
+	p := &idemPayer{budget: idem.NewBudget(idem.BudgetConfig{})}
 	p.client = idem.NewClient(idem.Config{
 		Base:           base,
 		MaxAttempts:    5,
@@ -70,15 +74,37 @@ func newIdemPayer(base http.RoundTripper, attemptTimeout time.Duration) *idemPay
 		Backoff:        idem.Backoff{Base: 25 * time.Millisecond, Cap: time.Second},
 		Budget:         p.budget,
 		Observer: idem.Observer{
-			OnBreakerChange: func(_ string, _, to idem.BreakerState) {
-				if to == idem.BreakerOpen {
-					p.trips.Add(1)
-				}
-			},
-			OnRetry: func(a idem.Attempt, wait time.Duration) { p.waits.add(wait, a.RetryAfter > 0) },
+			OnBreakerChange: p.breakerChanged,
+			OnRetry:         func(a idem.Attempt, wait time.Duration) { p.waits.add(wait, a.RetryAfter > 0) },
 		},
 	})
 	return p
+}
+
+// breakerChanged counts trips and the time the breaker is not closed.
+func (p *idemPayer) breakerChanged(_ string, from, to idem.BreakerState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case to == idem.BreakerOpen && from == idem.BreakerClosed:
+		p.trips.Add(1)
+		p.openSince = time.Now()
+	case to == idem.BreakerClosed && !p.openSince.IsZero():
+		p.notClosed += time.Since(p.openSince)
+		p.openSince = time.Time{}
+	}
+}
+
+// breakerNotClosed returns how long the breaker was open or probing so
+// far.
+func (p *idemPayer) breakerNotClosed() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.notClosed
+	if !p.openSince.IsZero() {
+		d += time.Since(p.openSince)
+	}
+	return d
 }
 
 func (p *idemPayer) waited() *waits { return &p.waits }
@@ -103,6 +129,34 @@ func errorVerdict(err error) verdict {
 		return verdict{kind: testserver.OutcomeFailed, err: err}
 	}
 	return verdict{kind: testserver.OutcomeUnknown, err: err}
+}
+
+// Why the idem client gave a payment up, as the report counts it.
+const (
+	gaveUpBreaker  = "breaker"  // its host's breaker did not let it through in time
+	gaveUpBudget   = "budget"   // the retry budget had no token in time
+	gaveUpDeadline = "deadline" // its deadline came first
+	gaveUpAttempts = "attempts" // its attempts ran out
+	gaveUpOther    = "other"
+)
+
+// gaveUpReason names why an idem client's call ended without a payment,
+// "" for an error that is not the idem client's.
+func gaveUpReason(err error) string {
+	var e *idem.Error
+	switch {
+	case !errors.As(err, &e):
+		return ""
+	case errors.Is(err, idem.ErrCircuitOpen):
+		return gaveUpBreaker
+	case errors.Is(err, idem.ErrBudgetExhausted):
+		return gaveUpBudget
+	case errors.Is(err, idem.ErrDeadline), errors.Is(err, context.DeadlineExceeded):
+		return gaveUpDeadline
+	case errors.Is(err, idem.ErrAttemptsExhausted), errors.Is(err, idem.ErrKeyInFlight):
+		return gaveUpAttempts
+	}
+	return gaveUpOther
 }
 
 // naivePayer pays the way a lot of code does: a plain http.Client with a

@@ -56,6 +56,10 @@ func run(ctx context.Context, o options, out, progress io.Writer) (result, error
 		return result{}, fmt.Errorf("outbox: %w", err)
 	}
 	defer func() { _ = nt.stop() }()
+	if o.storeLatency > 0 { // after the outbox, which needs the backend's own type
+		st.backend = newSlowBackend(st.backend, o.storeLatency, o.seed)
+		st.name += fmt.Sprintf(" (payments take %s, 0.8x to 1.2x)", o.storeLatency)
+	}
 
 	ops := workload(o.seed, o.n)
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -79,6 +83,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) (result, error
 		return result{}, err
 	}
 	res.idem.budgetDenied, res.idem.breakerTrips = ip.budget.Stats().Denied, ip.trips.Load()
+	res.idem.breakerNotClosed = ip.breakerNotClosed()
 
 	t.name, t.tenant, t.payer = "naive client", "demo-"+runID+"-naive", newNaivePayer(transport(o.concurrency), o.attemptTimeout)
 	if res.naive, err = runNotifiedTrial(ctx, t, nt); err != nil {

@@ -244,3 +244,44 @@ func TestReportSaysWhyTheIdemClientIsSlower(t *testing.T) {
 	printWhySlower(&b, idemc, naive)
 	assert.Empty(t, b.String())
 }
+
+// Issue 26, point 6: against a slow store (each payment's store call takes
+// about the attempt timeout, so about half the attempts time out; injected,
+// not a loaded machine), the idem client completes at least as many
+// payments as the naive client, and pays none twice.
+func TestDemoOnASlowStore(t *testing.T) {
+	o := shortRun(t)
+	o.n, o.concurrency, o.attemptTimeout = 300, 16, 200*time.Millisecond
+	o.storeLatency = o.attemptTimeout
+	res, report := runDemo(t, o)
+	assert.Equal(t, 0, res.exitCode())
+	assert.Zero(t, res.idem.report.DoubleEffects)
+	assert.GreaterOrEqual(t, res.idem.report.OK, res.naive.report.OK, "the idem client completes at least as many payments")
+	assert.Positive(t, res.naive.report.DoubleEffects, "the naive client's timeouts pay twice")
+	assert.Contains(t, report, "store memory (payments take 200ms, 0.8x to 1.2x)")
+	assert.Regexp(t, `payments given up: deadline +\d+ +-\n`, report)
+}
+
+// When the idem client completes fewer payments than the naive one, the
+// report says why, from its breaker and its payments given up; when it
+// does not, it says nothing.
+func TestReportSaysWhyTheIdemClientCompletedFewer(t *testing.T) {
+	idemc := column{report: testserver.Report{OK: 40}, breakerTrips: 2, breakerNotClosed: 6 * time.Second,
+		gaveUp: map[string]int{gaveUpBreaker: 30, gaveUpDeadline: 5}}
+	naive := column{report: testserver.Report{OK: 90, DoubleEffects: 12}, breakerTrips: -1}
+	var b strings.Builder
+	printWhyFewer(&b, idemc, naive)
+	assert.Equal(t, "Why the idem client completed fewer payments (40 against 90): its breaker opened 2 times and was open or probing for 6s in all, "+
+		"the host failing the attempts that opened it; of its payments, 30 waited for the breaker and ran out of deadline, 5 reached their 8s deadline.\n"+
+		"  None of them was paid twice; the naive client's extra payments cost 12 double payments.\n", b.String())
+
+	var table strings.Builder
+	printReport(&table, result{idem: idemc, naive: naive})
+	assert.Regexp(t, `payments given up: breaker open +30 +-\n`, table.String())
+	assert.Regexp(t, `  open or probing, in all +6s +-\n`, table.String())
+
+	b.Reset()
+	idemc.report.OK = 90
+	printWhyFewer(&b, idemc, naive)
+	assert.Empty(t, b.String())
+}

@@ -36,6 +36,8 @@
 //	                   none, light (0.05), default (0.12), heavy (0.3)
 //	-db                Postgres URL (default $DATABASE_URL; empty: in memory)
 //	-attempt-timeout   the clients' bound on each attempt (default 500ms)
+//	-store-latency     make each payment's store call take about this long
+//	                   (0.8x to 1.2x), as a loaded machine's store does (default 0)
 //
 // The exit status is 1 when the idem column has any violation (a double
 // payment, a lost ok, ...), 2 for bad flags. While it runs, a progress
@@ -89,6 +91,9 @@ type options struct {
 	faults         string
 	db             string
 	attemptTimeout time.Duration
+	// storeLatency, when positive, makes every payment's store call take
+	// about that long: a slow store, as on a loaded machine.
+	storeLatency time.Duration
 
 	// stripKeys makes the API ignore Idempotency-Key (tests only): the
 	// idem column then shows double payments, and the exit status says so.
@@ -100,6 +105,9 @@ type options struct {
 func (o options) command() string {
 	cmd := fmt.Sprintf("go run ./examples/payments -n %d -seed %d -concurrency %d -faults %s -attempt-timeout %s",
 		o.n, o.seed, o.concurrency, o.faults, o.attemptTimeout)
+	if o.storeLatency > 0 {
+		cmd += " -store-latency " + o.storeLatency.String()
+	}
 	if o.db != "" {
 		db := o.db
 		if u, err := url.Parse(o.db); err == nil {
@@ -120,6 +128,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.StringVar(&o.faults, "faults", "default", "share of attempts that meet a fault (0 to 1), or none, light, default, heavy")
 	fs.StringVar(&o.db, "db", getenv("DATABASE_URL"), "Postgres `URL`; empty runs in memory")
 	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", 500*time.Millisecond, "the clients' bound on each attempt")
+	fs.DurationVar(&o.storeLatency, "store-latency", 0, "make each payment's store call take about this long (0.8x to 1.2x), as a loaded machine's store does; 0: as fast as it is")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -129,6 +138,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 		err = errors.New("no arguments are taken")
 	case o.n < 1 || o.concurrency < 1 || o.attemptTimeout <= 0:
 		err = errors.New("-n, -concurrency and -attempt-timeout must be positive")
+	case o.storeLatency < 0:
+		err = errors.New("-store-latency must not be negative")
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "payments:", err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idemkit/idem/testserver"
@@ -45,6 +46,10 @@ func printReport(w io.Writer, r result) {
 	num("  delivery attempts (event log)", func(c column) int { return c.notes.attempts })
 	row("retry budget denials", optional(a.budgetDenied), optional(b.budgetDenied))
 	row("circuit breaker trips", optional(a.breakerTrips), optional(b.breakerTrips))
+	row("  open or probing, in all", optionalDuration(a), optionalDuration(b))
+	for _, g := range gaveUpRows {
+		row(g.label, gaveUp(a, g.reason), gaveUp(b, g.reason))
+	}
 	row("waits before retries, all payments", round(a.waitedRetryAfter+a.waitedOwn), round(b.waitedRetryAfter+b.waitedOwn))
 	row("  honouring the server's Retry-After", round(a.waitedRetryAfter), round(b.waitedRetryAfter))
 	row("latency p50", round(a.p50), round(b.p50))
@@ -54,7 +59,69 @@ func printReport(w io.Writer, r result) {
 	printVerdict(w, a)
 	printVerdict(w, b)
 	printNotesVerdict(w, a, b)
+	printWhyFewer(w, a, b)
 	printWhySlower(w, a, b)
+}
+
+// gaveUpRows are the table's rows of the idem client's payments given up,
+// by reason.
+var gaveUpRows = []struct{ label, reason string }{
+	{"payments given up: breaker open", gaveUpBreaker},
+	{"payments given up: retry budget empty", gaveUpBudget},
+	{"payments given up: deadline", gaveUpDeadline},
+	{"payments given up: attempts ran out", gaveUpAttempts},
+	{"payments given up: other", gaveUpOther},
+}
+
+// printWhyFewer says why, when the idem client made fewer payments than the
+// naive one: its breaker, its budget, its deadlines, its attempts.
+func printWhyFewer(w io.Writer, idemc, naive column) {
+	if idemc.report.OK >= naive.report.OK {
+		return
+	}
+	fmt.Fprintf(w, "Why the idem client completed fewer payments (%d against %d):", idemc.report.OK, naive.report.OK)
+	if idemc.breakerTrips > 0 {
+		fmt.Fprintf(w, " its breaker opened %d times and was open or probing for %s in all, the host failing the attempts that opened it;",
+			idemc.breakerTrips, round(idemc.breakerNotClosed))
+	}
+	var parts []string
+	for _, g := range gaveUpRows {
+		if n := idemc.gaveUp[g.reason]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, gaveUpWhy[g.reason]))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "none gave up: the difference is in answers that are not a payment (see the rows above)")
+	}
+	fmt.Fprintf(w, " of its payments, %s.\n", strings.Join(parts, ", "))
+	fmt.Fprintf(w, "  None of them was paid twice; the naive client's extra payments cost %d double payments.\n", naive.report.DoubleEffects)
+}
+
+// gaveUpWhy says what each reason means, for printWhyFewer.
+var gaveUpWhy = map[string]string{
+	gaveUpBreaker:  "waited for the breaker and ran out of deadline",
+	gaveUpBudget:   "waited for a retry token and ran out of deadline",
+	gaveUpDeadline: fmt.Sprintf("reached their %s deadline", paymentDeadline),
+	gaveUpAttempts: "ran out of attempts",
+	gaveUpOther:    "ended with another error",
+}
+
+// gaveUp renders a column's count of payments given up for reason, "-"
+// for a client that does not say.
+func gaveUp(c column, reason string) string {
+	if c.gaveUp == nil {
+		return "-"
+	}
+	return strconv.Itoa(c.gaveUp[reason])
+}
+
+// optionalDuration renders how long a column's breaker was not closed,
+// "-" for a client without one.
+func optionalDuration(c column) string {
+	if c.breakerTrips < 0 {
+		return "-"
+	}
+	return round(c.breakerNotClosed)
 }
 
 // printWhySlower says where the idem client's time goes when it is the

@@ -25,7 +25,13 @@ type column struct {
 	summary testserver.Summary // the event log: attempts on the wire, faults
 	// budgetDenied and breakerTrips are -1 for a client without them.
 	budgetDenied, breakerTrips int64
-	p50, p99, elapsed          time.Duration
+	// breakerNotClosed is how long the idem client's breaker was open or
+	// probing; gaveUp counts the idem client's payments without a payment
+	// id by why it gave them up (gaveUpBreaker, ...), nil for the naive
+	// client.
+	breakerNotClosed  time.Duration
+	gaveUp            map[string]int
+	p50, p99, elapsed time.Duration
 	// waitedRetryAfter and waitedOwn add up the client's waits before its
 	// retries: those the server asked for, and its own (backoff, pause).
 	waitedRetryAfter, waitedOwn time.Duration
@@ -59,13 +65,14 @@ func runTrial(ctx context.Context, t trial) (column, error) {
 
 	var history testserver.History
 	latencies := make([]time.Duration, len(t.ops))
+	verdicts := make([]verdict, len(t.ops))
 	var done atomic.Int64
 	stop := showProgress(t.progress, t.name, &done, len(t.ops))
 	start := time.Now()
 	work(ctx, len(t.ops), t.concurrency, func(i int) {
 		begin := time.Now()
 		v := t.payer.pay(ctx, srv.URL, t.tenant+":demo", t.ops[i])
-		latencies[i] = time.Since(begin)
+		latencies[i], verdicts[i] = time.Since(begin), v
 		record(&history, t.ops[i].id, v)
 		done.Add(1)
 	})
@@ -86,7 +93,23 @@ func runTrial(ctx context.Context, t trial) (column, error) {
 		waitedOwn:        time.Duration(t.payer.waited().own.Load()),
 	}
 	c.p50, c.p99 = percentile(latencies, 50), percentile(latencies, 99)
+	if _, ok := t.payer.(*idemPayer); ok {
+		c.gaveUp = gaveUpCounts(verdicts)
+	}
 	return c, nil
+}
+
+// gaveUpCounts counts the idem client's verdicts without a payment by why
+// the client gave them up; a 4xx answer is not counted (it is the
+// payment's outcome).
+func gaveUpCounts(vs []verdict) map[string]int {
+	counts := map[string]int{}
+	for _, v := range vs {
+		if r := gaveUpReason(v.err); v.kind != testserver.OutcomeOK && r != "" {
+			counts[r]++
+		}
+	}
+	return counts
 }
 
 // apiHandler is the payments API, with keys optional so that the naive
