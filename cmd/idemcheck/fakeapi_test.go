@@ -30,6 +30,10 @@ const (
 	// flawUnmarkedReplays: replays do not say so (no Idempotent-Replayed),
 	// which is a flaw only for an API that documents the header.
 	flawUnmarkedReplays
+	// flawUUIDKeysOnly: keys must have 36 characters (a UUID's), and any
+	// other key gets a 500 that names it, as gofiber's idempotency
+	// middleware answers (a 500, where a 4xx is due, is the flaw).
+	flawUUIDKeysOnly
 )
 
 // raceWindow is how long the racy fake holds a first request between its
@@ -99,6 +103,10 @@ func (a *fakeAPI) pay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.Header.Get(a.keyHeader)
+	if a.flaw == flawUUIDKeysOnly && key != "" && len(key) != 36 {
+		http.Error(w, fmt.Sprintf("invalid idempotency key: invalid length: %d != 36", len(key)), http.StatusInternalServerError)
+		return
+	}
 	if problem := keyProblem(key); problem != "" {
 		http.Error(w, problem, http.StatusBadRequest)
 		return

@@ -65,9 +65,12 @@ func (r *runner) intent() []byte {
 	return r.cfg.Body.Render(int(r.intents.Add(1)), r.newUUID())
 }
 
-// newKey returns a fresh key, recognisable in the API's logs.
+// newKey returns a fresh key in the configured format.
 func (r *runner) newKey() string {
-	return "idemcheck-" + r.newUUID()
+	if r.cfg.KeyFormat == KeyPrefixed {
+		return "idemcheck-" + r.newUUID()
+	}
+	return r.newUUID()
 }
 
 // call is one request a check sends.
