@@ -13,14 +13,16 @@ import (
 	"time"
 )
 
-// flaw is what a fake API gets wrong.
+// flaw is what a fake API gets wrong: a set of the flaws below (and
+// quirks, which are no flaw), so that they combine.
 type flaw int
 
+// flawNone: the fake honours keys (scoped, compared, one at a time).
+const flawNone flaw = 0
+
 const (
-	// flawNone: the fake honours keys (scoped, compared, one at a time).
-	flawNone flaw = iota
 	// flawIgnoresKey: every request runs, with a key or without.
-	flawIgnoresKey
+	flawIgnoresKey flaw = 1 << iota
 	// flawNoBodyCompare: a used key replays its response whatever the body.
 	flawNoBodyCompare
 	// flawRacy: check, then insert: concurrent duplicates both run.
@@ -34,7 +36,13 @@ const (
 	// other key gets a 500 that names it, as gofiber's idempotency
 	// middleware answers (a 500, where a 4xx is due, is the flaw).
 	flawUUIDKeysOnly
+	// quirkAnonymous is no flaw: the 201 names no resource, so every
+	// payment's response is the same bytes (only a count tells them apart).
+	quirkAnonymous
 )
+
+// has reports whether the fake has flaw f.
+func (a *fakeAPI) has(f flaw) bool { return a.flaw&f != 0 }
 
 // raceWindow is how long the racy fake holds a first request between its
 // check and its insert, waiting for a duplicate to pass the check too, as
@@ -98,12 +106,12 @@ func (a *fakeAPI) pay(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthenticated", http.StatusUnauthorized)
 		return
 	}
-	if a.flaw == flawIgnoresKey {
+	if a.has(flawIgnoresKey) {
 		a.respond(w, http.StatusCreated, a.makePayment(), false)
 		return
 	}
 	key := r.Header.Get(a.keyHeader)
-	if a.flaw == flawUUIDKeysOnly && key != "" && len(key) != 36 {
+	if a.has(flawUUIDKeysOnly) && key != "" && len(key) != 36 {
 		http.Error(w, fmt.Sprintf("invalid idempotency key: invalid length: %d != 36", len(key)), http.StatusInternalServerError)
 		return
 	}
@@ -112,7 +120,7 @@ func (a *fakeAPI) pay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	scope := principal + "\x00" + key
-	if a.flaw == flawNoScope {
+	if a.has(flawNoScope) {
 		scope = key
 	}
 	a.once(w, scope, body)
@@ -147,11 +155,11 @@ func (a *fakeAPI) once(w http.ResponseWriter, scope string, body []byte) {
 		return
 	}
 	rec = &record{body: body}
-	if a.flaw != flawRacy {
+	if !a.has(flawRacy) {
 		a.records[scope] = rec
 	}
 	a.mu.Unlock()
-	if a.flaw == flawRacy {
+	if a.has(flawRacy) {
 		a.waitForDuplicate(scope)
 	}
 	resp := a.makePayment()
@@ -168,7 +176,7 @@ func (a *fakeAPI) replay(w http.ResponseWriter, rec *record, body []byte) {
 	done, status, resp := rec.done, rec.status, rec.resp
 	a.mu.Unlock()
 	switch {
-	case a.flaw != flawNoBodyCompare && !bytes.Equal(rec.body, body):
+	case !a.has(flawNoBodyCompare) && !bytes.Equal(rec.body, body):
 		http.Error(w, "key reused with another body", http.StatusUnprocessableEntity)
 	case !done:
 		w.Header().Set("Retry-After", "1")
@@ -202,12 +210,15 @@ func (a *fakeAPI) makePayment() []byte {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.payments++
+	if a.has(quirkAnonymous) {
+		return []byte(`{"status":"accepted"}` + "\n")
+	}
 	return fmt.Appendf(nil, `{"payment_id":"pay_%d"}`+"\n", a.payments)
 }
 
 func (a *fakeAPI) respond(w http.ResponseWriter, status int, body []byte, replayed bool) {
 	w.Header().Set("Content-Type", "application/json")
-	if replayed && a.flaw != flawUnmarkedReplays {
+	if replayed && !a.has(flawUnmarkedReplays) {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.WriteHeader(status)
