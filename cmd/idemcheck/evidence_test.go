@@ -59,3 +59,17 @@ func TestScopeByTheEvidence(t *testing.T) {
 	assert.Equal(t, conformance.Fail, res.Verdict, "a replay mark is evidence: %s", res.Detail)
 	assert.Contains(t, res.Detail, "marked as a replay (201, Idempotent-Replayed: true)")
 }
+
+// A correct server slower than -attempt-timeout answers the retry of an
+// attempt that timed out with a plain 409: the operation's outcome is
+// unknown (the first attempt may still take effect), not a failure, and
+// with no operation shown ok the check cannot judge: n/a, with the advice
+// to give a larger -attempt-timeout.
+func TestFaultsWithAServerSlowerThanTheAttemptTimeout(t *testing.T) {
+	t.Parallel()
+	_, srv := newFakeAPI(t, quirkSlow, "")
+	res := checkOf(t, "faults", append(fakeArgs(srv), "-n", "6", "-attempt-timeout", "100ms")...)
+	assert.Equal(t, conformance.NotApplicable, res.Verdict, res.Detail)
+	assert.Contains(t, res.Detail, "0 ok, 0 failed, 6 unknown; 6 effects")
+	assert.Regexp(t, `[1-9]\d* attempts timed out \(-attempt-timeout 100ms\) besides the proxy's slow responses: the server may take longer than that to answer: rerun with a larger -attempt-timeout`, res.Detail)
+}

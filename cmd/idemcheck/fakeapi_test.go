@@ -39,7 +39,14 @@ const (
 	// quirkAnonymous is no flaw: the 201 names no resource, so every
 	// payment's response is the same bytes (only a count tells them apart).
 	quirkAnonymous
+	// quirkSlow is no flaw: a payment takes effect at once, then takes
+	// slowFor to answer (a gateway's call), and a duplicate that arrives
+	// meanwhile gets a plain 409, as one that is still running does.
+	quirkSlow
 )
+
+// slowFor is how long a payment of quirkSlow takes to answer.
+const slowFor = time.Second
 
 // has reports whether the fake has flaw f.
 func (a *fakeAPI) has(f flaw) bool { return a.flaw&f != 0 }
@@ -163,6 +170,9 @@ func (a *fakeAPI) once(w http.ResponseWriter, scope string, body []byte) {
 		a.waitForDuplicate(scope)
 	}
 	resp := a.makePayment()
+	if a.has(quirkSlow) {
+		time.Sleep(slowFor)
+	}
 	a.mu.Lock()
 	rec.done, rec.status, rec.resp = true, http.StatusCreated, resp
 	a.records[scope] = rec
@@ -178,6 +188,8 @@ func (a *fakeAPI) replay(w http.ResponseWriter, rec *record, body []byte) {
 	switch {
 	case !a.has(flawNoBodyCompare) && !bytes.Equal(rec.body, body):
 		http.Error(w, "key reused with another body", http.StatusUnprocessableEntity)
+	case !done && a.has(quirkSlow):
+		a.respond(w, http.StatusConflict, []byte(`{"error":"a request with this key is being processed"}`), false)
 	case !done:
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "in flight", http.StatusConflict)
