@@ -91,7 +91,7 @@ func checkReplay(ctx context.Context, r *runner) Result {
 	}
 	detail := fmt.Sprintf("the repeat got the same %d and body", x2.status)
 	if r.cfg.ReplayedHeader != "" {
-		detail += fmt.Sprintf(", with %s: %s", r.cfg.ReplayedHeader, r.replayed(x2))
+		detail += fmt.Sprintf(", with %s: %s", r.cfg.ReplayedHeader, x2.replayed)
 	}
 	if t.on {
 		detail += "; the count grew by 1"
@@ -116,10 +116,10 @@ func (r *runner) replayProblems(x1, x2 exchange) []string {
 	}
 	if h := r.cfg.ReplayedHeader; h != "" && x2.err == nil {
 		if !r.marked(x2) {
-			out = append(out, fmt.Sprintf("the repeat is not marked with %s (got %q)", h, r.replayed(x2)))
+			out = append(out, fmt.Sprintf("the repeat is not marked with %s (got %q)", h, x2.replayed))
 		}
 		if r.marked(x1) {
-			out = append(out, fmt.Sprintf("the first response has %s: %s", h, r.replayed(x1)))
+			out = append(out, fmt.Sprintf("the first response has %s: %s", h, x1.replayed))
 		}
 	}
 	return out

@@ -32,7 +32,7 @@ func checkScope(ctx context.Context, r *runner) Result {
 		return failed(ev, "the second principal got %s", x2.outcome())
 	case r.marked(x2):
 		return failed(ev, "the second principal got the first principal's stored response, marked as a replay (%d, %s: %s): keys are not scoped by principal, and a response leaked across principals",
-			x2.status, r.cfg.ReplayedHeader, r.replayed(x2))
+			x2.status, r.cfg.ReplayedHeader, x2.replayed)
 	case ok1 && ok2 && id1 == id2:
 		return failed(ev, "the second principal got the first principal's stored response, naming its resource %s (%d): keys are not scoped by principal, and a response leaked across principals", id1, x2.status)
 	case x2.status == http.StatusConflict || x2.status == http.StatusUnprocessableEntity:

@@ -119,6 +119,15 @@ const (
 	MaxOperations  = 1000
 )
 
+// Limits of a response, so that the checker's memory stays bounded at
+// MaxConcurrency responses at once, whatever the endpoint sends: a longer
+// body, or a larger header block (net/http's default allows 10 MB), is an
+// error, not a response.
+const (
+	MaxBodyBytes   = 1 << 20
+	MaxHeaderBytes = 64 << 10
+)
+
 // Defaults of Config: what its zero fields mean.
 const (
 	DefaultKeyHeader      = "Idempotency-Key"

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -158,8 +157,7 @@ func (g *faultRig) do(ctx context.Context, key string, body []byte) verdict {
 		return verdict{kind: testserver.OutcomeUnknown, err: err}
 	}
 	defer resp.Body.Close()
-	x := exchange{status: resp.StatusCode, header: resp.Header}
-	x.body, x.err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	x := g.r.read(resp)
 	switch {
 	case x.err != nil:
 		return verdict{kind: testserver.OutcomeUnknown, err: x.err}
