@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/idemkit/idem/server"
 )
 
 // idem's own attribute keys (the README's telemetry table lists where each
@@ -124,13 +126,35 @@ func problemName(p string) string {
 	return ""
 }
 
-// splitRoute splits a route as package server names it ("POST
-// /v1/payments/{id}") into the method and the pattern, for
-// http.request.method and http.route; a route without a method is all
-// pattern.
-func splitRoute(route string) (m, pattern string) {
-	if i := strings.IndexByte(route, ' '); i > 0 && method(route[:i]) == route[:i] {
-		return route[:i], strings.TrimLeft(route[i:], " ")
+// routeParts are a route's attributes: the method and the pattern, for
+// http.request.method and http.route; either may be empty.
+type routeParts struct {
+	method, pattern string
+}
+
+// routeOf returns the route of e: a route that is the request's raw path
+// (e.RouteIsPath) keeps its method alone, since a path is no template and
+// would make a series per id.
+func routeOf(e server.Event) routeParts {
+	m, pattern := splitRoute(e.Route)
+	if e.RouteIsPath {
+		pattern = ""
 	}
-	return "", route
+	return routeParts{m, pattern}
+}
+
+// splitRoute splits a route as package server names it ("POST
+// /v1/payments/{id}") into the method, as http.request.method has it (an
+// invented one is _OTHER: a pattern without a method takes any), and the
+// pattern. A route that is no method, a space and a pattern with a "/",
+// such as a name that Config.Route gave ("charge", "create payment"), is
+// all pattern.
+func splitRoute(r string) (m, pattern string) {
+	first, rest, ok := strings.Cut(r, " ")
+	rest = strings.TrimLeft(rest, " ")
+	m = method(first)
+	if ok && first != "" && (m == first || strings.Contains(rest, "/") && !strings.Contains(first, "/")) {
+		return m, rest
+	}
+	return "", r
 }

@@ -26,7 +26,8 @@
 // README.md's Telemetry section lists every instrument, its unit and its
 // attributes. Attributes stay low-cardinality: hosts, route patterns,
 // methods, statuses, outcomes; never a key, a tenant, a principal or a
-// path with IDs in it.
+// path with IDs in it (a request that no pattern routed, with the
+// middleware around the mux, gets no http.route).
 //
 // # Wrapping order on the client
 //

@@ -36,7 +36,7 @@ func reconciled(e server.ReconcileEvent) server.Event {
 
 // settle counts a settlement: answer is the Answer's name, or "parked".
 func (s *Server) settle(ctx context.Context, e server.ReconcileEvent, answer string) {
-	kv := routeAttrs(e.Route, server.Leased, keyAnswer.String(answer))
+	kv := routeAttrs(routeOf(reconciled(e)), server.Leased, keyAnswer.String(answer))
 	if e.Err != nil {
 		kv = append(kv, semconv.ErrorType(e.Err))
 	}

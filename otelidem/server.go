@@ -149,7 +149,7 @@ func (s *Server) stale(ctx context.Context, e server.Event) {
 
 // count counts a request's verdict, and sets it on the request's span.
 func (s *Server) count(ctx context.Context, e server.Event, verdict string) {
-	k := requestKey{route: e.Route, mode: e.Mode, verdict: verdict, status: e.Status}
+	k := requestKey{route: routeOf(e), mode: e.Mode, verdict: verdict, status: e.Status}
 	if verdict == VerdictRefused {
 		k.problem = problemName(e.Problem)
 	}
@@ -161,7 +161,7 @@ func (s *Server) count(ctx context.Context, e server.Event, verdict string) {
 
 // claim records a claim's time under its verdict, and its span.
 func (s *Server) claim(ctx context.Context, e server.Event, verdict string) {
-	opt := s.stepSets.get(stepKey{route: e.Route, mode: e.Mode, key: keyVerdict, value: verdict, waited: e.Waited}, stepKey.attrs)
+	opt := s.stepSets.get(stepKey{route: routeOf(e), mode: e.Mode, key: keyVerdict, value: verdict, waited: e.Waited}, stepKey.attrs)
 	s.claims.Record(ctx, e.Elapsed.Seconds(), opt)
 	if e.Waited {
 		s.waits.Add(ctx, 1, opt)
@@ -173,7 +173,7 @@ func (s *Server) claim(ctx context.Context, e server.Event, verdict string) {
 
 // commit records a commit's time, and its span; err is a failed one's.
 func (s *Server) commit(ctx context.Context, e server.Event, err error) {
-	k := stepKey{route: e.Route, mode: e.Mode}
+	k := stepKey{route: routeOf(e), mode: e.Mode}
 	if err != nil {
 		k.key, k.value = semconv.ErrorTypeKey, "commit_failed"
 		if e.Problem == "key-in-flight" {
@@ -203,12 +203,12 @@ func (s *Server) span(ctx context.Context, name string, e server.Event, err erro
 // source returns the measurement option of a takeover or a tombstone of
 // e's route: key says which, value who made it.
 func (s *Server) source(e server.Event, key attribute.Key, value string) metric.MeasurementOption {
-	return s.stepSets.get(stepKey{route: e.Route, mode: e.Mode, key: key, value: value}, stepKey.attrs)
+	return s.stepSets.get(stepKey{route: routeOf(e), mode: e.Mode, key: key, value: value}, stepKey.attrs)
 }
 
 // requestKey is the attribute values of a request's verdict.
 type requestKey struct {
-	route   string
+	route   routeParts
 	mode    server.Mode
 	verdict string
 	status  int
@@ -230,7 +230,7 @@ func (k requestKey) attrs() []attribute.KeyValue {
 // idem.verdict, with waited), a commit (key error.type when it failed, or
 // none), a takeover or a tombstone (their source).
 type stepKey struct {
-	route  string
+	route  routeParts
 	mode   server.Mode
 	key    attribute.Key
 	value  string
@@ -249,14 +249,16 @@ func (k stepKey) attrs() []attribute.KeyValue {
 }
 
 // routeAttrs are a route's attributes: http.request.method and http.route
-// from package server's route name, and idem.mode.
-func routeAttrs(route string, mode server.Mode, more ...attribute.KeyValue) []attribute.KeyValue {
-	m, pattern := splitRoute(route)
+// (each when known), and idem.mode.
+func routeAttrs(rt routeParts, mode server.Mode, more ...attribute.KeyValue) []attribute.KeyValue {
 	kv := make([]attribute.KeyValue, 0, 6+len(more))
-	if m != "" {
-		kv = append(kv, semconv.HTTPRequestMethodKey.String(m))
+	if rt.method != "" {
+		kv = append(kv, semconv.HTTPRequestMethodKey.String(rt.method))
 	}
-	kv = append(kv, semconv.HTTPRoute(pattern), keyMode.String(modeName(mode)))
+	if rt.pattern != "" {
+		kv = append(kv, semconv.HTTPRoute(rt.pattern))
+	}
+	kv = append(kv, keyMode.String(modeName(mode)))
 	return append(kv, more...)
 }
 

@@ -3,6 +3,7 @@ package otelidem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -211,4 +212,66 @@ func TestInFlightGauges(t *testing.T) {
 	assert.Equal(t, 0.0, tm.value(t, "idem.server.inflight"))
 	require.NoError(t, reg.Unregister())
 	assert.Empty(t, tm.points(t, "idem.server.inflight"), "unregistered")
+}
+
+// With the middleware around the mux, r.Pattern is empty and package
+// server names each request's route by its raw path: http.route is then
+// left out (never a raw path), so 200 distinct ids make one series per
+// instrument, and made-up paths and methods add no series of their own.
+func TestServerRouteWithoutAPattern(t *testing.T) {
+	tm := newTelemetry(t)
+	s, err := NewServer(tm.cfg)
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/payments/{id}", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) })
+	h := server.Middleware(server.NewMemoryStore(), server.Config{Hooks: s.Hooks(), Logger: quietLog()})(mux)
+	send := func(method, path, key string) int {
+		req := httptest.NewRequest(method, path, strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", key)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for i := range 200 {
+		require.Equal(t, http.StatusCreated, send(http.MethodPost, fmt.Sprintf("/v1/payments/p%d", i), fmt.Sprintf("k%d", i)))
+	}
+	instruments := []string{"idem.server.requests", "idem.server.claim.duration", "idem.server.commit.duration"}
+	for _, name := range instruments {
+		points := tm.points(t, name)
+		require.Equal(t, 1, len(points), "%s: one series for 200 ids", name)
+		_, hasRoute := points[0].attrs.Value(semconv.HTTPRouteKey)
+		assert.False(t, hasRoute, "%s: no http.route without a pattern", name)
+		m, _ := points[0].attrs.Value(semconv.HTTPRequestMethodKey)
+		assert.Equal(t, "POST", m.AsString(), name)
+	}
+
+	for i := range 50 {
+		require.Equal(t, http.StatusNotFound, send(http.MethodPost, fmt.Sprintf("/made-up/%d", i), fmt.Sprintf("m%d", i)))
+		require.Equal(t, http.StatusMethodNotAllowed, send(fmt.Sprintf("INVENTED%d", i), "/v1/payments/x", fmt.Sprintf("i%d", i)))
+	}
+	assert.Equal(t, 3, len(tm.points(t, "idem.server.requests")), "executed 201 and rejected 404 by POST, rejected 405 by _OTHER: whatever the paths and methods")
+	assert.Equal(t, 2, len(tm.points(t, "idem.server.claim.duration")), "claimed, by POST and by _OTHER")
+	for _, name := range instruments {
+		for _, p := range tm.points(t, name) {
+			_, hasRoute := p.attrs.Value(semconv.HTTPRouteKey)
+			assert.False(t, hasRoute, "%s: %v", name, p.attrs)
+		}
+	}
+}
+
+func TestSplitRoute(t *testing.T) {
+	tests := []struct{ route, method, pattern string }{
+		{"POST /v1/payments/{id}", "POST", "/v1/payments/{id}"},
+		{"PATCH  example.com/v1/x", "PATCH", "example.com/v1/x"},
+		{"INVENTED /v1/payments/{id}", "_OTHER", "/v1/payments/{id}"}, // a pattern without a method takes any
+		{"charge", "", "charge"},
+		{"create payment", "", "create payment"},
+		{"POST charges", "POST", "charges"},
+		{" /v1/x", "", " /v1/x"},
+	}
+	for _, tt := range tests {
+		m, p := splitRoute(tt.route)
+		assert.Equal(t, tt.method, m, tt.route)
+		assert.Equal(t, tt.pattern, p, tt.route)
+	}
 }

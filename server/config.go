@@ -89,8 +89,9 @@ type Config struct {
 	// ServeMux pattern that routed it, "POST /v1/payments/{id}" (mount the
 	// middleware per handler, mux.Handle("POST /v1/payments", mw(h)), so
 	// that r.Pattern is set), or the method plus the request path when no
-	// pattern is set, which the middleware logs once as a warning: then
-	// /v1/accounts/1 and /v1/accounts/2 are two routes. Go's ServeMux and
+	// pattern is set, which the middleware logs once as a warning and
+	// marks in Event.RouteIsPath: then /v1/accounts/1 and /v1/accounts/2
+	// are two routes. Go's ServeMux and
 	// chi (v5.2 and later) set r.Pattern and the path values; behind
 	// another router, give the pattern it matched:
 	//
@@ -260,16 +261,20 @@ func (s *settings) route(r *http.Request) string {
 	if s.Route != nil {
 		return s.Route(r)
 	}
-	p := r.Pattern
-	if p == "" {
+	if s.routeIsPath(r) {
 		s.noPattern.Do(func() { s.warnNoPattern(r) })
 		return r.Method + " " + r.URL.EscapedPath()
 	}
+	p := r.Pattern
 	if i := strings.IndexAny(p, " \t"); i >= 0 {
 		p = strings.TrimLeft(p[i:], " \t") // drop the pattern's own method
 	}
 	return r.Method + " " + p
 }
+
+// routeIsPath reports whether route(r) is r's method and raw path, for
+// want of a pattern (Event.RouteIsPath).
+func (s *settings) routeIsPath(r *http.Request) bool { return s.Route == nil && r.Pattern == "" }
 
 // warnNoPattern says, once, that requests are keyed by their raw path.
 func (s *settings) warnNoPattern(r *http.Request) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -85,6 +86,55 @@ func TestRoute(t *testing.T) {
 	assert.Equal(t, "POST /no/pattern", s.route(bare), "without a pattern the path is the route")
 	custom := newSettings(Config{Route: func(*http.Request) string { return "charge" }})
 	assert.Equal(t, "charge", custom.route(bare))
+}
+
+// Event.RouteIsPath says whether the route is the request's raw path
+// (no pattern, no Config.Route), in the events before a claim
+// (key-missing) and after it (Claimed, Committed).
+func TestEventSaysWhetherTheRouteIsAPath(t *testing.T) {
+	tests := []struct {
+		name  string
+		route func(*http.Request) string
+		mount func(mw func(http.Handler) http.Handler, h http.Handler) http.Handler
+		want  bool
+	}{
+		{"middleware per pattern", nil, func(mw func(http.Handler) http.Handler, h http.Handler) http.Handler {
+			mux := http.NewServeMux()
+			mux.Handle("POST /v1/payments/{id}", mw(h))
+			return mux
+		}, false},
+		{"middleware around the mux", nil, func(mw func(http.Handler) http.Handler, h http.Handler) http.Handler {
+			mux := http.NewServeMux()
+			mux.Handle("POST /v1/payments/{id}", h)
+			return mw(mux)
+		}, true},
+		{"Config.Route", func(*http.Request) string { return "POST /v1/payments/:id" }, func(mw func(http.Handler) http.Handler, h http.Handler) http.Handler {
+			mux := http.NewServeMux()
+			mux.Handle("POST /v1/payments/{id}", h)
+			return mw(mux)
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var events []Event
+			record := func(_ context.Context, e Event) { events = append(events, e) }
+			cfg := quiet(Config{Route: tt.route, Hooks: Hooks{Claimed: record, Committed: record, Refused: record}})
+			h := tt.mount(Middleware(NewMemoryStore(), cfg), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusCreated)
+			}))
+			for _, key := range []string{"k1", ""} {
+				req := httptest.NewRequest(http.MethodPost, "/v1/payments/p1", strings.NewReader(`{}`))
+				if key != "" {
+					req.Header.Set("Idempotency-Key", key)
+				}
+				h.ServeHTTP(httptest.NewRecorder(), req)
+			}
+			require.Len(t, events, 3, "claimed, committed, refused (key-missing)")
+			for _, e := range events {
+				assert.Equal(t, tt.want, e.RouteIsPath, "route %q, problem %q", e.Route, e.Problem)
+			}
+		})
+	}
 }
 
 func TestRouteFuncCanBypass(t *testing.T) {

@@ -10,6 +10,11 @@ import (
 type Event struct {
 	// Tenant, Principal, Route and Key name the record (its scope).
 	Tenant, Principal, Route, Key string
+	// RouteIsPath is true when Route is the request's method and raw path,
+	// not a pattern: the request had no r.Pattern and Config.Route is nil
+	// (see Config.Route). Such a route names one path, /v1/payments/p1,
+	// so telemetry should not use it as a label: each id would be a series.
+	RouteIsPath bool
 	// Mode is the mode of the route.
 	Mode Mode
 	// Attempt is 1 for a first claim and n > 1 for the n-th attempt of a

@@ -56,7 +56,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	res, err := h.store.claim(r.Context(), c)
 	ev := c.event()
-	ev.Elapsed, ev.Waited = time.Since(start), res.waited
+	ev.Elapsed, ev.Waited, ev.RouteIsPath = time.Since(start), res.waited, h.s.routeIsPath(r)
 	switch {
 	case err != nil:
 		ev.Err = err
@@ -92,7 +92,7 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *claimArgs, a
 		return nil, false // passes through: no need of its scope
 	}
 	tenant, principal := h.s.scope(r)
-	ev := Event{Tenant: tenant, Principal: principal, Route: route, Mode: h.s.Mode}
+	ev := Event{Tenant: tenant, Principal: principal, Route: route, RouteIsPath: h.s.routeIsPath(r), Mode: h.s.Mode}
 	switch {
 	case len(fields) == 0:
 		h.refuse(w, r, ev, keyMissing(route))

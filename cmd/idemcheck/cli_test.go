@@ -1,7 +1,9 @@
 package main
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,7 +80,7 @@ func TestTableShowsFailuresWithEvidence(t *testing.T) {
 		"baseline       pass",
 		"body-mismatch  FAIL    the different body got the first operation's response (201)",
 		"scope          pass",
-		"body-mismatch failed:\n  first request with a fresh key\n    > POST " + srv.URL + "/v1/payments (first principal, key idemcheck-",
+		"body-mismatch failed:\n  first request with a fresh key\n    > POST " + srv.URL + "/v1/payments (first principal, key ",
 		"  the same key with another operation's body\n",
 		"    < 201 (replayed: true)\n    < {\"payment_id\":",
 		"FAIL: required checks failed: body-mismatch (2 pass, 1 fail, 0 n/a, 0 info)",
@@ -180,4 +182,32 @@ func without(args []string, name string) []string {
 		out = append(out, args[i])
 	}
 	return out
+}
+
+// An API that takes UUIDs only: the default keys (UUIDs) pass its
+// baseline; prefixed keys fail it, and the failure blames the key.
+func TestKeyFormat(t *testing.T) {
+	_, srv := newFakeAPI(t, flawUUIDKeysOnly, "")
+	code, doc := idemcheckJSON(t, append(fakeArgs(srv), "-checks", "replay,key-invalid")...)
+	assert.Equal(t, exitFail, code, "key-invalid gets a 500")
+	assert.Equal(t, map[string]conformance.Verdict{"baseline": conformance.Pass, "replay": conformance.Pass, "key-invalid": conformance.Fail},
+		doc.verdicts(), "checks:\n%s", pretty(doc))
+	invalid, _ := findCheck(doc, "key-invalid")
+	require.Len(t, invalid.Evidence, 2)
+	nonASCII := invalid.Evidence[1].Request.Key
+	assert.Equal(t, 36, utf8.RuneCountInString(nonASCII), "a plain UUID by default, its last character made ü: %q", nonASCII)
+	assert.True(t, strings.HasSuffix(nonASCII, "ü"), nonASCII)
+
+	code, doc = idemcheckJSON(t, append(fakeArgs(srv), "-key-format", "prefixed")...)
+	assert.Equal(t, exitFail, code)
+	base, _ := findCheck(doc, "baseline")
+	assert.Equal(t, conformance.Fail, base.Verdict)
+	assert.Contains(t, base.Detail, "a request with a fresh key got 500, and the response names the key")
+	assert.Contains(t, base.Detail, "(46 characters, -key-format prefixed)")
+	assert.Contains(t, base.Detail, "try -key-format uuid")
+	assert.True(t, strings.HasPrefix(base.Evidence[0].Request.Key, "idemcheck-"), base.Evidence[0].Request.Key)
+
+	code, _, stderr := idemcheck(t, append(fakeArgs(srv), "-key-format", "ulid")...)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, `key format "ulid" is not uuid or prefixed`)
 }

@@ -13,14 +13,16 @@ import (
 	"time"
 )
 
-// flaw is what a fake API gets wrong.
+// flaw is what a fake API gets wrong: a set of the flaws below (and
+// quirks, which are no flaw), so that they combine.
 type flaw int
 
+// flawNone: the fake honours keys (scoped, compared, one at a time).
+const flawNone flaw = 0
+
 const (
-	// flawNone: the fake honours keys (scoped, compared, one at a time).
-	flawNone flaw = iota
 	// flawIgnoresKey: every request runs, with a key or without.
-	flawIgnoresKey
+	flawIgnoresKey flaw = 1 << iota
 	// flawNoBodyCompare: a used key replays its response whatever the body.
 	flawNoBodyCompare
 	// flawRacy: check, then insert: concurrent duplicates both run.
@@ -30,7 +32,24 @@ const (
 	// flawUnmarkedReplays: replays do not say so (no Idempotent-Replayed),
 	// which is a flaw only for an API that documents the header.
 	flawUnmarkedReplays
+	// flawUUIDKeysOnly: keys must have 36 characters (a UUID's), and any
+	// other key gets a 500 that names it, as gofiber's idempotency
+	// middleware answers (a 500, where a 4xx is due, is the flaw).
+	flawUUIDKeysOnly
+	// quirkAnonymous is no flaw: the 201 names no resource, so every
+	// payment's response is the same bytes (only a count tells them apart).
+	quirkAnonymous
+	// quirkSlow is no flaw: a payment takes effect at once, then takes
+	// slowFor to answer (a gateway's call), and a duplicate that arrives
+	// meanwhile gets a plain 409, as one that is still running does.
+	quirkSlow
 )
+
+// slowFor is how long a payment of quirkSlow takes to answer.
+const slowFor = time.Second
+
+// has reports whether the fake has flaw f.
+func (a *fakeAPI) has(f flaw) bool { return a.flaw&f != 0 }
 
 // raceWindow is how long the racy fake holds a first request between its
 // check and its insert, waiting for a duplicate to pass the check too, as
@@ -94,17 +113,21 @@ func (a *fakeAPI) pay(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unauthenticated", http.StatusUnauthorized)
 		return
 	}
-	if a.flaw == flawIgnoresKey {
+	if a.has(flawIgnoresKey) {
 		a.respond(w, http.StatusCreated, a.makePayment(), false)
 		return
 	}
 	key := r.Header.Get(a.keyHeader)
+	if a.has(flawUUIDKeysOnly) && key != "" && len(key) != 36 {
+		http.Error(w, fmt.Sprintf("invalid idempotency key: invalid length: %d != 36", len(key)), http.StatusInternalServerError)
+		return
+	}
 	if problem := keyProblem(key); problem != "" {
 		http.Error(w, problem, http.StatusBadRequest)
 		return
 	}
 	scope := principal + "\x00" + key
-	if a.flaw == flawNoScope {
+	if a.has(flawNoScope) {
 		scope = key
 	}
 	a.once(w, scope, body)
@@ -139,14 +162,17 @@ func (a *fakeAPI) once(w http.ResponseWriter, scope string, body []byte) {
 		return
 	}
 	rec = &record{body: body}
-	if a.flaw != flawRacy {
+	if !a.has(flawRacy) {
 		a.records[scope] = rec
 	}
 	a.mu.Unlock()
-	if a.flaw == flawRacy {
+	if a.has(flawRacy) {
 		a.waitForDuplicate(scope)
 	}
 	resp := a.makePayment()
+	if a.has(quirkSlow) {
+		time.Sleep(slowFor)
+	}
 	a.mu.Lock()
 	rec.done, rec.status, rec.resp = true, http.StatusCreated, resp
 	a.records[scope] = rec
@@ -160,8 +186,10 @@ func (a *fakeAPI) replay(w http.ResponseWriter, rec *record, body []byte) {
 	done, status, resp := rec.done, rec.status, rec.resp
 	a.mu.Unlock()
 	switch {
-	case a.flaw != flawNoBodyCompare && !bytes.Equal(rec.body, body):
+	case !a.has(flawNoBodyCompare) && !bytes.Equal(rec.body, body):
 		http.Error(w, "key reused with another body", http.StatusUnprocessableEntity)
+	case !done && a.has(quirkSlow):
+		a.respond(w, http.StatusConflict, []byte(`{"error":"a request with this key is being processed"}`), false)
 	case !done:
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "in flight", http.StatusConflict)
@@ -194,12 +222,15 @@ func (a *fakeAPI) makePayment() []byte {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.payments++
+	if a.has(quirkAnonymous) {
+		return []byte(`{"status":"accepted"}` + "\n")
+	}
 	return fmt.Appendf(nil, `{"payment_id":"pay_%d"}`+"\n", a.payments)
 }
 
 func (a *fakeAPI) respond(w http.ResponseWriter, status int, body []byte, replayed bool) {
 	w.Header().Set("Content-Type", "application/json")
-	if replayed && a.flaw != flawUnmarkedReplays {
+	if replayed && !a.has(flawUnmarkedReplays) {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.WriteHeader(status)

@@ -30,7 +30,7 @@ const maxTimeout = time.Hour
 
 // raw holds the flags that need work before they go into the Config.
 type raw struct {
-	body, checks              string
+	body, checks, keyFormat   string
 	header, principal2, allow listFlag
 	seed                      uint64
 }
@@ -55,6 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		c.Seed = rand.Uint64()
 	}
 	c.AllowHosts = rf.allow
+	c.KeyFormat = conformance.KeyFormat(rf.keyFormat)
 	if rf.checks != "" {
 		c.Checks = strings.Split(rf.checks, ",")
 	}
@@ -76,6 +77,7 @@ func defineFlags(fs *flag.FlagSet, o *options) *raw {
 	fs.Var(&rf.header, "header", "a request `header` 'Name: value' sent on every request (repeatable)")
 	fs.Var(&rf.principal2, "principal2", "a second principal's `header` 'Name: value', replacing -header's of that name (repeatable; enables the scope check)")
 	fs.StringVar(&c.KeyHeader, "key-header", conformance.DefaultKeyHeader, "the `name` of the key header")
+	fs.StringVar(&rf.keyFormat, "key-format", string(conformance.KeyUUID), "the keys' `format`: uuid (a UUIDv4, 36 characters, which APIs that check keys accept) or prefixed (idemcheck-<uuid>, 46 characters, easy to find in logs)")
 	fs.StringVar(&c.ReplayedHeader, "replayed-header", "Idempotent-Replayed", "the response header that marks a replay (`name`; '' if the API documents none)")
 	fs.BoolVar(&c.KeyRequired, "key-required", false, "the endpoint refuses requests without a key (enables the key-missing check)")
 	fs.IntVar(&c.MaxKeyLen, "max-key-len", conformance.DefaultMaxKeyLen, "the longest key the API accepts, in `bytes`")

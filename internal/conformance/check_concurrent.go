@@ -23,9 +23,11 @@ var waitStatuses = map[int]bool{
 
 // checkConcurrent: Concurrency requests with one key, sent at once, have
 // one effect: one response, and the others replay it or are told to wait
-// (409); none runs a second time.
+// (409); none runs a second time. Identical responses show a replay only
+// with a count (+1 per round) or the API's replay mark: a server that
+// ignores the key and answers every request alike sends them too.
 func checkConcurrent(ctx context.Context, r *runner) Result {
-	var effects, replays, waits int
+	var total storming
 	for round := 1; round <= concurrentRounds; round++ {
 		t, err := r.startTally(ctx)
 		if err != nil {
@@ -41,14 +43,28 @@ func checkConcurrent(ctx context.Context, r *runner) Result {
 			return failed(r.evidenceOf(s.shown...), "round %d, %d requests at once with one key: %s (statuses %s)",
 				round, len(xs), strings.Join(problems, "; "), s.statuses())
 		}
-		effects, replays, waits = effects+1, replays+s.replays, waits+s.waits
+		total.add(s)
 	}
-	detail := fmt.Sprintf("%d rounds of %d requests at once with one key: one response each, %d replays of it, %d told to wait",
-		concurrentRounds, r.cfg.Concurrency, replays, waits)
+	return r.concurrentVerdict(total)
+}
+
+// concurrentVerdict judges rounds that showed no problem: by the count,
+// else by the replay marks of the identical responses.
+func (r *runner) concurrentVerdict(s storming) Result {
+	head := fmt.Sprintf("%d rounds of %d requests at once with one key: one response each", concurrentRounds, r.cfg.Concurrency)
 	if r.cfg.Effects.CountURL != "" {
-		detail += fmt.Sprintf("; the count grew by %d", effects)
+		return passed(r.basis(), "%s, %d replays of it, %d told to wait; the count grew by %d", head, s.identical, s.waits, concurrentRounds)
 	}
-	return passed(r.basis(), "%s", detail)
+	h := r.cfg.ReplayedHeader
+	switch {
+	case h != "" && s.unmarked == 0:
+		return passed(r.basis(), "%s, %d identical responses, all marked with %s, %d told to wait", head, s.identical, h, s.waits)
+	case h != "":
+		head += fmt.Sprintf(", %d identical responses, %d of them marked with %s, %d told to wait", s.identical, s.identical-s.unmarked, h, s.waits)
+	default:
+		head += fmt.Sprintf(", %d identical responses (the API marks no replay), %d told to wait", s.identical, s.waits)
+	}
+	return notApplicable("%s: identical responses do not show that the operation ran once (a server that ignores the key and answers every request alike sends them too): give -count-url to decide", head)
 }
 
 // storm sends Concurrency requests with key and body, released together.
@@ -74,10 +90,19 @@ func (r *runner) storm(ctx context.Context, key string, body []byte) []exchange 
 
 // storming is what a storm's responses show.
 type storming struct {
-	byStatus       map[int]int
-	replays, waits int
-	problems       []string
-	shown          []exchange // the exchanges that show the problems
+	byStatus map[int]int
+	// identical counts the 2xx responses that repeat the first one;
+	// unmarked, the 2xx responses beyond one without the replay mark (the
+	// response of the request that ran needs none); waits, the responses
+	// that told a duplicate to wait.
+	identical, unmarked, waits int
+	problems                   []string
+	shown                      []exchange // the exchanges that show the problems
+}
+
+// add adds the counts of s to t.
+func (t *storming) add(s storming) {
+	t.identical, t.unmarked, t.waits = t.identical+s.identical, t.unmarked+s.unmarked, t.waits+s.waits
 }
 
 // summarise classifies the responses of one storm: the distinct 2xx
@@ -86,6 +111,7 @@ func (r *runner) summarise(xs []exchange) storming {
 	s := storming{byStatus: map[int]int{}}
 	distinct := map[string]exchange{}
 	ids := map[string]bool{}
+	unmarked := 0
 	for _, x := range xs {
 		s.byStatus[x.status]++
 		switch {
@@ -94,7 +120,10 @@ func (r *runner) summarise(xs []exchange) storming {
 				distinct[string(x.body)] = x
 				s.shown = append(s.shown, x)
 			} else {
-				s.replays++
+				s.identical++
+			}
+			if !r.marked(x) {
+				unmarked++
 			}
 			if id, ok := r.id(x); ok {
 				ids[id] = true
@@ -106,6 +135,7 @@ func (r *runner) summarise(xs []exchange) storming {
 			s.shown = append(s.shown, x)
 		}
 	}
+	s.unmarked = max(0, unmarked-1) // the response that ran needs no mark
 	switch {
 	case len(distinct) == 0:
 		s.problems = append(s.problems, "no request succeeded")

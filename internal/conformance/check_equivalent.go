@@ -10,7 +10,8 @@ import (
 // checkEquivalentJSON reports, as information, what the API does with the
 // same key and an equivalent JSON body (fields reordered, other
 // whitespace): replay it (it compares canonical JSON, as the idem contract
-// says) or refuse it (it compares bytes). APIs differ; both are safe.
+// says, unless it replays another operation's body too: it compares
+// nothing) or refuse it (it compares bytes). APIs differ; both are safe.
 func checkEquivalentJSON(ctx context.Context, r *runner) Result {
 	body := r.intent()
 	alt, ok := equivalentJSON(body)
@@ -25,8 +26,17 @@ func checkEquivalentJSON(ctx context.Context, r *runner) Result {
 	x2 := r.send(ctx, call{note: "the same key, the same JSON reordered and re-spaced", key: key, body: alt})
 	res2 := Result{Verdict: Info, Basis: basisBodies, Evidence: r.evidenceOf(x1, x2)}
 	switch {
-	case x2.sameAs(x1):
+	case x2.sameAs(x1) && r.cfg.Body.Varies():
+		// A replay shows a comparison by meaning only if another body is
+		// not replayed too.
+		x3 := r.send(ctx, call{note: "the same key with another operation's body", key: key, body: r.intent()})
+		res2.Evidence = append(res2.Evidence, r.evidence(x3))
 		res2.Detail = "replayed: the API compares JSON bodies by meaning, not bytes"
+		if x3.sameAs(x1) || r.marked(x3) {
+			res2.Detail = "replayed, but so is another operation's body: the API does not compare bodies (see body-mismatch)"
+		}
+	case x2.sameAs(x1):
+		res2.Detail = "replayed: the API compares JSON bodies by meaning, or not at all (the body template has no placeholder to tell which)"
 	case x2.refused():
 		res2.Detail = "refused with " + x2.outcome() + ": the API compares bytes, so clients must resend the exact bytes of the first request"
 	case x2.ok2xx():

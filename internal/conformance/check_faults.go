@@ -107,7 +107,12 @@ func (g *faultRig) conclude(rep testserver.Report) Result {
 	if rep.Unknown > 0 {
 		summary += fmt.Sprintf(" (unknown outcomes: %d took effect, %d did not)", rep.UnknownApplied, rep.UnknownNotApplied)
 	}
-	if len(rep.Violations) == 0 && rep.OK == 0 {
+	slow := g.slowness(kinds[testserver.FaultDelayResponse])
+	summary += slow
+	switch {
+	case len(rep.Violations) == 0 && rep.OK == 0 && slow != "":
+		return notApplicable("%s; no operation succeeded through the proxy, so nothing was shown", summary)
+	case len(rep.Violations) == 0 && rep.OK == 0:
 		return failed(nil, "%s; no operation succeeded through the proxy, so nothing was shown", summary)
 	}
 	if len(rep.Violations) == 0 {
@@ -124,6 +129,18 @@ func (g *faultRig) conclude(rep testserver.Report) Result {
 	}
 	return failed(ev, "%s; %d violations: %d double effects (%d extra), %d lost oks, %d wrong results, %d failures that took effect",
 		summary, len(rep.Violations), rep.DoubleEffects, rep.ExtraEffects, rep.LostOKs, rep.WrongResults, rep.FailedApplied)
+}
+
+// slowness returns, when the client's attempts timed out more often than
+// the proxy's injected slow responses explain, a sentence that says so and
+// suggests a larger attempt timeout; "" otherwise.
+func (g *faultRig) slowness(injected int) string {
+	extra := g.timeouts.Load() - int64(injected)
+	if extra <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d attempts timed out (-attempt-timeout %s) besides the proxy's slow responses: the server may take longer than that to answer: rerun with a larger -attempt-timeout",
+		extra, g.r.cfg.AttemptTimeout)
 }
 
 // kindList renders fault counts: "drop-reset 3, reset 2".

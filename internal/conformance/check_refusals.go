@@ -60,9 +60,11 @@ func checkKeyInvalid(ctx context.Context, r *runner) Result {
 	overlong := r.newKey()
 	overlong += strings.Repeat("x", max(0, r.cfg.MaxKeyLen+1-len(overlong)))
 	overlong = overlong[:r.cfg.MaxKeyLen+1]
+	nonASCII := r.newKey()
+	nonASCII = nonASCII[:len(nonASCII)-1] + "ü" // a key of the format, but for its last character
 	return r.refusedWithoutEffect(ctx, []call{
 		{note: fmt.Sprintf("a key of %d bytes (-max-key-len %d)", len(overlong), r.cfg.MaxKeyLen), key: overlong, body: r.intent()},
-		{note: "a key with a non-ASCII character", key: "idemcheck-schlüssel-" + r.newUUID()[:8], body: r.intent()},
+		{note: "a key with a non-ASCII character", key: nonASCII, body: r.intent()},
 	})
 }
 

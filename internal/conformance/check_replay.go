@@ -16,6 +16,10 @@ func checkBaseline(ctx context.Context, r *runner) Result {
 	}
 	x := r.send(ctx, call{note: "a request with a fresh key", key: r.newKey(), body: r.intent()})
 	ev := r.evidenceOf(x)
+	if x.err == nil && x.status >= 400 && r.namesKey(x) {
+		return failed(ev, "a request with a fresh key got %d, and the response names the key: the API seems to refuse the key %s (%d characters, -key-format %s), not the request: %s",
+			x.status, x.call.key, len(x.call.key), r.cfg.KeyFormat, r.keyFormatHint())
+	}
 	if !x.ok2xx() {
 		return failed(ev, "a request with a fresh key got %s: every check needs an operation that succeeds (check -url, -method, -body and -header)", x.outcome())
 	}
@@ -37,6 +41,31 @@ func checkBaseline(ctx context.Context, r *runner) Result {
 		detail += "; the count grew by 1"
 	}
 	return passed(r.basis(), "%s", detail)
+}
+
+// namesKey reports whether x's body speaks of the key: it holds the key
+// itself, the key header's name, or "idempotency key" (in any case, with a
+// space, a dash, an underscore or nothing between the words).
+func (r *runner) namesKey(x exchange) bool {
+	body := strings.ToLower(string(x.body))
+	if x.call.key != "" && strings.Contains(body, strings.ToLower(x.call.key)) ||
+		strings.Contains(body, strings.ToLower(r.cfg.KeyHeader)) {
+		return true
+	}
+	for _, sep := range []string{" ", "-", "_", ""} {
+		if strings.Contains(body, "idempotency"+sep+"key") {
+			return true
+		}
+	}
+	return false
+}
+
+// keyFormatHint says what to try when the API refuses the checker's keys.
+func (r *runner) keyFormatHint() string {
+	if r.cfg.KeyFormat == KeyPrefixed {
+		return "try -key-format uuid (a plain UUIDv4)"
+	}
+	return "see which keys the API accepts (-key-format prefixed sends idemcheck-<uuid>, -max-key-len sets the longest the key-invalid check may send)"
 }
 
 // checkReplay: the same request twice with one key gets the same status
@@ -62,7 +91,7 @@ func checkReplay(ctx context.Context, r *runner) Result {
 	}
 	detail := fmt.Sprintf("the repeat got the same %d and body", x2.status)
 	if r.cfg.ReplayedHeader != "" {
-		detail += fmt.Sprintf(", with %s: %s", r.cfg.ReplayedHeader, r.replayed(x2))
+		detail += fmt.Sprintf(", with %s: %s", r.cfg.ReplayedHeader, x2.replayed)
 	}
 	if t.on {
 		detail += "; the count grew by 1"
@@ -87,10 +116,10 @@ func (r *runner) replayProblems(x1, x2 exchange) []string {
 	}
 	if h := r.cfg.ReplayedHeader; h != "" && x2.err == nil {
 		if !r.marked(x2) {
-			out = append(out, fmt.Sprintf("the repeat is not marked with %s (got %q)", h, r.replayed(x2)))
+			out = append(out, fmt.Sprintf("the repeat is not marked with %s (got %q)", h, x2.replayed))
 		}
 		if r.marked(x1) {
-			out = append(out, fmt.Sprintf("the first response has %s: %s", h, r.replayed(x1)))
+			out = append(out, fmt.Sprintf("the first response has %s: %s", h, x1.replayed))
 		}
 	}
 	return out

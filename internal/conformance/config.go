@@ -30,6 +30,10 @@ type Config struct {
 	// KeyHeader names the request header that carries the key. Empty
 	// means Idempotency-Key.
 	KeyHeader string
+	// KeyFormat is the shape of every key the checker sends (the
+	// key-invalid check's malformed keys are built from it). Empty means
+	// KeyUUID.
+	KeyFormat KeyFormat
 	// ReplayedHeader names the response header with which the API marks a
 	// replay (Idempotent-Replayed in the idem contract). Empty means the
 	// API documents none: a replay is then recognised by its status and
@@ -92,11 +96,36 @@ type Effects struct {
 	CountField string
 }
 
+// KeyFormat is the shape of the checker's keys.
+type KeyFormat string
+
+// The key formats.
+const (
+	// KeyUUID is a random UUIDv4, 36 characters: the default, since it is
+	// the key the IETF draft shows and the one that APIs which check the
+	// key's format accept (gofiber's idempotency middleware requires 36
+	// characters).
+	KeyUUID KeyFormat = "uuid"
+	// KeyPrefixed is "idemcheck-" and a random UUIDv4, 46 characters: easy
+	// to find in the API's logs, for an API that takes any key up to its
+	// maximum length.
+	KeyPrefixed KeyFormat = "prefixed"
+)
+
 // Limits of Config, so that a run stays small and bounded: Validate
 // refuses a Concurrency or Operations above them.
 const (
 	MaxConcurrency = 64
 	MaxOperations  = 1000
+)
+
+// Limits of a response, so that the checker's memory stays bounded at
+// MaxConcurrency responses at once, whatever the endpoint sends: a longer
+// body, or a larger header block (net/http's default allows 10 MB), is an
+// error, not a response.
+const (
+	MaxBodyBytes   = 1 << 20
+	MaxHeaderBytes = 64 << 10
 )
 
 // Defaults of Config: what its zero fields mean.
@@ -125,6 +154,9 @@ func (c Config) withDefaults() Config {
 		c.KeyHeader = DefaultKeyHeader
 	}
 	c.KeyHeader = http.CanonicalHeaderKey(c.KeyHeader)
+	if c.KeyFormat == "" {
+		c.KeyFormat = KeyUUID
+	}
 	if c.MaxKeyLen == 0 {
 		c.MaxKeyLen = DefaultMaxKeyLen
 	}
@@ -155,6 +187,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: method %q is not a token", ErrConfig, c.Method)
 	case !validToken(c.KeyHeader) || (c.ReplayedHeader != "" && !validToken(c.ReplayedHeader)):
 		return fmt.Errorf("%w: %q or %q is not a header name", ErrConfig, c.KeyHeader, c.ReplayedHeader)
+	case c.KeyFormat != KeyUUID && c.KeyFormat != KeyPrefixed:
+		return fmt.Errorf("%w: key format %q is not %s or %s", ErrConfig, c.KeyFormat, KeyUUID, KeyPrefixed)
 	case c.MaxKeyLen < 1 || c.MaxKeyLen > 8192:
 		return fmt.Errorf("%w: the maximum key length must be 1 to 8192, not %d", ErrConfig, c.MaxKeyLen)
 	case c.Concurrency < 2 || c.Concurrency > MaxConcurrency:

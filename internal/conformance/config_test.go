@@ -48,6 +48,7 @@ func TestValidate(t *testing.T) {
 		{"count field alone", func(c *Config) { c.Effects.CountField = "n" }, ErrConfig},
 		{"bad method", func(c *Config) { c.Method = "PO ST" }, ErrConfig},
 		{"bad key header", func(c *Config) { c.KeyHeader = "Idempotency Key" }, ErrConfig},
+		{"unknown key format", func(c *Config) { c.KeyFormat = "ulid" }, ErrConfig},
 		{"one request at a time", func(c *Config) { c.Concurrency = 1 }, ErrConfig},
 		{"unknown check", func(c *Config) { c.Checks = []string{"replay", "nope"} }, ErrConfig},
 		{"negative timeout", func(c *Config) { c.RequestTimeout = -1 }, ErrConfig},

@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemkit/idem"
@@ -49,6 +49,9 @@ type faultRig struct {
 	ledger  testserver.Ledger
 	ops     map[string]int // key -> operation number
 	last    int64          // the count after the latest operation
+	// timeouts counts the client's attempts that ran out of time: the
+	// proxy's slow responses, and the server's own slowness.
+	timeouts atomic.Int64
 }
 
 // newFaultRig starts the proxy. The caller must close the rig.
@@ -61,8 +64,10 @@ func (r *runner) newFaultRig() (*faultRig, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &faultRig{r: r, srv: srv, client: r.faultClient(), target: srv.URL + u.RequestURI(),
-		deadline: faultAttempts * (r.cfg.AttemptTimeout + time.Second), ops: make(map[string]int)}, nil
+	g := &faultRig{r: r, srv: srv, target: srv.URL + u.RequestURI(),
+		deadline: faultAttempts * (r.cfg.AttemptTimeout + time.Second), ops: make(map[string]int)}
+	g.client = r.faultClient(&g.timeouts)
+	return g, nil
 }
 
 // close stops the proxy and the client's connections.
@@ -75,12 +80,17 @@ func (g *faultRig) close() {
 // attempts with short backoff; no retry budget and no circuit breaker,
 // which exist to protect a service from its clients, not to be tested
 // here (a breaker that opened would turn operations into failures that no
-// fault caused).
-func (r *runner) faultClient() *http.Client {
+// fault caused). It counts in timeouts the attempts that ran out of time.
+func (r *runner) faultClient(timeouts *atomic.Int64) *http.Client {
 	c := idem.NewClient(idem.Config{
 		Base: newTransport(), KeyHeader: r.cfg.KeyHeader, MaxAttempts: faultAttempts, AttemptTimeout: r.cfg.AttemptTimeout,
 		Backoff:  idem.Backoff{Base: 50 * time.Millisecond, Cap: time.Second},
 		NoBudget: true, Breaker: idem.BreakerConfig{Disabled: true},
+		Observer: idem.Observer{OnAttempt: func(a idem.Attempt) {
+			if errors.Is(a.Err, context.DeadlineExceeded) {
+				timeouts.Add(1)
+			}
+		}},
 	})
 	c.CheckRedirect = noRedirects
 	return c
@@ -127,7 +137,9 @@ type verdict struct {
 // do makes one operation through the proxy with the idem client, under
 // key, and concludes as the e2e suite does: ok on a 2xx, a definite
 // failure on a 4xx or on an error after which the client knows nothing
-// took effect, unknown otherwise.
+// took effect, unknown otherwise. A final 409, 425, 429 or 503 tells the
+// client to wait (the concurrent check's waitStatuses): the operation may
+// still run, so its outcome is unknown.
 func (g *faultRig) do(ctx context.Context, key string, body []byte) verdict {
 	ctx, cancel := context.WithTimeout(idem.WithKey(ctx, key), g.deadline)
 	defer cancel()
@@ -145,14 +157,15 @@ func (g *faultRig) do(ctx context.Context, key string, body []byte) verdict {
 		return verdict{kind: testserver.OutcomeUnknown, err: err}
 	}
 	defer resp.Body.Close()
-	x := exchange{status: resp.StatusCode, header: resp.Header}
-	x.body, x.err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	x := g.r.read(resp)
 	switch {
 	case x.err != nil:
 		return verdict{kind: testserver.OutcomeUnknown, err: x.err}
 	case x.ok2xx():
 		id, _ := g.r.id(x)
 		return verdict{kind: testserver.OutcomeOK, id: id}
+	case waitStatuses[x.status]:
+		return verdict{kind: testserver.OutcomeUnknown, err: fmt.Errorf("told to wait, HTTP %d: %s", x.status, clip(x.body))}
 	case x.refused():
 		return verdict{kind: testserver.OutcomeFailed, err: fmt.Errorf("HTTP %d: %s", x.status, clip(x.body))}
 	}

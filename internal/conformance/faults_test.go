@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/testserver"
 )
@@ -47,4 +48,24 @@ func TestFaultsFailsWhenNoOperationSucceeds(t *testing.T) {
 	assert.Equal(t, Fail, res.Verdict, res.Detail)
 	assert.Contains(t, res.Detail, "0 ok, 5 failed, 0 unknown")
 	assert.Contains(t, res.Detail, "no operation succeeded through the proxy")
+}
+
+// A final 409, 425, 429 or 503 tells the client to wait: the operation
+// may still run, so its outcome is unknown, never a definite failure.
+func TestFaultsToldToWaitIsUnknown(t *testing.T) {
+	for _, status := range []int{http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte(`{"error":"busy"}`))
+		}))
+		r := newRunner(Config{URL: srv.URL + "/pay", AttemptTimeout: 200 * time.Millisecond})
+		g, err := r.newFaultRig()
+		require.NoError(t, err)
+		v := g.do(context.Background(), r.newKey(), []byte(`{}`))
+		assert.Equal(t, testserver.OutcomeUnknown, v.kind, "a final %d: %v", status, v.err)
+		g.close()
+		r.close()
+		srv.Close()
+	}
 }

@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,8 +16,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// maxBody bounds the response bodies the checker reads.
-const maxBody = 1 << 20
+// errBodyTooLarge: a response body longer than MaxBodyBytes.
+var errBodyTooLarge = errors.New("the body is over 1 MiB, the checker's limit")
 
 // runner holds what the checks of one run share. It is safe for
 // concurrent use.
@@ -42,14 +43,15 @@ func newRunner(cfg Config) *runner {
 func newTransport() *http.Transport {
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   MaxConcurrency,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
+		Proxy:                  http.ProxyFromEnvironment,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    MaxConcurrency,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: MaxHeaderBytes,
 	}
 }
 
@@ -65,9 +67,12 @@ func (r *runner) intent() []byte {
 	return r.cfg.Body.Render(int(r.intents.Add(1)), r.newUUID())
 }
 
-// newKey returns a fresh key, recognisable in the API's logs.
+// newKey returns a fresh key in the configured format.
 func (r *runner) newKey() string {
-	return "idemcheck-" + r.newUUID()
+	if r.cfg.KeyFormat == KeyPrefixed {
+		return "idemcheck-" + r.newUUID()
+	}
+	return r.newUUID()
 }
 
 // call is one request a check sends.
@@ -78,13 +83,15 @@ type call struct {
 	second bool // as the second principal
 }
 
-// exchange is a request and what came back.
+// exchange is a request and what came back. Of the response's header it
+// keeps the replay mark alone: an exchange may be one of MaxConcurrency
+// held at once.
 type exchange struct {
-	call   call
-	status int
-	header http.Header
-	body   []byte
-	err    error
+	call     call
+	status   int
+	replayed string // the value of Config.ReplayedHeader, "" when absent
+	body     []byte
+	err      error
 }
 
 // send makes c's request to the endpoint, bounded by RequestTimeout.
@@ -100,7 +107,7 @@ func (r *runner) get(ctx context.Context, url string) exchange {
 }
 
 // roundTrip sends one request with the principal's headers and c's key,
-// and reads the response (at most maxBody bytes).
+// and reads the response (at most MaxBodyBytes).
 func (r *runner) roundTrip(ctx context.Context, method, url string, c call) exchange {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
 	defer cancel()
@@ -117,10 +124,25 @@ func (r *runner) roundTrip(ctx context.Context, method, url string, c call) exch
 		return exchange{err: err}
 	}
 	defer resp.Body.Close()
-	x := exchange{status: resp.StatusCode, header: resp.Header}
-	if x.body, err = io.ReadAll(io.LimitReader(resp.Body, maxBody)); err != nil {
-		x.err = fmt.Errorf("reading the %d response: %w", resp.StatusCode, err)
+	return r.read(resp)
+}
+
+// read reads resp into an exchange: its status, its replay mark, and its
+// body, at most MaxBodyBytes (a longer one is an error). The caller
+// closes the body.
+func (r *runner) read(resp *http.Response) exchange {
+	x := exchange{status: resp.StatusCode}
+	if r.cfg.ReplayedHeader != "" {
+		x.replayed = resp.Header.Get(r.cfg.ReplayedHeader)
 	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
+	switch {
+	case err != nil:
+		x.err = fmt.Errorf("reading the %d response: %w", resp.StatusCode, err)
+	case len(body) > MaxBodyBytes:
+		body, x.err = body[:MaxBodyBytes], errBodyTooLarge
+	}
+	x.body = body
 	return x
 }
 
@@ -152,19 +174,10 @@ func (x exchange) sameAs(y exchange) bool {
 	return x.err == nil && y.err == nil && x.status == y.status && bytes.Equal(x.body, y.body)
 }
 
-// replayed returns the value of the replay header, "" when the API
-// documents none or the response has none.
-func (r *runner) replayed(x exchange) string {
-	if r.cfg.ReplayedHeader == "" || x.header == nil {
-		return ""
-	}
-	return x.header.Get(r.cfg.ReplayedHeader)
-}
-
 // marked reports whether x says it is a replay: the replay header is
 // present, and neither "false" nor "0".
 func (r *runner) marked(x exchange) bool {
-	v := strings.TrimSpace(r.replayed(x))
+	v := strings.TrimSpace(x.replayed)
 	return v != "" && !strings.EqualFold(v, "false") && v != "0"
 }
 
@@ -186,7 +199,7 @@ func (r *runner) evidence(x exchange) Evidence {
 	if x.call.second {
 		req.Principal = "second"
 	}
-	resp := &ResponseInfo{Status: x.status, Replayed: r.replayed(x), Body: clip(x.body)}
+	resp := &ResponseInfo{Status: x.status, Replayed: x.replayed, Body: clip(x.body)}
 	if x.err != nil {
 		resp.Error = x.err.Error()
 	}
