@@ -583,6 +583,7 @@ init {
 		hi = 3 + CLIENTS + (MODE == LEASED); /* the Legacy process's pid */
 		rec.state = RUNNING; rec.first = 1; rec.fp = 1; rec.lease = LEASE; rec.exp = 1;
 		owntok[hi] = 1; gowner = hi; gheld = hi; glease = LEASE; gsettled = 0;
+		printf("EV %d legacy\n", hi);
 		hi = 0;
 #endif
 		run Clock();
