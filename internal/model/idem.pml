@@ -232,7 +232,7 @@ inline sqlRead_decide(fp, v) {
 			if
 			:: v != takeover -> printf("EV %d claim %d %e 0 0\n", ME, fp, v);
 				assert(v != replay || rec.resp == fp) /* fingerprint */
-			:: else
+			:: else -> printf("EV %d read %d takeover\n", ME, fp)
 			fi
 		fi
 	}
