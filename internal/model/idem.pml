@@ -5,7 +5,7 @@
  * (server/store.go) state, at the grain of PostgresStore's statements
  * (server/postgres_sql.go, postgres_reconcile.go): each inline named after
  * a SQL constant is one statement, executed atomically, and anything may
- * happen between two of them. CONTRACT.md §10 maps each to its SQL.
+ * happen between two of them. docs/CONTRACT.md §10 maps each to its SQL.
  * MemoryStore runs a claim's read and write under one mutex, so its
  * behaviours are a subset of these.
  *

@@ -1,9 +1,9 @@
 // Package model checks idem's record lifecycle with the spin model checker.
 // idem.pml is the model, written from docs/CONTRACT.md and the server
 // package's Store contract at the grain of PostgresStore's statements
-// (CONTRACT.md §10 maps each transition to its SQL). Checks are the runs
-// that must find no error, exhaustively within their bounds; Mutants are
-// seeded faults that spin must catch. Verify runs one of them, and
+// (docs/CONTRACT.md §10 maps each transition to its SQL). Checks are the
+// runs that must find no error, exhaustively within their bounds; Mutants
+// are seeded faults that spin must catch. Verify runs one of them, and
 // Result.Trail gives a counterexample's events, which the server package's
 // tests replay against the real stores.
 //
