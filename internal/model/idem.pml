@@ -169,9 +169,10 @@ inline store_completion(st, f) {
 	rec.due = 0; rec.age = 0;
 	gans = rec.exp; gdone = 1; gsettled = 1; unhold()
 }
-/* lease margin: a live lease ends before the record expires (a legacy
-   record is written without the margin) */
-inline margin() { assert(rec.state != RUNNING || rec.lease == 0 || rec.exp > rec.lease || LEGACY) }
+/* lease margin: a live lease ends before the record expires; checked
+   where a lease is granted (a legacy record comes without the margin, and
+   any grant on it restores the margin) */
+inline margin() { assert(rec.state != RUNNING || rec.lease == 0 || rec.exp > rec.lease) }
 
 inline forget() {
 	stale_all();
