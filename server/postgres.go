@@ -186,6 +186,9 @@ func (s *PostgresStore) settle(ctx context.Context, q querier, c *claimArgs, tok
 			return claimResult{verdict: vClaimed}, g, nil
 		}
 	}
+	if inserted { // the last round's insert won: the record is this claim's
+		return claimResult{verdict: vClaimed}, grant{attempt: 1}, nil
+	}
 	return claimResult{}, grant{}, errClaimContention
 }
 
