@@ -5,15 +5,23 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/internal/wire"
 )
 
-// keptBodyBytes is how much of a response body a parked message keeps.
-const keptBodyBytes = 4 << 10
+// What a parked message keeps of its last response: the first
+// keptBodyBytes of the body, and header values, whole, up to keptHeaders
+// of them and keptHeaderBytes of names and values in all.
+const (
+	keptBodyBytes   = 4 << 10
+	keptHeaderBytes = 4 << 10
+	keptHeaders     = 64
+)
 
 // verdict is what one delivery attempt means for its message.
 type verdict int
@@ -71,7 +79,7 @@ func classify(resp *http.Response, err error, now time.Time) result {
 		return classifyError(err)
 	}
 	defer resp.Body.Close()
-	r := result{status: resp.StatusCode, header: resp.Header.Clone()}
+	r := result{status: resp.StatusCode, header: keptHeader(resp.Header)}
 	r.body, _ = io.ReadAll(io.LimitReader(resp.Body, keptBodyBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
 	r.verdict = statusVerdict(resp.StatusCode, resp.Header.Get("Content-Type"), r.body)
@@ -79,6 +87,35 @@ func classify(resp *http.Response, err error, now time.Time) result {
 		r.retryAfter = ra
 	}
 	return r
+}
+
+// explaining are the response headers a parked message keeps first: those
+// that say what the response was and when to try again.
+var explaining = []string{"Content-Type", "Retry-After", "Location", "Www-Authenticate", "Date"}
+
+// keptHeader returns what a parked message keeps of h: its values, each
+// whole, the explaining headers first and then in the order of their
+// names, up to keptHeaders values and keptHeaderBytes of names and values;
+// a value that does not fit is left out (a short one after it may still
+// fit), so that a downstream's huge header costs the record nothing.
+func keptHeader(h http.Header) http.Header {
+	names := slices.DeleteFunc(slices.Sorted(maps.Keys(h)), func(n string) bool { return slices.Contains(explaining, n) })
+	names = append(slices.Clone(explaining), names...)
+	out := http.Header{}
+	count, size := 0, 0
+	for _, name := range names {
+		for _, v := range h[name] {
+			if count == keptHeaders {
+				return out
+			}
+			if size+len(name)+len(v) > keptHeaderBytes {
+				continue
+			}
+			out[name] = append(out[name], v)
+			count, size = count+1, size+len(name)+len(v)
+		}
+	}
+	return out
 }
 
 // statusVerdict classifies a response by its status (and, for 409, its

@@ -50,7 +50,8 @@
 //     (it ran the operation but cannot replay its response).
 //   - A definite refusal, a 4xx other than 408, 409 key-in-flight, 425 and
 //     429 (or a 1xx or 3xx, which the outbox does not follow): parked at
-//     once, with the response's status, headers and first 4 KiB of body.
+//     once, with the response's status, a few KiB of its headers and the
+//     first 4 KiB of its body (see ParkedMessage).
 //   - Not sent, ambiguous (timeout, reset, body cut short), 408, 409
 //     key-in-flight, 425, 429, 5xx: delivered again after a backoff
 //     (Config.MinBackoff, MaxBackoff, at least the Retry-After), across

@@ -25,8 +25,11 @@ const (
 	MaxHeaders     = 100
 )
 
-// maxNameLen bounds Message.Name.
-const maxNameLen = 128
+// maxNameLen bounds Message.Name, maxURLLen Message.URL.
+const (
+	maxNameLen = 128
+	maxURLLen  = 8 << 10
+)
 
 // Errors of Enqueue and Redrive. Enqueue wraps ErrInvalidMessage with the
 // field at fault; nothing is stored when it returns an error.
@@ -55,7 +58,8 @@ type Message struct {
 	Name string
 	// Method is the HTTP method, an RFC 9110 token ("POST"). Required.
 	Method string
-	// URL is the absolute http or https URL the request is sent to.
+	// URL is the absolute http or https URL the request is sent to, at
+	// most 8 KiB.
 	URL string
 	// Header holds the request's headers. Idempotency-Key is not allowed
 	// here (the dispatcher sets it from Key), nor are the headers the
@@ -117,6 +121,8 @@ func firstOf(problems ...string) string {
 func validURL(raw string) string {
 	u, err := url.Parse(raw)
 	switch {
+	case len(raw) > maxURLLen:
+		return fmt.Sprintf("URL is %d bytes, over the limit of %d", len(raw), maxURLLen)
 	case err != nil:
 		return fmt.Sprintf("URL: %v", err)
 	case u.Scheme != "http" && u.Scheme != "https":

@@ -33,6 +33,7 @@ func TestMessageValidation(t *testing.T) {
 		{"ftp URL", func(m *Message) { m.URL = "ftp://127.0.0.1/x" }, "http or https"},
 		{"URL without host", func(m *Message) { m.URL = "http:///x" }, "no host"},
 		{"unparsable URL", func(m *Message) { m.URL = "http://[::1" }, "URL"},
+		{"URL over 8 KiB", func(m *Message) { m.URL = "http://127.0.0.1/" + strings.Repeat("p", 8<<10) }, "URL is"},
 		{"body over the limit", func(m *Message) { m.Body = make([]byte, MaxBodyBytes+1) }, "MaxBodyBytes"},
 		{"empty name", func(m *Message) { m.Name = "" }, "Name"},
 		{"name with a space", func(m *Message) { m.Name = "payment created" }, "Name"},

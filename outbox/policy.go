@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 )
 
 // decide applies the parking rules to a classified delivery: the n-th
@@ -71,9 +72,23 @@ func newRecord(r result, reason Reason, w record) record {
 		rec.Outcome = string(reason)
 	}
 	if r.err != nil {
-		rec.Error = r.err.Error()
+		rec.Error = cut(r.err.Error(), keptErrorBytes)
 	}
 	return rec
+}
+
+// keptErrorBytes bounds the error a record keeps.
+const keptErrorBytes = 1 << 10
+
+// cut returns s cut to at most n bytes, on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // parkError is the error a parked message ends with.
@@ -110,8 +125,11 @@ type ParkedMessage struct {
 	Reason  Reason
 	// Attempts counts its deliveries since it was enqueued or last re-driven.
 	Attempts int
-	// Status, Header and Body (its first 4 KiB) are the last response, when
-	// one arrived; Err is the last error, "" when none.
+	// Status, Header and Body are the last response, when one arrived: of
+	// its headers, Content-Type, Retry-After, Location, WWW-Authenticate
+	// and Date first, then the others in name order, each value whole, up
+	// to 64 values and 4 KiB in all; of its body, the first 4 KiB. Err is
+	// the last error (its first KiB), "" when none.
 	Status     int
 	Header     http.Header
 	Body       []byte
