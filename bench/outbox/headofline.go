@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -32,8 +33,12 @@ type holCase struct {
 	breaker bool
 }
 
-// hang holds a request until the client gives up on it.
-func hang(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+// hang holds a request until the client gives up on it: it reads the
+// body first, so that net/http notices the client's close.
+func hang(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	<-r.Context().Done()
+}
 
 // unavailable answers 503 at once.
 func unavailable(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }
