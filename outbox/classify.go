@@ -35,13 +35,13 @@ const (
 	// would be refused again, so it is parked.
 	refused
 	// retry: not sent, ambiguous, 408, 409 key-in-flight, 425, 429, 5xx, or
-	// given up by the client (deadline, budget, breaker): try again later.
+	// given up by the client (deadline, budget, breaker) after a request:
+	// try again later.
 	retry
-	// deferred: the idem client put nothing on the wire because its circuit
-	// breaker or retry budget refused: try again later, without counting
-	// the delivery against Config.MaxAttempts (an open breaker would
-	// otherwise use a message's attempts up in seconds).
-	deferred
+	// localRefusal: the idem client put nothing on the wire because its
+	// circuit breaker or its retry budget refused: a failed delivery, tried
+	// again after a backoff, whose wake is paced (see refusals).
+	localRefusal
 )
 
 func (v verdict) String() string {
@@ -52,8 +52,8 @@ func (v verdict) String() string {
 		return "refused"
 	case retry:
 		return "retry"
-	case deferred:
-		return "deferred"
+	case localRefusal:
+		return "refused-locally"
 	}
 	return "unknown"
 }
@@ -67,6 +67,10 @@ type result struct {
 	body       []byte // the first keptBodyBytes
 	retryAfter time.Duration
 	err        error
+	// acted says whether the downstream may have acted on the delivery:
+	// a 2xx, a 5xx, a 409 key-in-flight, or an error of the client with
+	// MayHaveTakenEffect.
+	acted bool
 }
 
 // classify turns what the idem client returned for one delivery into a
@@ -83,6 +87,7 @@ func classify(resp *http.Response, err error, now time.Time) result {
 	r.body, _ = io.ReadAll(io.LimitReader(resp.Body, keptBodyBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
 	r.verdict = statusVerdict(resp.StatusCode, resp.Header.Get("Content-Type"), r.body)
+	r.acted = r.verdict == delivered || r.status >= 500 || r.status == http.StatusConflict && r.verdict == retry
 	if ra, ok := wire.ParseRetryAfter(resp.Header.Get(wire.HeaderRetryAfter), now); ok {
 		r.retryAfter = ra
 	}
@@ -140,10 +145,10 @@ func statusVerdict(status int, contentType string, body []byte) verdict {
 // is delivered, anything else (not sent, ambiguous, attempts, deadline,
 // budget, breaker, key in flight) is retried.
 func classifyError(err error) result {
-	r := result{verdict: retry, err: err}
+	r := result{verdict: retry, err: err, acted: true}
 	var ie *idem.Error
 	if errors.As(err, &ie) {
-		r.status, r.retryAfter = ie.Status, ie.RetryAfter
+		r.status, r.retryAfter, r.acted = ie.Status, ie.RetryAfter, ie.MayHaveTakenEffect
 	}
 	switch {
 	case errors.Is(err, idem.ErrResultUnavailable):
@@ -151,7 +156,7 @@ func classifyError(err error) result {
 	case errors.Is(err, idem.ErrKeyReused), errors.Is(err, idem.ErrKeyMissing), errors.Is(err, idem.ErrKeyInvalid):
 		r.verdict = refused
 	case ie != nil && ie.Attempts == 0 && (errors.Is(err, idem.ErrCircuitOpen) || errors.Is(err, idem.ErrBudgetExhausted)):
-		r.verdict = deferred
+		r.verdict = localRefusal
 	}
 	return r
 }
@@ -171,9 +176,12 @@ func request(ctx context.Context, m *Message) (*http.Request, error) {
 }
 
 // deliver sends m once through s.rt (an idem transport, which retries
-// within the attempt) within s.Timeout, and classifies the outcome.
+// within the attempt) within s.Timeout, and classifies the outcome. The
+// call fails fast (idem.WithFailFast): a delivery that its host's breaker
+// or the retry budget refuses ends at once, instead of holding a worker
+// while the host is down; the outbox backs it off itself.
 func deliver(ctx context.Context, s *settings, m *Message) result {
-	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	ctx, cancel := context.WithTimeout(idem.WithFailFast(ctx), s.Timeout)
 	defer cancel()
 	req, err := request(ctx, m)
 	if err != nil {

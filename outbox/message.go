@@ -46,6 +46,13 @@ var (
 	// ErrNotParked: Redrive named a message that is not parked (unknown,
 	// pending, being delivered, or delivered).
 	ErrNotParked = errors.New("outbox: message is not parked")
+	// ErrPastRetention: Redrive named a parked message whose first delivery
+	// that may have taken effect is older than the downstream's
+	// key retention (Config.KeyRetention, see ParkedMessage.RedriveBy):
+	// the downstream may have acted on it and forgotten its key, so a
+	// delivery now could run the operation twice. RedrivePastRetention
+	// sends it anyway.
+	ErrPastRetention = errors.New("outbox: the message's first delivery is older than the downstream's key retention")
 )
 
 // Message is an HTTP request to another service, sent by the dispatcher
