@@ -69,7 +69,9 @@ type Config struct {
 	// MaxBackoff). Zero: 1 s and 5 min.
 	MinBackoff, MaxBackoff time.Duration
 
-	// Workers is how many messages one dispatcher delivers at once. Zero: 20.
+	// Workers is how many messages one dispatcher delivers at once; a
+	// destination whose deliveries are slow gets at most three quarters of
+	// them (see the package doc, "Sharing the workers"). Zero: 20.
 	Workers int
 
 	// Observer is told of every delivery outcome. Zero: nothing is told.
@@ -85,14 +87,16 @@ type Config struct {
 	// RescueAfter is how long a message may stay "being delivered" before
 	// it is taken as abandoned (its dispatcher died) and delivered again,
 	// with the same key. It must exceed Timeout by at least 2 s: a live
-	// dispatcher's delivery is cancelled at Timeout, so a message is never
-	// delivered by two dispatchers at once. A killed dispatcher's message
-	// is delivered again within RescueAfter plus about a minute (River's
-	// rescuer runs every 30 s on the elected leader, a dead leader is
-	// replaced within 20 s, and the rescued message becomes available
-	// within 5 s). River compares the database's clock (when a delivery
-	// started) with the leader's: keep their skew well under RescueAfter -
-	// Timeout. Zero: Timeout + 30 s.
+	// dispatcher's delivery is cancelled at Timeout, after a wait for a
+	// worker of at most half of RescueAfter - Timeout - 2 s and at most
+	// 5 s (see the package doc, "Sharing the workers"), so a message is
+	// never delivered by two dispatchers at once. A killed dispatcher's
+	// message is delivered again within RescueAfter plus about a minute
+	// (River's rescuer runs every 30 s on the elected leader, a dead
+	// leader is replaced within 20 s, and the rescued message becomes
+	// available within 5 s). River compares the database's clock (when a
+	// delivery started) with the leader's: keep their skew well under
+	// RescueAfter - Timeout - 5 s. Zero: Timeout + 30 s.
 	RescueAfter time.Duration
 
 	// PollInterval is how often a dispatcher looks for due messages when no
@@ -182,6 +186,12 @@ type settings struct {
 	span      time.Duration  // the time MaxAttempts deliveries imply (see span)
 	share     *share
 	refusals  *refusals
+	// workers holds a token per delivery running, at most Workers; the
+	// Postgres outbox fetches up to window messages at once, and one
+	// waits up to slotWait for a worker.
+	workers  chan struct{}
+	window   int
+	slotWait time.Duration
 }
 
 func newSettings(cfg Config) (*settings, error) {
@@ -203,7 +213,7 @@ func newSettings(cfg Config) (*settings, error) {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
-	if s.RescueAfter < s.jobTimeout()+time.Second {
+	if s.RescueAfter < s.Timeout+2*time.Second {
 		return nil, fmt.Errorf("outbox: RescueAfter (%s) must exceed Timeout (%s) by at least 2s, "+
 			"so that a live dispatcher's delivery ends before its message can be rescued", s.RescueAfter, s.Timeout)
 	}
@@ -217,15 +227,20 @@ func newSettings(cfg Config) (*settings, error) {
 	}
 	s.rt = idem.NewTransport(s.Client)
 	s.span = span(s.MaxAttempts, s.MinBackoff, s.MaxBackoff)
+	s.workers, s.window = make(chan struct{}, s.Workers), s.Workers
+	if s.slotWait = min(5*time.Second, (s.RescueAfter-s.Timeout-2*time.Second)/2); s.slotWait > 0 {
+		s.window = 4 * s.Workers
+	}
 	now, random := func() time.Time { return s.now() }, func() float64 { return s.random() } // tests replace them
 	s.share = newShare(s.Workers, s.MaxBackoff, now, random)
 	s.refusals = newRefusals(now, random)
 	return s, nil
 }
 
-// jobTimeout is River's bound on a job: the delivery's own timeout ends
-// first, and the second after it leaves time to return.
-func (s *settings) jobTimeout() time.Duration { return s.Timeout + time.Second }
+// jobTimeout is River's bound on a job: the wait for a worker and the
+// delivery's own timeout end first, and the second after them leaves time
+// to return, before RescueAfter.
+func (s *settings) jobTimeout() time.Duration { return s.slotWait + s.Timeout + time.Second }
 
 func orDefault[T int | time.Duration](v, def T) T {
 	if v <= 0 {

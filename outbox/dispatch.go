@@ -28,8 +28,9 @@ type turn struct {
 
 // dispatch takes one turn of message msg (id), whose attempt this is the
 // n-th of the retry window win: it parks it when it is overdue, puts it
-// off when its destination is at its share, or delivers it and applies
-// the parking rules. It tells the Observer nothing: the caller does when
+// off when its destination is at its share (or no worker is free within
+// slotWait), or delivers it, on one of the Workers, and applies the
+// parking rules. It tells the Observer nothing: the caller does when
 // it has stored the outcome (see observe).
 func (s *settings) dispatch(ctx context.Context, id int64, msg *Message, n int, win record) turn {
 	dest := destinationOf(msg.URL)
@@ -41,14 +42,20 @@ func (s *settings) dispatch(ctx context.Context, id int64, msg *Message, n int, 
 		t.rec.Outcome, t.d.Reason = string(reason), reason
 		return t
 	}
-	done, wait := s.share.take(dest)
-	if done == nil {
+	tk, wait, ok := s.share.take(ctx, dest)
+	if ok && !s.worker(ctx) {
+		tk.cancel()
+		ok, wait = false, 0
+	}
+	if !ok {
 		t.putOff, t.wait = true, wait
 		return t
 	}
+	tk.begin()
 	started := s.now()
 	r := deliver(ctx, s, msg)
-	done(r.verdict != localRefusal)
+	tk.end(r.verdict != localRefusal)
+	<-s.workers
 	if r.verdict == retry && ctx.Err() != nil {
 		// The dispatcher is stopping (or River's bound passed): deliver it
 		// again at once, elsewhere, without counting this delivery.
@@ -66,4 +73,24 @@ func (s *settings) dispatch(ctx context.Context, id int64, msg *Message, n int, 
 	t.d.Status, t.d.Err, t.d.Reason = r.status, r.err, reason
 	t.v, t.rec, t.wait = r.verdict, newRecord(r, reason, win), wait
 	return t
+}
+
+// worker waits, within ctx and slotWait, for one of the Workers that
+// deliver: the Postgres outbox fetches more messages than it delivers at
+// once (see settings.window), so that it passes those put off quickly.
+func (s *settings) worker(ctx context.Context) bool {
+	select {
+	case s.workers <- struct{}{}:
+		return true
+	default:
+	}
+	timer := time.NewTimer(s.slotWait)
+	defer timer.Stop()
+	select {
+	case s.workers <- struct{}{}:
+		return true
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+	return false
 }

@@ -65,7 +65,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Outbox, error) {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	o.client, err = river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:                      map[string]river.QueueConfig{queueName: {MaxWorkers: s.Workers}},
+		Queues:                      map[string]river.QueueConfig{queueName: {MaxWorkers: s.window}},
 		Workers:                     workers,
 		FetchCooldown:               s.FetchCooldown,
 		FetchPollInterval:           s.PollInterval,

@@ -7,10 +7,12 @@ import (
 
 // refusalRate is how many messages whose delivery the client refused
 // (circuit open, no budget) a dispatcher makes due again per second, at
-// most: each such wake costs River two row updates, so a dead
-// destination's backlog costs the database at most twice this many a
-// second, however long it is.
-const refusalRate = 20
+// most: each such wake costs River up to three row updates (the refused
+// delivery's completion, its scheduler making the message available
+// after a wait over 5 s, and the fetch), so a dead destination's backlog
+// costs the database at most three times this many a second, however
+// long it is.
+const refusalRate = 15
 
 // refusals paces the messages of one dispatcher whose delivery its idem
 // client refused, and remembers them by destination. A refused message is

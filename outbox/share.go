@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"context"
 	"net/url"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ type share struct {
 // destination is what a share knows of one destination.
 type destination struct {
 	inflight map[*time.Time]struct{} // the start of each delivery in flight
+	changed  chan struct{}           // closed, and replaced, when one ends
 	known    bool                    // a delivery sent to it ended
 	avg      time.Duration           // moving average of those deliveries' times
 	next     time.Time               // the end of its put-off schedule
@@ -58,26 +60,60 @@ func destinationOf(rawURL string) string {
 	return strings.ToLower(u.Scheme + "://" + u.Host)
 }
 
-// take admits a delivery to dest, and returns the function to call when
-// it ends (sent false when the client sent nothing: the delivery says
-// nothing of the destination's speed); or, when dest is at its bound, the
-// time to put the message off.
-func (s *share) take(dest string) (done func(sent bool), wait time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	d := s.dests[dest]
-	if d == nil {
-		s.prune(now)
-		d = &destination{inflight: map[*time.Time]struct{}{}}
-		s.dests[dest] = d
+// ticket is a delivery admitted by take: begin marks its start (it may
+// wait for a worker first), end its end, cancel one that did not start.
+type ticket struct {
+	s     *share
+	d     *destination
+	start *time.Time
+}
+
+func (t ticket) begin() {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	*t.start = t.s.now()
+}
+
+// take admits a delivery to dest, or returns the time to put the message
+// off when dest is at its bound. While dest is not known and its
+// deliveries in flight are younger than slowDelivery, take waits (within
+// ctx) for one of them to end, or for them to reach slowDelivery: they may
+// be about to end fast (dest is then fast, and not bound), and a message
+// put off waits for its dispatcher's next fetch.
+func (s *share) take(ctx context.Context, dest string) (t ticket, wait time.Duration, ok bool) {
+	for {
+		s.mu.Lock()
+		now := s.now()
+		d := s.dests[dest]
+		if d == nil {
+			s.prune(now)
+			d = &destination{inflight: map[*time.Time]struct{}{}, changed: make(chan struct{})}
+			s.dests[dest] = d
+		}
+		if d.fast(now) || len(d.inflight) < s.bound(dest, now) {
+			start := now
+			d.inflight[&start] = struct{}{}
+			s.mu.Unlock()
+			return ticket{s, d, &start}, 0, true
+		}
+		young := d.youngUnknown(now)
+		if young <= 0 {
+			wait := s.putOff(d, dest, now)
+			s.mu.Unlock()
+			return ticket{}, wait, false
+		}
+		changed := d.changed
+		s.mu.Unlock()
+		timer := time.NewTimer(young)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ticket{}, 0, false
+		case <-changed:
+		case <-timer.C:
+		}
+		timer.Stop()
 	}
-	if !d.fast(now) && len(d.inflight) >= s.bound(dest, now) {
-		return nil, s.putOff(d, dest, now)
-	}
-	start := now
-	d.inflight[&start] = struct{}{}
-	return func(sent bool) { s.end(d, &start, sent) }, 0
 }
 
 // bound is how many deliveries a slow destination dest may have in flight.
@@ -104,23 +140,29 @@ func (s *share) putOff(d *destination, dest string, now time.Time) time.Duration
 	return min(max(wait, 0), s.maxWait)
 }
 
-// end records the end of the delivery that started at start.
-func (s *share) end(d *destination, start *time.Time, sent bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	delete(d.inflight, start)
-	d.idle = now
+// end records the end of t's delivery (sent false when the client sent
+// nothing: it says nothing of the destination's speed).
+func (t ticket) end(sent bool) {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	now := t.s.now()
+	d := t.d
+	delete(d.inflight, t.start)
+	close(d.changed)
+	d.changed, d.idle = make(chan struct{}), now
 	if !sent {
 		return
 	}
-	took := now.Sub(*start)
+	took := now.Sub(*t.start)
 	if !d.known {
 		d.known, d.avg = true, took
 	} else {
 		d.avg = (d.avg*3 + took) / 4
 	}
 }
+
+// cancel forgets t, a delivery that did not start.
+func (t ticket) cancel() { t.end(false) }
 
 // fast reports whether d's deliveries end within slowDelivery: those
 // that ended, on average, and every one in flight so far.
@@ -134,6 +176,20 @@ func (d *destination) fast(now time.Time) bool {
 		}
 	}
 	return true
+}
+
+// youngUnknown returns how long until d's oldest delivery in flight
+// reaches slowDelivery, when no delivery to d has ended yet; <= 0 when
+// one has, or none is that young.
+func (d *destination) youngUnknown(now time.Time) time.Duration {
+	if d.known || len(d.inflight) == 0 {
+		return 0
+	}
+	oldest := time.Duration(0)
+	for start := range d.inflight {
+		oldest = max(oldest, now.Sub(*start))
+	}
+	return slowDelivery - oldest
 }
 
 // prune forgets idle destinations, beyond maxDestinations, whose

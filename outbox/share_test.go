@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -63,85 +64,141 @@ func TestASlowDestinationLeavesWorkersToTheOthers(t *testing.T) {
 	})
 }
 
-// testShare is a share of 20 workers on a clock the test moves.
-func testShare(t *testing.T) (*share, *time.Time) {
+// inBubble runs f in a synctest bubble, with a share of 20 workers on
+// the bubble's clock: time.Sleep moves it.
+func inBubble(t *testing.T, f func(t *testing.T, s *share)) {
+	synctest.Test(t, func(t *testing.T) {
+		f(t, newShare(20, time.Minute, time.Now, func() float64 { return 0 }))
+	})
+}
+
+// take takes a delivery to dest, and says whether it was admitted, or how
+// long the message is put off.
+func take(t *testing.T, s *share, dest string) (ticket, time.Duration, bool) {
 	t.Helper()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	return newShare(20, time.Minute, func() time.Time { return now }, func() float64 { return 0 }), &now
+	return s.take(context.Background(), dest)
 }
 
 // A destination not known yet, or slow, takes at most 15 of 20 workers
 // (a quarter stays for the others); slow destinations split those 15; a
 // fast one takes any worker.
 func TestShareBounds(t *testing.T) {
-	s, now := testShare(t)
-	take := func(dest string) bool {
-		done, wait := s.take(dest)
-		require.True(t, done != nil || wait > 0, "a put-off message waits")
-		return done != nil
-	}
-	for range 15 {
-		require.True(t, take("http://slow"))
-	}
-	require.False(t, take("http://slow"), "a 16th delivery to a destination not known fast")
-	require.True(t, take("http://other"), "another destination, its first")
-	for range 6 {
-		require.True(t, take("http://other"))
-	}
-	require.False(t, take("http://other"), "two slow destinations: 15/2 each")
+	inBubble(t, func(t *testing.T, s *share) {
+		for range 15 {
+			_, _, ok := take(t, s, "http://slow")
+			require.True(t, ok)
+		}
+		time.Sleep(slowDelivery)
+		_, wait, ok := take(t, s, "http://slow")
+		require.False(t, ok, "a 16th delivery to a destination whose deliveries have run past slowDelivery")
+		require.Positive(t, wait, "put off")
 
-	fast, _ := s.take("http://fast")
-	*now = now.Add(10 * time.Millisecond)
-	fast(true) // 10 ms
-	for range 30 {
-		done, wait := s.take("http://fast")
-		require.NotNil(t, done, "a fast destination is not bounded (wait %s)", wait)
-	}
-	*now = now.Add(slowDelivery)
-	done, _ := s.take("http://fast")
-	assert.Nil(t, done, "its deliveries in flight have run past slowDelivery: it is slow now")
+		for range 7 {
+			_, _, ok := take(t, s, "http://other")
+			require.True(t, ok, "another destination, not known yet: up to 15/2")
+		}
+		time.Sleep(slowDelivery)
+		_, _, ok = take(t, s, "http://other")
+		require.False(t, ok, "two slow destinations: 15/2 each")
+
+		fast, _, _ := take(t, s, "http://fast")
+		time.Sleep(10 * time.Millisecond)
+		fast.end(true)
+		for range 30 {
+			_, wait, ok := take(t, s, "http://fast")
+			require.True(t, ok, "a fast destination is not bound (wait %s)", wait)
+		}
+		time.Sleep(slowDelivery)
+		_, _, ok = take(t, s, "http://fast")
+		assert.False(t, ok, "its deliveries in flight have run past slowDelivery: it is slow now")
+	})
+}
+
+// Over its bound, a destination not known yet makes take wait while its
+// deliveries are young: one that ends fast admits the waiting one; none
+// ending within slowDelivery puts it off.
+func TestShareWaitsOnAYoungDestination(t *testing.T) {
+	inBubble(t, func(t *testing.T, s *share) {
+		var first []ticket
+		for range 15 {
+			tk, _, _ := take(t, s, "http://new")
+			first = append(first, tk)
+		}
+		admitted := make(chan bool)
+		go func() { _, _, ok := take(t, s, "http://new"); admitted <- ok }()
+		synctest.Wait() // take waits
+		time.Sleep(time.Millisecond)
+		first[0].end(true) // 1 ms: the destination is fast
+		require.True(t, <-admitted)
+
+		for range 15 {
+			take(t, s, "http://hung")
+		}
+		start := time.Now()
+		_, wait, ok := take(t, s, "http://hung")
+		require.False(t, ok)
+		require.Equal(t, slowDelivery, time.Since(start), "waited until its deliveries were slow")
+		require.Positive(t, wait)
+	})
+	inBubble(t, func(t *testing.T, s *share) {
+		for range 15 {
+			take(t, s, "http://new")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, wait, ok := s.take(ctx, "http://new")
+		require.False(t, ok, "a done context ends the wait")
+		require.Zero(t, wait)
+	})
 }
 
 // A message put off waits for its place in the destination's schedule:
 // spaced by the destination's delivery time over its bound, at most
 // maxWait.
 func TestSharePutOffSchedule(t *testing.T) {
-	s, now := testShare(t)
-	var ends []func(bool)
-	for range 15 {
-		done, _ := s.take("http://slow")
-		ends = append(ends, done)
-	}
-	*now = now.Add(3 * time.Second)
-	for _, end := range ends {
-		end(true) // each took 3 s
-	}
-	for range 15 {
-		done, _ := s.take("http://slow")
-		require.NotNil(t, done)
-	}
-	var waits []time.Duration
-	for range 3 {
-		done, wait := s.take("http://slow")
-		require.Nil(t, done)
-		waits = append(waits, wait)
-	}
-	step := 3 * time.Second / 15
-	assert.Equal(t, []time.Duration{step, 2 * step, 3 * step}, waits)
-	for range 1000 {
-		_, wait := s.take("http://slow")
-		require.LessOrEqual(t, wait, time.Minute, "at most maxWait")
-	}
+	inBubble(t, func(t *testing.T, s *share) {
+		var first []ticket
+		for range 15 {
+			tk, _, _ := take(t, s, "http://slow")
+			first = append(first, tk)
+		}
+		time.Sleep(3 * time.Second)
+		_, wait, _ := take(t, s, "http://slow")
+		step := 3 * time.Second / 15
+		require.Equal(t, step, wait, "spaced by the age of its deliveries in flight, none ended yet")
+		for _, tk := range first {
+			tk.end(true) // each took 3 s
+		}
+		for range 15 {
+			_, _, ok := take(t, s, "http://slow")
+			require.True(t, ok)
+		}
+		var waits []time.Duration
+		for range 3 {
+			_, wait, ok := take(t, s, "http://slow")
+			require.False(t, ok)
+			waits = append(waits, wait)
+		}
+		assert.Equal(t, []time.Duration{2 * step, 3 * step, 4 * step}, waits, "after the place booked above")
+		for range 1000 {
+			_, wait, _ := take(t, s, "http://slow")
+			require.LessOrEqual(t, wait, time.Minute, "at most maxWait")
+		}
+	})
 }
 
 // A delivery that its client refused to send says nothing of the
-// destination's speed.
+// destination's speed, nor does one cancelled before it started.
 func TestShareIgnoresRefusals(t *testing.T) {
-	s, now := testShare(t)
-	done, _ := s.take("http://down")
-	*now = now.Add(time.Millisecond)
-	done(false)
-	assert.False(t, s.dests["http://down"].fast(*now), "still not known")
+	inBubble(t, func(t *testing.T, s *share) {
+		tk, _, _ := take(t, s, "http://down")
+		time.Sleep(time.Millisecond)
+		tk.end(false)
+		tk, _, _ = take(t, s, "http://down")
+		tk.cancel()
+		assert.False(t, s.dests["http://down"].known, "still not known")
+		assert.Empty(t, s.dests["http://down"].inflight)
+	})
 }
 
 func TestDestinationOf(t *testing.T) {

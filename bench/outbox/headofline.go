@@ -47,7 +47,9 @@ func unavailable(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.St
 // dispatcher (Workers 4, Timeout 2 s) takes to deliver 10 messages to a
 // healthy host, alone and enqueued behind 40 messages to a host that hangs
 // or 2,000 to one that answers 503 at once (breaker off), o.rounds rounds,
-// medians; and the bound, River alone moving 2,000 bare jobs then 10.
+// medians; and the bound, River alone moving 2,000 bare jobs then 10 with
+// as many slots as the dispatcher fetches at once (16: four times its
+// Workers), and with 200.
 func benchHeadOfLine(ctx context.Context, dbURL string, o options) error {
 	pool, err := openPool(ctx, dbURL, 16)
 	if err != nil {
@@ -64,7 +66,8 @@ func benchHeadOfLine(ctx context.Context, dbURL string, o options) error {
 		{"behind 2,000 answering 503 (breaker off)", 2000, unavailable, false},
 	}
 	fmt.Printf("one dispatcher, Workers 4, Timeout 2s: %d messages to a healthy host, from Run to the last delivered, %d rounds\n", holHealthy, o.rounds)
-	times := make([][]time.Duration, len(cases)+1)
+	slots := []int{16, 200}
+	times := make([][]time.Duration, len(cases)+len(slots))
 	for round := range o.rounds {
 		for i, c := range cases {
 			d, got, err := holRun(ctx, pool, c)
@@ -72,22 +75,31 @@ func benchHeadOfLine(ctx context.Context, dbURL string, o options) error {
 				return err
 			}
 			times[i] = append(times[i], d)
-			fmt.Printf("round %d %-44s %d of %d in %s\n", round+1, c.name, got, holHealthy, d.Round(time.Millisecond))
+			fmt.Printf("round %d %-52s %d of %d in %s\n", round+1, c.name, got, holHealthy, d.Round(time.Millisecond))
 		}
-		d, err := holRiver(ctx, pool, 2000)
-		if err != nil {
-			return err
+		for j, n := range slots {
+			d, err := holRiver(ctx, pool, 2000, n)
+			if err != nil {
+				return err
+			}
+			times[len(cases)+j] = append(times[len(cases)+j], d)
+			fmt.Printf("round %d %-52s %s\n", round+1, riverName(n), d.Round(time.Millisecond))
 		}
-		times[len(cases)] = append(times[len(cases)], d)
-		fmt.Printf("round %d %-44s %s\n", round+1, "bound: River alone, 10 bare jobs behind 2,000", d.Round(time.Millisecond))
 	}
-	names := append(casesNames(cases), "bound: River alone, 10 bare jobs behind 2,000")
+	names := casesNames(cases)
+	for _, n := range slots {
+		names = append(names, riverName(n))
+	}
 	for i, ts := range times {
 		slices.Sort(ts)
-		fmt.Printf("median of %d rounds, %-44s %s [%s, %s]\n", len(ts), names[i]+":", ts[len(ts)/2].Round(time.Millisecond),
+		fmt.Printf("median of %d rounds, %-52s %s [%s, %s]\n", len(ts), names[i]+":", ts[len(ts)/2].Round(time.Millisecond),
 			ts[0].Round(time.Millisecond), ts[len(ts)-1].Round(time.Millisecond))
 	}
 	return nil
+}
+
+func riverName(slots int) string {
+	return fmt.Sprintf("bound: River alone, %d slots, 10 behind 2,000", slots)
 }
 
 func casesNames(cases []holCase) []string {
@@ -138,10 +150,10 @@ func holRun(ctx context.Context, pool *pgxpool.Pool, c holCase) (time.Duration, 
 	}
 }
 
-// holRiver is the bound of the 2,000 case: River alone, with 4 workers
-// that complete a bare job at once, from Start to the last of 10 jobs
-// enqueued behind n others.
-func holRiver(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration, error) {
+// holRiver is the bound of the 2,000 case: River alone, with slots
+// workers that complete a bare job at once, from Start to the last of 10
+// jobs enqueued behind n others.
+func holRiver(ctx context.Context, pool *pgxpool.Pool, n, slots int) (time.Duration, error) {
 	if _, err := pool.Exec(ctx, "TRUNCATE river_job"); err != nil {
 		return 0, err
 	}
@@ -150,7 +162,7 @@ func holRiver(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration, er
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &riverWorker{s: s})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 4}},
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: slots}},
 		Workers: workers, FetchCooldown: 2 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
