@@ -79,15 +79,24 @@ func take(t *testing.T, s *share, dest string) (ticket, time.Duration, bool) {
 	return s.take(context.Background(), dest)
 }
 
+// fill takes n deliveries to dest, each admitted.
+func fill(t *testing.T, s *share, dest string, n int) []ticket {
+	t.Helper()
+	var tickets []ticket
+	for range n {
+		tk, _, ok := take(t, s, dest)
+		require.True(t, ok, "delivery %d to %s", len(tickets)+1, dest)
+		tickets = append(tickets, tk)
+	}
+	return tickets
+}
+
 // A destination not known yet, or slow, takes at most 15 of 20 workers
 // (a quarter stays for the others); slow destinations split those 15; a
 // fast one takes any worker.
 func TestShareBounds(t *testing.T) {
 	inBubble(t, func(t *testing.T, s *share) {
-		for range 15 {
-			_, _, ok := take(t, s, "http://slow")
-			require.True(t, ok)
-		}
+		fill(t, s, "http://slow", 15)
 		time.Sleep(slowDelivery)
 		_, wait, ok := take(t, s, "http://slow")
 		require.False(t, ok, "a 16th delivery to a destination whose deliveries have run past slowDelivery")
@@ -119,11 +128,7 @@ func TestShareBounds(t *testing.T) {
 // ending within slowDelivery puts it off.
 func TestShareWaitsOnAYoungDestination(t *testing.T) {
 	inBubble(t, func(t *testing.T, s *share) {
-		var first []ticket
-		for range 15 {
-			tk, _, _ := take(t, s, "http://new")
-			first = append(first, tk)
-		}
+		first := fill(t, s, "http://new", 15)
 		admitted := make(chan bool)
 		go func() { _, _, ok := take(t, s, "http://new"); admitted <- ok }()
 		synctest.Wait() // take waits
@@ -131,9 +136,7 @@ func TestShareWaitsOnAYoungDestination(t *testing.T) {
 		first[0].end(true) // 1 ms: the destination is fast
 		require.True(t, <-admitted)
 
-		for range 15 {
-			take(t, s, "http://hung")
-		}
+		fill(t, s, "http://hung", 15)
 		start := time.Now()
 		_, wait, ok := take(t, s, "http://hung")
 		require.False(t, ok)
@@ -141,9 +144,7 @@ func TestShareWaitsOnAYoungDestination(t *testing.T) {
 		require.Positive(t, wait)
 	})
 	inBubble(t, func(t *testing.T, s *share) {
-		for range 15 {
-			take(t, s, "http://new")
-		}
+		fill(t, s, "http://new", 15)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, wait, ok := s.take(ctx, "http://new")
@@ -157,11 +158,7 @@ func TestShareWaitsOnAYoungDestination(t *testing.T) {
 // maxWait.
 func TestSharePutOffSchedule(t *testing.T) {
 	inBubble(t, func(t *testing.T, s *share) {
-		var first []ticket
-		for range 15 {
-			tk, _, _ := take(t, s, "http://slow")
-			first = append(first, tk)
-		}
+		first := fill(t, s, "http://slow", 15)
 		time.Sleep(3 * time.Second)
 		_, wait, _ := take(t, s, "http://slow")
 		step := 3 * time.Second / 15

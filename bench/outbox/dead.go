@@ -41,14 +41,11 @@ CREATE TRIGGER bench_count_update AFTER UPDATE ON river_job FOR EACH ROW EXECUTE
 // requests that reached the host, and the messages parked, with the time
 // from enqueue to parking.
 func benchDead(ctx context.Context, dbURL string, o options) error {
-	pool, err := openPool(ctx, dbURL, 16)
+	pool, err := migratedPool(ctx, dbURL, 16)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if err := outbox.Migrate(ctx, pool); err != nil {
-		return err
-	}
 	if _, err := pool.Exec(ctx, sqlCountUpdates); err != nil {
 		return err
 	}

@@ -41,7 +41,9 @@ func hang(w http.ResponseWriter, r *http.Request) {
 }
 
 // unavailable answers 503 at once.
-func unavailable(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }
+func unavailable(w http.ResponseWriter, _ *http.Request) {
+	w.WriteHeader(http.StatusServiceUnavailable)
+}
 
 // benchHeadOfLine measures issue 28's head-of-line figures: the time one
 // dispatcher (Workers 4, Timeout 2 s) takes to deliver 10 messages to a
@@ -51,14 +53,11 @@ func unavailable(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.St
 // as many slots as the dispatcher fetches at once (16: four times its
 // Workers), and with 200.
 func benchHeadOfLine(ctx context.Context, dbURL string, o options) error {
-	pool, err := openPool(ctx, dbURL, 16)
+	pool, err := migratedPool(ctx, dbURL, 16)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if err := outbox.Migrate(ctx, pool); err != nil {
-		return err
-	}
 	cases := []holCase{
 		{"alone", 0, nil, true},
 		{"behind 40 hanging (breaker on)", 40, hang, true},

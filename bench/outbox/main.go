@@ -33,6 +33,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/outbox"
 )
 
 type options struct {
@@ -148,6 +150,20 @@ func withSearchPath(raw, schema string) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// migratedPool opens a pool of conns connections on a database holding
+// the outbox's tables.
+func migratedPool(ctx context.Context, dbURL string, conns int) (*pgxpool.Pool, error) {
+	pool, err := openPool(ctx, dbURL, conns)
+	if err != nil {
+		return nil, err
+	}
+	if err := outbox.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
 }
 
 // openPool opens a pool of conns connections.
