@@ -46,8 +46,11 @@ type Outbox struct {
 	s      *settings
 	pool   *pgxpool.Pool
 	client *river.Client[pgx.Tx]
-	waits  sync.Map       // job ID -> time.Duration, the wait decided by the last delivery
-	bg     sync.WaitGroup // releases running (see release)
+	waits  sync.Map // job ID -> time.Duration, the wait decided by the last delivery
+	// bg counts the releases running (see release), and bgCtx, set by Run
+	// before it starts River, ends them when Run stops.
+	bg    sync.WaitGroup
+	bgCtx context.Context
 }
 
 // New returns an Outbox on pool, which must hold the tables of Migrate. It
@@ -130,6 +133,9 @@ func (o *Outbox) Enqueue(ctx context.Context, tx pgx.Tx, m Message) (int64, erro
 // after a stop caused by ctx, or the error that kept the dispatcher from
 // starting. Run must not be called again while it runs.
 func (o *Outbox) Run(ctx context.Context) error {
+	bgCtx, stopReleases := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopReleases()
+	o.bgCtx = bgCtx
 	if err := o.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("outbox: start: %w", err)
 	}
@@ -142,6 +148,7 @@ func (o *Outbox) Run(ctx context.Context) error {
 		defer cancelHard()
 		err = o.client.StopAndCancel(hardCtx)
 	}
+	stopReleases()
 	o.bg.Wait()
 	if err != nil {
 		return fmt.Errorf("outbox: stop: %w", err)
@@ -159,17 +166,17 @@ var waitingStates = []string{string(rivertype.JobStateAvailable), string(riverty
 	string(rivertype.JobStateScheduled)}
 
 // release makes the messages ids due at once, in the background (Run
-// waits for it when it stops): their delivery was refused by the client,
-// and their destination has just taken one. A message that is no longer
-// waiting (being delivered, delivered, parked) is left alone; River's
-// JobRetry makes the others due, under the row's lock.
+// ends it, and waits for it, when it stops): their delivery was refused
+// by the client, and their destination has just taken one. A message that
+// is no longer waiting (being delivered, delivered, parked) is left alone;
+// River's JobRetry makes the others due, under the row's lock.
 func (o *Outbox) release(ids []int64) {
 	if len(ids) == 0 {
 		return
 	}
 	table, state := o.tables()
 	o.bg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(o.bgCtx, 30*time.Second)
 		defer cancel()
 		for _, id := range ids {
 			err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
