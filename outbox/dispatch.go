@@ -51,11 +51,7 @@ func (s *settings) dispatch(ctx context.Context, id int64, msg *Message, n int, 
 		t.putOff, t.wait = true, wait
 		return t
 	}
-	tk.begin()
-	started := s.now()
-	r := deliver(ctx, s, msg)
-	tk.end(r.verdict != localRefusal)
-	<-s.workers
+	r, started := s.send(ctx, tk, msg)
 	if r.verdict == retry && ctx.Err() != nil {
 		// The dispatcher is stopping (or River's bound passed): deliver it
 		// again at once, elsewhere, without counting this delivery.
@@ -73,6 +69,21 @@ func (s *settings) dispatch(ctx context.Context, id int64, msg *Message, n int, 
 	t.d.Status, t.d.Err, t.d.Reason = r.status, r.err, reason
 	t.v, t.rec, t.wait = r.verdict, newRecord(r, reason, win), wait
 	return t
+}
+
+// send delivers msg on ticket tk and one of the Workers, which it gives
+// back (a panic of the client's base transport included).
+func (s *settings) send(ctx context.Context, tk ticket, msg *Message) (r result, started time.Time) {
+	sent := false
+	defer func() {
+		tk.end(sent)
+		<-s.workers
+	}()
+	tk.begin()
+	started = s.now()
+	r = deliver(ctx, s, msg)
+	sent = r.verdict != localRefusal
+	return r, started
 }
 
 // worker waits, within ctx and slotWait, for one of the Workers that
