@@ -5,15 +5,23 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/internal/wire"
 )
 
-// keptBodyBytes is how much of a response body a parked message keeps.
-const keptBodyBytes = 4 << 10
+// What a parked message keeps of its last response: the first
+// keptBodyBytes of the body, and header values, whole, up to keptHeaders
+// of them and keptHeaderBytes of names and values in all.
+const (
+	keptBodyBytes   = 4 << 10
+	keptHeaderBytes = 4 << 10
+	keptHeaders     = 64
+)
 
 // verdict is what one delivery attempt means for its message.
 type verdict int
@@ -27,13 +35,13 @@ const (
 	// would be refused again, so it is parked.
 	refused
 	// retry: not sent, ambiguous, 408, 409 key-in-flight, 425, 429, 5xx, or
-	// given up by the client (deadline, budget, breaker): try again later.
+	// given up by the client (deadline, budget, breaker) after a request:
+	// try again later.
 	retry
-	// deferred: the idem client put nothing on the wire because its circuit
-	// breaker or retry budget refused: try again later, without counting
-	// the delivery against Config.MaxAttempts (an open breaker would
-	// otherwise use a message's attempts up in seconds).
-	deferred
+	// localRefusal: the idem client put nothing on the wire because its
+	// circuit breaker or its retry budget refused: a failed delivery, tried
+	// again after a backoff, whose wake is paced (see refusals).
+	localRefusal
 )
 
 func (v verdict) String() string {
@@ -44,8 +52,8 @@ func (v verdict) String() string {
 		return "refused"
 	case retry:
 		return "retry"
-	case deferred:
-		return "deferred"
+	case localRefusal:
+		return "refused-locally"
 	}
 	return "unknown"
 }
@@ -59,6 +67,10 @@ type result struct {
 	body       []byte // the first keptBodyBytes
 	retryAfter time.Duration
 	err        error
+	// acted says whether the downstream may have acted on the delivery:
+	// a 2xx, a 5xx, a 409 key-in-flight, or an error of the client with
+	// MayHaveTakenEffect.
+	acted bool
 }
 
 // classify turns what the idem client returned for one delivery into a
@@ -71,14 +83,44 @@ func classify(resp *http.Response, err error, now time.Time) result {
 		return classifyError(err)
 	}
 	defer resp.Body.Close()
-	r := result{status: resp.StatusCode, header: resp.Header.Clone()}
+	r := result{status: resp.StatusCode, header: keptHeader(resp.Header)}
 	r.body, _ = io.ReadAll(io.LimitReader(resp.Body, keptBodyBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
 	r.verdict = statusVerdict(resp.StatusCode, resp.Header.Get("Content-Type"), r.body)
+	r.acted = r.verdict == delivered || r.status >= 500 || r.status == http.StatusConflict && r.verdict == retry
 	if ra, ok := wire.ParseRetryAfter(resp.Header.Get(wire.HeaderRetryAfter), now); ok {
 		r.retryAfter = ra
 	}
 	return r
+}
+
+// explaining are the response headers a parked message keeps first: those
+// that say what the response was and when to try again.
+var explaining = []string{"Content-Type", "Retry-After", "Location", "Www-Authenticate", "Date"}
+
+// keptHeader returns what a parked message keeps of h: its values, each
+// whole, the explaining headers first and then in the order of their
+// names, up to keptHeaders values and keptHeaderBytes of names and values;
+// a value that does not fit is left out (a short one after it may still
+// fit), so that a downstream's huge header costs the record nothing.
+func keptHeader(h http.Header) http.Header {
+	names := slices.DeleteFunc(slices.Sorted(maps.Keys(h)), func(n string) bool { return slices.Contains(explaining, n) })
+	names = append(slices.Clone(explaining), names...)
+	out := http.Header{}
+	count, size := 0, 0
+	for _, name := range names {
+		for _, v := range h[name] {
+			if count == keptHeaders {
+				return out
+			}
+			if size+len(name)+len(v) > keptHeaderBytes {
+				continue
+			}
+			out[name] = append(out[name], v)
+			count, size = count+1, size+len(name)+len(v)
+		}
+	}
+	return out
 }
 
 // statusVerdict classifies a response by its status (and, for 409, its
@@ -103,10 +145,10 @@ func statusVerdict(status int, contentType string, body []byte) verdict {
 // is delivered, anything else (not sent, ambiguous, attempts, deadline,
 // budget, breaker, key in flight) is retried.
 func classifyError(err error) result {
-	r := result{verdict: retry, err: err}
+	r := result{verdict: retry, err: err, acted: true}
 	var ie *idem.Error
 	if errors.As(err, &ie) {
-		r.status, r.retryAfter = ie.Status, ie.RetryAfter
+		r.status, r.retryAfter, r.acted = ie.Status, ie.RetryAfter, ie.MayHaveTakenEffect
 	}
 	switch {
 	case errors.Is(err, idem.ErrResultUnavailable):
@@ -114,7 +156,7 @@ func classifyError(err error) result {
 	case errors.Is(err, idem.ErrKeyReused), errors.Is(err, idem.ErrKeyMissing), errors.Is(err, idem.ErrKeyInvalid):
 		r.verdict = refused
 	case ie != nil && ie.Attempts == 0 && (errors.Is(err, idem.ErrCircuitOpen) || errors.Is(err, idem.ErrBudgetExhausted)):
-		r.verdict = deferred
+		r.verdict = localRefusal
 	}
 	return r
 }
@@ -134,9 +176,12 @@ func request(ctx context.Context, m *Message) (*http.Request, error) {
 }
 
 // deliver sends m once through s.rt (an idem transport, which retries
-// within the attempt) within s.Timeout, and classifies the outcome.
+// within the attempt) within s.Timeout, and classifies the outcome. The
+// call fails fast (idem.WithFailFast): a delivery that its host's breaker
+// or the retry budget refuses ends at once, instead of holding a worker
+// while the host is down; the outbox backs it off itself.
 func deliver(ctx context.Context, s *settings, m *Message) result {
-	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	ctx, cancel := context.WithTimeout(idem.WithFailFast(ctx), s.Timeout)
 	defer cancel()
 	req, err := request(ctx, m)
 	if err != nil {

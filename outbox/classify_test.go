@@ -47,7 +47,8 @@ func TestClassify(t *testing.T) {
 		{"ambiguous", nil, &idem.Error{Certainty: idem.Ambiguous, Reason: idem.ErrAttemptsExhausted, MayHaveTakenEffect: true}, retry},
 		{"key in flight", nil, &idem.Error{Reason: idem.ErrKeyInFlight, Status: 409}, retry},
 		{"budget", nil, &idem.Error{Reason: idem.ErrBudgetExhausted, Attempts: 2}, retry},
-		{"breaker open, nothing sent", nil, &idem.Error{Reason: idem.ErrCircuitOpen}, deferred},
+		{"breaker open, nothing sent", nil, &idem.Error{Reason: idem.ErrCircuitOpen}, localRefusal},
+		{"budget, nothing sent", nil, &idem.Error{Reason: idem.ErrBudgetExhausted, Certainty: idem.NotSent}, localRefusal},
 		{"breaker open after a request", nil, &idem.Error{Reason: idem.ErrCircuitOpen, Attempts: 1}, retry},
 		{"deadline", nil, &idem.Error{Reason: idem.ErrDeadline}, retry},
 		{"key reused", nil, &idem.Error{Reason: idem.ErrKeyReused, Status: 422}, refused},
@@ -111,25 +112,87 @@ func TestDecide(t *testing.T) {
 	s, err := newSettings(Config{MaxAttempts: 3, MaxAge: time.Hour, MinBackoff: time.Second, MaxBackoff: time.Minute})
 	require.NoError(t, err)
 	s.now, s.random = func() time.Time { return now }, func() float64 { return 0.5 }
+	win := record{Since: now, Start: now}
 
-	reason, wait := s.decide(result{verdict: retry}, 1, now)
+	reason, wait := s.decide(result{verdict: retry}, 1, win)
 	require.Equal(t, Reason(""), reason)
 	require.Equal(t, 500*time.Millisecond, wait)
-	reason, _ = s.decide(result{verdict: retry}, 3, now)
+	reason, _ = s.decide(result{verdict: retry}, 3, win)
 	require.Equal(t, ReasonAttempts, reason)
-	reason, _ = s.decide(result{verdict: retry}, 1, now.Add(-time.Hour+100*time.Millisecond))
+	reason, _ = s.decide(result{verdict: retry}, 1, record{Since: now.Add(-time.Hour + 100*time.Millisecond)})
 	require.Equal(t, ReasonAge, reason, "the next delivery would start past MaxAge")
-	reason, wait = s.decide(result{verdict: deferred}, 3, now)
-	require.Equal(t, Reason(""), reason, "a deferred delivery does not count")
-	require.Equal(t, 750*time.Millisecond, wait)
-	reason, _ = s.decide(result{verdict: refused}, 1, now)
+	reason, _ = s.decide(result{verdict: refused}, 1, win)
 	require.Equal(t, ReasonRefused, reason)
-	reason, _ = s.decide(result{verdict: delivered}, 3, now)
+	reason, _ = s.decide(result{verdict: delivered}, 3, win)
 	require.Equal(t, Reason(""), reason)
 
-	require.Equal(t, ReasonAttempts, s.overdue(4, now))
-	require.Equal(t, ReasonAge, s.overdue(1, now.Add(-time.Hour)))
-	require.Equal(t, Reason(""), s.overdue(3, now))
+	require.Equal(t, ReasonAttempts, s.overdue(4, win))
+	require.Equal(t, ReasonAge, s.overdue(1, record{Since: now.Add(-time.Hour)}))
+	require.Equal(t, Reason(""), s.overdue(3, win))
+}
+
+// A delivery its client refused (breaker open, no budget) is a failed
+// delivery: counted, with the backoff of its attempt (it was a snooze of
+// about a second, not counted, issue 26); and since its wake may come
+// later than that, it also parks the message once the window is as old as
+// MaxAttempts failed deliveries make it at most: 1 s + 2 s here.
+func TestDecideLocalRefusal(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, err := newSettings(Config{MaxAttempts: 3, MinBackoff: time.Second, MaxBackoff: time.Minute})
+	require.NoError(t, err)
+	s.now, s.random = func() time.Time { return now }, func() float64 { return 0.5 }
+	require.Equal(t, 3*time.Second, s.span)
+	refusal := result{verdict: localRefusal}
+	for n, want := range map[int]time.Duration{1: 500 * time.Millisecond, 2: time.Second} {
+		reason, wait := s.decide(refusal, n, record{Since: now, Start: now})
+		require.Equal(t, Reason(""), reason, "refusal %d", n)
+		require.Equal(t, want, wait, "decide(refusal %d) = %s, want %s", n, wait, want)
+	}
+	reason, _ := s.decide(refusal, 3, record{Since: now, Start: now})
+	require.Equal(t, ReasonAttempts, reason, "the third delivery, refused")
+	reason, _ = s.decide(refusal, 2, record{Since: now, Start: now.Add(-3 * time.Second)})
+	require.Equal(t, ReasonAttempts, reason, "the second, refused 3 s after the first: the time MaxAttempts implies")
+	reason, _ = s.decide(result{verdict: retry}, 2, record{Since: now, Start: now.Add(-3 * time.Second)})
+	require.Equal(t, Reason(""), reason, "a delivery that was sent is counted, not timed")
+}
+
+// Once a delivery may have reached the downstream, the message is parked
+// rather than delivered again past the downstream's key retention.
+func TestDecideKeyRetention(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, err := newSettings(Config{KeyRetention: time.Hour, MaxAge: 10 * time.Hour, MinBackoff: time.Minute, MaxBackoff: time.Minute})
+	require.NoError(t, err)
+	s.now, s.random = func() time.Time { return now }, func() float64 { return 0.5 }
+	reason, _ := s.decide(result{verdict: retry}, 1, record{Since: now, First: now.Add(-59*time.Minute - 45*time.Second)})
+	require.Equal(t, ReasonRetention, reason, "the next delivery, in 30 s, would come an hour after the first")
+	reason, _ = s.decide(result{verdict: retry}, 1, record{Since: now, First: now.Add(-50 * time.Minute)})
+	require.Equal(t, Reason(""), reason)
+	require.Equal(t, ReasonRetention, s.overdue(1, record{Since: now, First: now.Add(-time.Hour)}))
+	require.Equal(t, Reason(""), s.overdue(1, record{Since: now.Add(-2 * time.Hour)}), "nothing reached it")
+
+	w := record{}.tried(result{verdict: localRefusal}, now)
+	require.True(t, w.First.IsZero(), "a refused delivery reached nothing")
+	require.Equal(t, now, w.Start)
+	w = w.tried(result{verdict: retry, acted: true}, now.Add(time.Second))
+	require.Equal(t, now.Add(time.Second), w.First)
+	require.Equal(t, now, w.Start, "the window's first delivery")
+}
+
+func TestSpan(t *testing.T) {
+	for _, tt := range []struct {
+		attempts   int
+		minB, maxB time.Duration
+		want       time.Duration
+	}{
+		{1, time.Second, time.Minute, 0},
+		{2, time.Second, time.Minute, time.Second},
+		{6, time.Second, 8 * time.Second, 23 * time.Second},
+		{25, time.Second, 5 * time.Minute, 511*time.Second + 15*5*time.Minute},
+		{1000, time.Hour, 24 * time.Hour, 31*time.Hour + 994*24*time.Hour}, // capped, no overflow
+	} {
+		got := span(tt.attempts, tt.minB, tt.maxB)
+		require.Equal(t, tt.want, got, "span(%d, %s, %s) = %s, want %s", tt.attempts, tt.minB, tt.maxB, got, tt.want)
+	}
 }
 
 func TestRescueAfterMustExceedTimeout(t *testing.T) {

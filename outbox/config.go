@@ -24,7 +24,8 @@ const (
 
 // Config configures an Outbox (and a Memory outbox). Its zero value means
 // the defaults: the idem client's defaults for each delivery, 30 s per
-// delivery, parking after 25 deliveries or 12 hours, full-jitter backoff
+// delivery, parking after 25 deliveries or 12 hours (or the downstream's
+// key retention of 24 hours since the first delivery), full-jitter backoff
 // from 1 s to 5 min between deliveries, 20 deliveries at once per
 // dispatcher. Zero or negative durations and counts mean the default.
 type Config struct {
@@ -47,10 +48,20 @@ type Config struct {
 	MaxAttempts int
 
 	// MaxAge is how long after its enqueue (or its last re-drive) a
-	// message is retried before it is parked. Keep it well under the
-	// downstream's key retention (24 h for an idem server by default): a
-	// retry after that would run the operation again there. Zero: 12 h.
+	// message is retried before it is parked. Keep it well under
+	// KeyRetention. Zero: 12 h.
 	MaxAge time.Duration
+
+	// KeyRetention is how long the downstreams keep an Idempotency-Key
+	// after its first request: a request after that may run the operation
+	// again. The outbox counts it from a message's first delivery that
+	// may have taken effect (ParkedMessage.FirstAttempt), across
+	// re-drives: it parks a message whose next delivery would come after
+	// it (ReasonRetention), and Redrive refuses such a message
+	// (ErrPastRetention). Set it to the shortest retention of the
+	// downstreams the outbox sends to. Zero: 24 h, an idem server's
+	// default (server.Config.Retention) and a common one for payment APIs.
+	KeyRetention time.Duration
 
 	// MinBackoff and MaxBackoff bound the wait between two deliveries:
 	// full jitter, random(0, min(MaxBackoff, MinBackoff * 2^(n-1))) after
@@ -58,7 +69,9 @@ type Config struct {
 	// MaxBackoff). Zero: 1 s and 5 min.
 	MinBackoff, MaxBackoff time.Duration
 
-	// Workers is how many messages one dispatcher delivers at once. Zero: 20.
+	// Workers is how many messages one dispatcher delivers at once; a
+	// destination whose deliveries are slow gets at most three quarters of
+	// them (see the package doc, "Sharing the workers"). Zero: 20.
 	Workers int
 
 	// Observer is told of every delivery outcome. Zero: nothing is told.
@@ -74,14 +87,16 @@ type Config struct {
 	// RescueAfter is how long a message may stay "being delivered" before
 	// it is taken as abandoned (its dispatcher died) and delivered again,
 	// with the same key. It must exceed Timeout by at least 2 s: a live
-	// dispatcher's delivery is cancelled at Timeout, so a message is never
-	// delivered by two dispatchers at once. A killed dispatcher's message
-	// is delivered again within RescueAfter plus about a minute (River's
-	// rescuer runs every 30 s on the elected leader, a dead leader is
-	// replaced within 20 s, and the rescued message becomes available
-	// within 5 s). River compares the database's clock (when a delivery
-	// started) with the leader's: keep their skew well under RescueAfter -
-	// Timeout. Zero: Timeout + 30 s.
+	// dispatcher's delivery is cancelled at Timeout, after a wait for a
+	// worker of at most half of RescueAfter - Timeout - 2 s and at most
+	// 5 s (see the package doc, "Sharing the workers"), so a message is
+	// never delivered by two dispatchers at once. A killed dispatcher's
+	// message is delivered again within RescueAfter plus about a minute
+	// (River's rescuer runs every 30 s on the elected leader, a dead
+	// leader is replaced within 20 s, and the rescued message becomes
+	// available within 5 s). River compares the database's clock (when a
+	// delivery started) with the leader's: keep their skew well under
+	// RescueAfter - Timeout - 5 s. Zero: Timeout + 30 s.
 	RescueAfter time.Duration
 
 	// PollInterval is how often a dispatcher looks for due messages when no
@@ -145,10 +160,17 @@ type Reason string
 const (
 	// ReasonRefused: the downstream refused it for sure (see Parked.Status).
 	ReasonRefused Reason = "refused"
-	// ReasonAttempts: Config.MaxAttempts deliveries failed.
+	// ReasonAttempts: Config.MaxAttempts deliveries failed (a delivery
+	// its client refused to send, breaker open or no budget, counts), or a
+	// refused one came once the time they imply had passed (see the
+	// package doc, "A destination that is down").
 	ReasonAttempts Reason = "max-attempts"
 	// ReasonAge: it was still failing Config.MaxAge after its enqueue.
 	ReasonAge Reason = "max-age"
+	// ReasonRetention: its next delivery would come after the downstream's
+	// key retention (Config.KeyRetention) since its first delivery, when
+	// a delivery could run the operation twice.
+	ReasonRetention Reason = "key-retention"
 	// ReasonDiscarded: the queue gave up on it by itself (River discarded
 	// the job); should not happen with the outbox's settings.
 	ReasonDiscarded Reason = "discarded"
@@ -161,6 +183,15 @@ type settings struct {
 	rt        *idem.Transport
 	now       func() time.Time
 	random    func() float64 // in [0, 1)
+	span      time.Duration  // the time MaxAttempts deliveries imply (see span)
+	share     *share
+	refusals  *refusals
+	// workers holds a token per delivery running, at most Workers; the
+	// Postgres outbox fetches up to window messages at once, and one
+	// waits up to slotWait for a worker.
+	workers  chan struct{}
+	window   int
+	slotWait time.Duration
 }
 
 func newSettings(cfg Config) (*settings, error) {
@@ -171,6 +202,7 @@ func newSettings(cfg Config) (*settings, error) {
 	s.Timeout = orDefault(s.Timeout, DefaultTimeout)
 	s.MaxAttempts = orDefault(s.MaxAttempts, DefaultMaxAttempts)
 	s.MaxAge = orDefault(s.MaxAge, DefaultMaxAge)
+	s.KeyRetention = orDefault(s.KeyRetention, 24*time.Hour)
 	s.MinBackoff = orDefault(s.MinBackoff, DefaultMinBackoff)
 	s.MaxBackoff = orDefault(s.MaxBackoff, DefaultMaxBackoff)
 	s.Workers = orDefault(s.Workers, DefaultWorkers)
@@ -181,7 +213,7 @@ func newSettings(cfg Config) (*settings, error) {
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
-	if s.RescueAfter < s.jobTimeout()+time.Second {
+	if s.RescueAfter < s.Timeout+2*time.Second {
 		return nil, fmt.Errorf("outbox: RescueAfter (%s) must exceed Timeout (%s) by at least 2s, "+
 			"so that a live dispatcher's delivery ends before its message can be rescued", s.RescueAfter, s.Timeout)
 	}
@@ -194,12 +226,21 @@ func newSettings(cfg Config) (*settings, error) {
 		s.Client.Base = t
 	}
 	s.rt = idem.NewTransport(s.Client)
+	s.span = span(s.MaxAttempts, s.MinBackoff, s.MaxBackoff)
+	s.workers, s.window = make(chan struct{}, s.Workers), s.Workers
+	if s.slotWait = min(5*time.Second, (s.RescueAfter-s.Timeout-2*time.Second)/2); s.slotWait > 0 {
+		s.window = 4 * s.Workers
+	}
+	now, random := func() time.Time { return s.now() }, func() float64 { return s.random() } // tests replace them
+	s.share = newShare(s.Workers, s.MaxBackoff, now, random)
+	s.refusals = newRefusals(now, random)
 	return s, nil
 }
 
-// jobTimeout is River's bound on a job: the delivery's own timeout ends
-// first, and the second after it leaves time to return.
-func (s *settings) jobTimeout() time.Duration { return s.Timeout + time.Second }
+// jobTimeout is River's bound on a job: the wait for a worker and the
+// delivery's own timeout end first, and the second after them leaves time
+// to return, before RescueAfter.
+func (s *settings) jobTimeout() time.Duration { return s.slotWait + s.Timeout + time.Second }
 
 func orDefault[T int | time.Duration](v, def T) T {
 	if v <= 0 {
@@ -235,7 +276,7 @@ func (s *settings) observe(ctx context.Context, d Delivery, v verdict, wait time
 		o.Delivered(ctx, d)
 	case d.Reason != "" && o.Parked != nil:
 		o.Parked(ctx, d)
-	case (v == retry || v == deferred) && d.Reason == "" && o.Retried != nil:
+	case (v == retry || v == localRefusal) && d.Reason == "" && o.Retried != nil:
 		o.Retried(ctx, d, wait)
 	}
 }

@@ -40,27 +40,105 @@
 // A dispatcher sends each message through the idem client
 // (idem.NewTransport with Config.Client): classification, full-jitter
 // backoff, the retry budget and the circuit breaker apply within each
-// delivery, bounded by Config.Timeout. The request has the message's
-// method, URL, headers and body, and its key in the header Idempotency-Key
-// (or the one Config.Client.KeyHeader names; a message may not set that
-// header itself, nor the transport's own headers, see Message.Header). The
-// outcome:
+// delivery, bounded by Config.Timeout. Its calls fail fast
+// (idem.WithFailFast): a delivery that the breaker or the budget refuses
+// ends at once, rather than hold a worker while the host is down. The
+// request has the message's method, URL, headers and body, and its key in
+// the header Idempotency-Key (or the one Config.Client.KeyHeader names; a
+// message may not set that header itself, nor the transport's own
+// headers, see Message.Header). The outcome:
 //
 //   - 2xx: delivered. So is a 500 result-unavailable from an idem server
 //     (it ran the operation but cannot replay its response).
 //   - A definite refusal, a 4xx other than 408, 409 key-in-flight, 425 and
 //     429 (or a 1xx or 3xx, which the outbox does not follow): parked at
-//     once, with the response's status, headers and first 4 KiB of body.
-//   - Not sent, ambiguous (timeout, reset, body cut short), 408, 409
-//     key-in-flight, 425, 429, 5xx: delivered again after a backoff
-//     (Config.MinBackoff, MaxBackoff, at least the Retry-After), across
-//     dispatcher restarts, with the same key, until Config.MaxAttempts
-//     deliveries or Config.MaxAge; then parked with the last response or
-//     error. A delivery that sent nothing because the client's own breaker
-//     was open is deferred and not counted.
+//     once, with the response's status, a few KiB of its headers and the
+//     first 4 KiB of its body (see ParkedMessage).
+//   - Not sent, refused by the client (breaker open, no budget),
+//     ambiguous (timeout, reset, body cut short), 408, 409 key-in-flight,
+//     425, 429, 5xx: delivered again after a backoff (Config.MinBackoff,
+//     MaxBackoff, at least the Retry-After), across dispatcher restarts,
+//     with the same key, until Config.MaxAttempts deliveries, Config.MaxAge
+//     or the downstream's key retention (Config.KeyRetention); then parked
+//     with the last response or error.
 //
 // Parked messages are kept until re-driven: Redrive sends one again, same
-// key, with a fresh retry window.
+// key, with a fresh retry window, unless a delivery of it may have taken
+// effect longer ago than Config.KeyRetention: the downstream may then have
+// forgotten the key and would run the operation again, so Redrive refuses
+// with ErrPastRetention (ParkedMessage.RedriveBy says until when it may),
+// and RedrivePastRetention is the caller's explicit choice to send it
+// anyway.
+//
+// # Sharing the workers
+//
+// All destinations share a dispatcher's Config.Workers and its one River
+// queue, so the outbox keeps a slow one from taking them all (a
+// destination is the scheme, host and port of Message.URL; the bounds are
+// per dispatcher):
+//
+//   - A fast destination, whose deliveries end within 100 ms on average
+//     and none of whose deliveries in flight has run longer, may use every
+//     worker: a single healthy downstream gets the dispatcher's whole
+//     throughput.
+//   - A slow one (a host that hangs, or fails after the client's retries),
+//     or one not known yet, may have at most (Workers - Workers/4) / n
+//     deliveries in flight, at least 1, n being the number of such
+//     destinations with deliveries in flight: a quarter of the workers
+//     always stays for the others, and slow destinations split the rest.
+//     A message to a destination not known yet, over that bound, waits up
+//     to 100 ms for the destination's first deliveries to tell.
+//   - A message over its destination's bound is put off, not delivered
+//     and not counted: it is due again at its place in the destination's
+//     schedule, spaced by the destination's delivery time over its bound
+//     (so put-off messages come back about as fast as it takes them), at
+//     most Config.MaxBackoff later. Each put-off costs River two row
+//     updates (the fetch and the snooze).
+//   - The Postgres dispatcher fetches up to four times Workers messages at
+//     once, and delivers Workers of them at once, so that it passes the
+//     messages it puts off quickly; a fetched message waits for a worker
+//     up to half of RescueAfter - Timeout - 2 s, at most 5 s, and is put
+//     off after (with RescueAfter at its minimum, Timeout + 2 s, it
+//     fetches only Workers).
+//
+// Workers is the knob: more workers give every destination more, and the
+// quarter kept for the others grows with them. The order of a FIFO queue
+// still applies: messages enqueued behind a long backlog wait for the
+// dispatcher to pass it (BENCHMARKS.md §8 has the figures, and River's
+// own bound).
+//
+// # A destination that is down
+//
+// A delivery that the client refused to send, its host's breaker open or
+// no budget for a retry, is a failed delivery: it counts toward
+// MaxAttempts and waits the backoff of its attempt, as one that was sent.
+// Two things keep a dead destination's backlog cheap:
+//
+//   - Its wakes are paced: a dispatcher makes at most 15 refused messages
+//     due again per second, each in the first second at or after its
+//     backoff with room, so they cost River at most 45 row updates a
+//     second (three each), however many are waiting; the price is that a
+//     backlog of B refused messages takes B/15 seconds to go round once. When a wake comes later than the
+//     backoff, the message counts the time instead: a refused delivery
+//     parks it (ReasonAttempts) once its retry window is as old as
+//     MaxAttempts failed deliveries can make it (the sum of their longest
+//     backoffs, MinBackoff doubling up to MaxBackoff: about 83 minutes
+//     with the defaults).
+//   - When a delivery to the destination succeeds again, the messages the
+//     dispatcher holds for it are made due at once, rather than at their
+//     paced time.
+//
+// # Telemetry of many destinations
+//
+// The idem client's metrics (otelidem's Client, as Config.Client's
+// Observer) carry server.address and server.port, so a dispatcher that
+// sends to 100 webhook hosts makes 100 series per client instrument
+// ("idem.client.*"). The outbox's own metrics (otelidem's Outbox) do not
+// name the destination. Where the hosts are many, drop the two attributes
+// with an OpenTelemetry SDK view on the client instruments
+// (sdkmetric.NewView with an attribute.NewDenyKeysFilter of
+// server.address and server.port); the breaker's state per host then
+// shows in its logs (Config.Client.Logger) rather than in metrics.
 //
 // # Keys
 //

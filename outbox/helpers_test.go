@@ -125,6 +125,7 @@ type target struct {
 	run     func(ctx context.Context) error
 	parked  func(ctx context.Context, after int64, limit int) ([]ParkedMessage, error)
 	redrive func(ctx context.Context, id int64) error
+	force   func(ctx context.Context, id int64) error // RedrivePastRetention
 }
 
 // migratedPool returns a pool on a fresh schema holding the outbox's tables.
@@ -147,12 +148,12 @@ func postgresTarget(t *testing.T, cfg Config) (target, *Outbox, *pgxpool.Pool) {
 		})
 		return id, err
 	}
-	return target{"postgres", enqueue, o.Run, o.Parked, o.Redrive}, o, pool
+	return target{"postgres", enqueue, o.Run, o.Parked, o.Redrive, o.RedrivePastRetention}, o, pool
 }
 
 func memoryTarget(cfg Config) (target, *Memory) {
 	q := NewMemory(cfg)
-	return target{"memory", q.Enqueue, q.Run, q.Parked, q.Redrive}, q
+	return target{"memory", q.Enqueue, q.Run, q.Parked, q.Redrive, q.RedrivePastRetention}, q
 }
 
 // waitParked waits until the target holds n parked messages, and returns

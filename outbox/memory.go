@@ -44,6 +44,7 @@ type memMsg struct {
 	rec        record
 	enqueuedAt time.Time
 	parkedAt   time.Time
+	timer      *time.Timer // the wait for its next turn, nil when none
 }
 
 // NewMemory returns an empty Memory outbox. The Postgres-only fields of
@@ -144,52 +145,63 @@ func (q *Memory) next() (int64, bool) {
 	return 0, false
 }
 
-// deliver makes one delivery of message id and applies its outcome.
+// deliver takes one turn of message id (see dispatch) and applies it.
 func (q *Memory) deliver(ctx context.Context, id int64) {
 	q.mu.Lock()
 	m := q.msgs[id]
 	msg, win := m.msg, m.rec
 	m.attempts++
-	d := Delivery{ID: id, Name: msg.Name, Key: msg.Key, Attempt: m.attempts - win.Base}
+	n := m.attempts - win.Base
 	q.mu.Unlock()
 
-	r := deliver(ctx, q.s, &msg)
-	if r.verdict == retry && ctx.Err() != nil { // stopping: due again, not counted
-		q.mu.Lock()
-		m.state, m.attempts = memPending, m.attempts-1
-		q.ready = append(q.ready, id) // no signal: the workers are stopping
-		q.mu.Unlock()
-		return
+	t := q.s.dispatch(ctx, id, &msg, n, win)
+	if q.apply(m, id, t) {
+		q.s.observe(ctx, t.d, t.v, t.wait)
 	}
-	reason, wait := q.s.decide(r, d.Attempt, win.Since)
-	d.Status, d.Err, d.Reason = r.status, r.err, reason
-	q.mu.Lock()
-	if r.verdict == deferred && reason == "" {
-		m.attempts-- // not counted
-	}
-	q.mu.Unlock()
-	q.settle(m, id, newRecord(r, reason, win), r.verdict, reason, wait)
-	q.s.observe(ctx, d, r.verdict, wait)
 }
 
-// settle records a delivery's outcome and schedules its retry.
-func (q *Memory) settle(m *memMsg, id int64, rec record, v verdict, reason Reason, wait time.Duration) {
+// apply stores turn t of message m (id), and reports whether it was a
+// delivery (or a parking) to tell the Observer of.
+func (q *Memory) apply(m *memMsg, id int64, t turn) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	m.rec = rec
 	switch {
-	case reason != "":
+	case t.stopping: // due again, not counted; no signal: the workers are stopping
+		m.state, m.attempts = memPending, m.attempts-1
+		q.ready = append(q.ready, id)
+		return false
+	case t.putOff: // not counted
+		m.attempts--
+		q.laterLocked(m, id, t.wait)
+		return false
+	}
+	m.rec = t.rec
+	switch {
+	case t.d.Reason != "":
 		m.state, m.parkedAt = memParked, q.s.now()
-	case v == delivered:
+	case t.v == delivered:
 		m.state = memDelivered
 	default:
-		m.state = memPending
-		time.AfterFunc(wait, func() {
-			q.mu.Lock()
-			defer q.mu.Unlock()
-			q.pushLocked(id)
-		})
+		q.laterLocked(m, id, t.wait)
 	}
+	for _, held := range t.release {
+		if h := q.msgs[held]; h != nil && h.state == memPending && h.timer != nil && h.timer.Stop() {
+			h.timer = nil
+			q.pushLocked(held)
+		}
+	}
+	return true
+}
+
+// laterLocked makes message m (id) due again after wait.
+func (q *Memory) laterLocked(m *memMsg, id int64, wait time.Duration) {
+	m.state = memPending
+	m.timer = time.AfterFunc(wait, func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		m.timer = nil
+		q.pushLocked(id)
+	})
 }
 
 // Parked returns up to limit parked messages whose ID is over after,
@@ -200,11 +212,11 @@ func (q *Memory) Parked(_ context.Context, after int64, limit int) ([]ParkedMess
 	var out []ParkedMessage
 	for id, m := range q.msgs {
 		if id > after && m.state == memParked {
-			out = append(out, ParkedMessage{
+			out = append(out, q.s.parked(ParkedMessage{
 				ID: id, Message: m.msg.clone(), Reason: Reason(m.rec.Outcome), Attempts: m.attempts - m.rec.Base,
 				Status: m.rec.Status, Header: m.rec.Header, Body: m.rec.Body, Err: m.rec.Error,
 				EnqueuedAt: m.enqueuedAt, ParkedAt: m.parkedAt,
-			})
+			}, m.rec))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -212,15 +224,30 @@ func (q *Memory) Parked(_ context.Context, after int64, limit int) ([]ParkedMess
 }
 
 // Redrive makes the parked message id due again with its key and a new
-// retry window, or returns ErrNotParked.
+// retry window, or returns ErrNotParked or ErrPastRetention, as
+// Outbox.Redrive does.
 func (q *Memory) Redrive(_ context.Context, id int64) error {
+	return q.redrive(id, false)
+}
+
+// RedrivePastRetention is Redrive without the key retention's check, as
+// Outbox.RedrivePastRetention.
+func (q *Memory) RedrivePastRetention(_ context.Context, id int64) error {
+	return q.redrive(id, true)
+}
+
+func (q *Memory) redrive(id int64, force bool) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	m := q.msgs[id]
 	if m == nil || m.state != memParked {
 		return fmt.Errorf("%w: %d", ErrNotParked, id)
 	}
-	m.state, m.rec.Since, m.rec.Base = memPending, q.s.now(), m.attempts
+	rec, err := q.s.redriven(m.rec, m.attempts, force)
+	if err != nil {
+		return fmt.Errorf("%w: %d", err, id)
+	}
+	m.state, m.rec = memPending, rec
 	q.pushLocked(id)
 	return nil
 }

@@ -15,8 +15,21 @@ import (
 // message.
 const MaxBodyBytes = 256 << 10
 
-// maxNameLen bounds Message.Name.
-const maxNameLen = 128
+// MaxHeaderBytes is the most that Message.Header may hold, 16 KiB: the
+// lengths of its names and values added up, a name counted once per value.
+// MaxHeaders is the most values it may hold: 100. A request whose headers
+// are larger is one most servers refuse (HTTP/1.1 servers commonly allow
+// 8 to 16 KiB in all), and every byte is stored with the message.
+const (
+	MaxHeaderBytes = 16 << 10
+	MaxHeaders     = 100
+)
+
+// maxNameLen bounds Message.Name, maxURLLen Message.URL.
+const (
+	maxNameLen = 128
+	maxURLLen  = 8 << 10
+)
 
 // Errors of Enqueue and Redrive. Enqueue wraps ErrInvalidMessage with the
 // field at fault; nothing is stored when it returns an error.
@@ -33,6 +46,13 @@ var (
 	// ErrNotParked: Redrive named a message that is not parked (unknown,
 	// pending, being delivered, or delivered).
 	ErrNotParked = errors.New("outbox: message is not parked")
+	// ErrPastRetention: Redrive named a parked message whose first delivery
+	// that may have taken effect is older than the downstream's
+	// key retention (Config.KeyRetention, see ParkedMessage.RedriveBy):
+	// the downstream may have acted on it and forgotten its key, so a
+	// delivery now could run the operation twice. RedrivePastRetention
+	// sends it anyway.
+	ErrPastRetention = errors.New("outbox: the message's first delivery is older than the downstream's key retention")
 )
 
 // Message is an HTTP request to another service, sent by the dispatcher
@@ -45,12 +65,14 @@ type Message struct {
 	Name string
 	// Method is the HTTP method, an RFC 9110 token ("POST"). Required.
 	Method string
-	// URL is the absolute http or https URL the request is sent to.
+	// URL is the absolute http or https URL the request is sent to, at
+	// most 8 KiB.
 	URL string
 	// Header holds the request's headers. Idempotency-Key is not allowed
 	// here (the dispatcher sets it from Key), nor are the headers the
 	// transport owns: Host, Content-Length, Transfer-Encoding, Connection,
-	// Keep-Alive, Upgrade, TE, Trailer, Proxy-Connection. Headers and body
+	// Keep-Alive, Upgrade, TE, Trailer, Proxy-Connection. It holds at most
+	// MaxHeaders values and MaxHeaderBytes in all. Headers and body
 	// are stored in the database in clear until the message is deleted:
 	// put a credential the downstream needs in Config.Client.Base (a
 	// RoundTripper that adds it) rather than in every message.
@@ -106,6 +128,8 @@ func firstOf(problems ...string) string {
 func validURL(raw string) string {
 	u, err := url.Parse(raw)
 	switch {
+	case len(raw) > maxURLLen:
+		return fmt.Sprintf("URL is %d bytes, over the limit of %d", len(raw), maxURLLen)
 	case err != nil:
 		return fmt.Sprintf("URL: %v", err)
 	case u.Scheme != "http" && u.Scheme != "https":
@@ -117,6 +141,9 @@ func validURL(raw string) string {
 }
 
 func validHeader(h http.Header) string {
+	if p := headerSize(h); p != "" {
+		return p
+	}
 	for name, values := range h {
 		switch {
 		case !wire.ValidHeaderName(name):
@@ -129,6 +156,25 @@ func validHeader(h http.Header) string {
 				return fmt.Sprintf("header %s has a value with a control character", name)
 			}
 		}
+	}
+	return ""
+}
+
+// headerSize returns what is wrong with the size of h, checked before its
+// contents so that a huge header costs one pass over the lengths.
+func headerSize(h http.Header) string {
+	count, size := 0, 0
+	for name, values := range h {
+		count += len(values)
+		for _, v := range values {
+			size += len(name) + len(v)
+		}
+	}
+	switch {
+	case count > MaxHeaders:
+		return fmt.Sprintf("Header has %d values, over the limit of %d (MaxHeaders)", count, MaxHeaders)
+	case size > MaxHeaderBytes:
+		return fmt.Sprintf("Header is %d bytes, over the limit of %d (MaxHeaderBytes)", size, MaxHeaderBytes)
 	}
 	return ""
 }

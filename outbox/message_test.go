@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,6 +33,7 @@ func TestMessageValidation(t *testing.T) {
 		{"ftp URL", func(m *Message) { m.URL = "ftp://127.0.0.1/x" }, "http or https"},
 		{"URL without host", func(m *Message) { m.URL = "http:///x" }, "no host"},
 		{"unparsable URL", func(m *Message) { m.URL = "http://[::1" }, "URL"},
+		{"URL over 8 KiB", func(m *Message) { m.URL = "http://127.0.0.1/" + strings.Repeat("p", 8<<10) }, "URL is"},
 		{"body over the limit", func(m *Message) { m.Body = make([]byte, MaxBodyBytes+1) }, "MaxBodyBytes"},
 		{"empty name", func(m *Message) { m.Name = "" }, "Name"},
 		{"name with a space", func(m *Message) { m.Name = "payment created" }, "Name"},
@@ -40,6 +42,12 @@ func TestMessageValidation(t *testing.T) {
 		{"Content-Length header", func(m *Message) { m.Header.Set("content-length", "3") }, "Content-Length"},
 		{"bad header name", func(m *Message) { m.Header["X Bad"] = []string{"v"} }, "not a token"},
 		{"header value with CRLF", func(m *Message) { m.Header.Set("X-A", "a\r\nX-B: b") }, "control character"},
+		{"valid, headers at the limits", func(m *Message) { m.Header = headers(MaxHeaders, MaxHeaderBytes) }, ""},
+		{"header bytes over the limit", func(m *Message) { m.Header = headers(1, MaxHeaderBytes+1) }, "MaxHeaderBytes"},
+		{"a 20 MiB header value", func(m *Message) { m.Header.Set("X-Big", strings.Repeat("v", 20<<20)) }, "MaxHeaderBytes"},
+		{"too many header values", func(m *Message) { m.Header = headers(MaxHeaders+1, 0) }, "MaxHeaders"},
+		{"100,000 headers", func(m *Message) { m.Header = headers(100_000, 0) }, "MaxHeaders"},
+		{"many values of one header", func(m *Message) { m.Header = http.Header{"X-A": make([]string, MaxHeaders+1)} }, "MaxHeaders"},
 		{"key with a space", func(m *Message) { m.Key = "a b" }, "Key"},
 		{"key too long", func(m *Message) { m.Key = strings.Repeat("k", 256) }, "Key"},
 	}
@@ -57,6 +65,22 @@ func TestMessageValidation(t *testing.T) {
 			require.True(t, strings.HasPrefix(err.Error(), "outbox: "), "error %q lacks the package prefix", err)
 		})
 	}
+}
+
+// headers returns n headers X-0 ... whose names and values add up to
+// size bytes (at least their names).
+func headers(n, size int) http.Header {
+	h := make(http.Header, n)
+	used := 0
+	for i := range n {
+		name := "X-" + strconv.Itoa(i)
+		h[name] = []string{""}
+		used += len(name)
+	}
+	if used < size {
+		h["X-0"] = []string{strings.Repeat("v", size-used)}
+	}
+	return h
 }
 
 func TestPrepareCopiesTheMessage(t *testing.T) {

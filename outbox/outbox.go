@@ -47,6 +47,10 @@ type Outbox struct {
 	pool   *pgxpool.Pool
 	client *river.Client[pgx.Tx]
 	waits  sync.Map // job ID -> time.Duration, the wait decided by the last delivery
+	// bg counts the releases running (see release), and bgCtx, set by Run
+	// before it starts River, ends them when Run stops.
+	bg    sync.WaitGroup
+	bgCtx context.Context
 }
 
 // New returns an Outbox on pool, which must hold the tables of Migrate. It
@@ -64,7 +68,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Outbox, error) {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	o.client, err = river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:                      map[string]river.QueueConfig{queueName: {MaxWorkers: s.Workers}},
+		Queues:                      map[string]river.QueueConfig{queueName: {MaxWorkers: s.window}},
 		Workers:                     workers,
 		FetchCooldown:               s.FetchCooldown,
 		FetchPollInterval:           s.PollInterval,
@@ -129,6 +133,9 @@ func (o *Outbox) Enqueue(ctx context.Context, tx pgx.Tx, m Message) (int64, erro
 // after a stop caused by ctx, or the error that kept the dispatcher from
 // starting. Run must not be called again while it runs.
 func (o *Outbox) Run(ctx context.Context) error {
+	bgCtx, stopReleases := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopReleases()
+	o.bgCtx = bgCtx
 	if err := o.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("outbox: start: %w", err)
 	}
@@ -141,10 +148,65 @@ func (o *Outbox) Run(ctx context.Context) error {
 		defer cancelHard()
 		err = o.client.StopAndCancel(hardCtx)
 	}
+	stopReleases()
+	o.bg.Wait()
 	if err != nil {
 		return fmt.Errorf("outbox: stop: %w", err)
 	}
 	return nil
+}
+
+// sqlLockWaiting locks the job $1 of River's table (%[1]s) and tells
+// whether it waits for its next delivery: in a state of $2, cast to
+// River's state type (%[2]s).
+const sqlLockWaiting = `SELECT state = ANY($2::text[]::%[2]s[]) FROM %[1]s WHERE id = $1 FOR UPDATE`
+
+// waitingStates are the states of a message waiting for its next delivery.
+var waitingStates = []string{string(rivertype.JobStateAvailable), string(rivertype.JobStateRetryable),
+	string(rivertype.JobStateScheduled)}
+
+// release makes the messages ids due at once, in the background (Run
+// ends it, and waits for it, when it stops): their delivery was refused
+// by the client, and their destination has just taken one. A message that
+// is no longer waiting (being delivered, delivered, parked) is left alone;
+// River's JobRetry makes the others due, under the row's lock.
+func (o *Outbox) release(ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	table, state := o.tables()
+	o.bg.Go(func() {
+		ctx, cancel := context.WithTimeout(o.bgCtx, 30*time.Second)
+		defer cancel()
+		for _, id := range ids {
+			err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
+				var waiting bool
+				err := tx.QueryRow(ctx, fmt.Sprintf(sqlLockWaiting, table, state), id, waitingStates).Scan(&waiting)
+				if errors.Is(err, pgx.ErrNoRows) || err == nil && !waiting {
+					return nil
+				}
+				if err == nil {
+					_, err = o.client.JobRetryTx(ctx, tx, id)
+				}
+				return err
+			})
+			if err != nil {
+				o.s.Logger.DebugContext(ctx, "outbox: cannot release a message", "id", id, "error", err)
+				return
+			}
+		}
+	})
+}
+
+// tables names River's job table and its state type, in Config.Schema
+// when it is set.
+func (o *Outbox) tables() (table, state string) {
+	table, state = "river_job", "river_job_state"
+	if o.s.Schema != "" {
+		table = pgx.Identifier{o.s.Schema, table}.Sanitize()
+		state = pgx.Identifier{o.s.Schema, state}.Sanitize()
+	}
+	return table, state
 }
 
 // retryPolicy is River's retry policy for the outbox's jobs: the wait the
@@ -152,11 +214,13 @@ func (o *Outbox) Run(ctx context.Context) error {
 // rescued from a dead dispatcher, the backoff of its attempt.
 type retryPolicy struct{ o *Outbox }
 
+// The time is River's clock (time.Now), which schedules the retry, not
+// the outbox's own (settings.now, which its rules read and tests move).
 func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
 	s := p.o.s
 	if w, ok := p.o.waits.LoadAndDelete(job.ID); ok {
-		return s.now().Add(w.(time.Duration))
+		return time.Now().Add(w.(time.Duration))
 	}
 	n := max(job.Attempt-decodeRecord(job.Metadata).Base, 1)
-	return s.now().Add(backoff(n, s.MinBackoff, s.MaxBackoff, 0, s.random()))
+	return time.Now().Add(backoff(n, s.MinBackoff, s.MaxBackoff, 0, s.random()))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -183,6 +184,8 @@ func TestBadInputStoresNothing(t *testing.T) {
 		func(m *Message) { m.URL = "not a url" },
 		func(m *Message) { m.Body = make([]byte, MaxBodyBytes+1) },
 		func(m *Message) { m.Header.Set("Idempotency-Key", "x") },
+		func(m *Message) { m.Header.Set("X-Big", strings.Repeat("v", 20<<20)) },
+		func(m *Message) { m.Header = headers(100_000, 0) },
 	}
 	for _, edit := range bad {
 		m := validMessage()

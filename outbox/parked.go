@@ -24,18 +24,19 @@ func (o *Outbox) Parked(ctx context.Context, after int64, limit int) ([]ParkedMe
 	}
 	out := make([]ParkedMessage, 0, len(res.Jobs))
 	for _, job := range res.Jobs {
-		out = append(out, parkedFrom(job))
+		out = append(out, o.parkedFrom(job))
 	}
 	return out, nil
 }
 
-func parkedFrom(job *rivertype.JobRow) ParkedMessage {
+func (o *Outbox) parkedFrom(job *rivertype.JobRow) ParkedMessage {
 	rec := decodeRecord(job.Metadata)
 	msg, _ := decodeArgs(job.EncodedArgs)
 	p := ParkedMessage{
 		ID: job.ID, Message: msg, Reason: Reason(rec.Outcome), Attempts: job.Attempt - rec.Base,
 		Status: rec.Status, Header: rec.Header, Body: rec.Body, Err: rec.Error, EnqueuedAt: job.CreatedAt,
 	}
+	p = o.s.parked(p, rec)
 	if job.State == rivertype.JobStateDiscarded {
 		p.Reason = ReasonDiscarded
 	}
@@ -48,8 +49,25 @@ func parkedFrom(job *rivertype.JobRow) ParkedMessage {
 // Redrive makes the parked message id due again, with its original key: it
 // gets a new retry window (Config.MaxAttempts deliveries and
 // Config.MaxAge from now). It returns ErrNotParked when id is not a
-// parked message of the outbox.
+// parked message of the outbox, and ErrPastRetention when a delivery of
+// it may have taken effect longer ago than Config.KeyRetention
+// (see ParkedMessage.RedriveBy): the downstream may have forgotten the
+// key, and the operation could run twice.
 func (o *Outbox) Redrive(ctx context.Context, id int64) error {
+	return o.redrive(ctx, id, false)
+}
+
+// RedrivePastRetention is Redrive without the key retention's check: it
+// sends a message again even when the downstream may have forgotten its
+// key, which may run its operation a second time there. Use it only when
+// that is known to be safe (the downstream keeps keys longer than
+// Config.KeyRetention says, or it is known not to have acted). The key's
+// retention is then counted anew from the next delivery.
+func (o *Outbox) RedrivePastRetention(ctx context.Context, id int64) error {
+	return o.redrive(ctx, id, true)
+}
+
+func (o *Outbox) redrive(ctx context.Context, id int64, force bool) error {
 	err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
 		job, err := o.client.JobGetTx(ctx, tx, id)
 		switch {
@@ -60,19 +78,21 @@ func (o *Outbox) Redrive(ctx context.Context, id int64) error {
 		case job.Kind != kind || (job.State != rivertype.JobStateCancelled && job.State != rivertype.JobStateDiscarded):
 			return ErrNotParked
 		}
-		rec := decodeRecord(job.Metadata)
-		rec.Since, rec.Base = o.s.now(), job.Attempt
+		rec, err := o.s.redriven(decodeRecord(job.Metadata), job.Attempt, force)
+		if err != nil {
+			return err
+		}
 		if _, err := o.client.JobUpdateTx(ctx, tx, id, &river.JobUpdateParams{Output: rec}); err != nil {
 			return err
 		}
 		_, err = o.client.JobRetryTx(ctx, tx, id)
 		return err
 	})
-	if err != nil && !errors.Is(err, ErrNotParked) {
+	switch {
+	case errors.Is(err, ErrNotParked), errors.Is(err, ErrPastRetention):
+		return fmt.Errorf("%w: %d", err, id)
+	case err != nil:
 		return fmt.Errorf("outbox: redrive %d: %w", id, err)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %d", ErrNotParked, id)
 	}
 	return nil
 }

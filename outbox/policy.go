@@ -5,49 +5,63 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 )
 
-// decide applies the parking rules to a classified delivery: the n-th
-// delivery since the retry window opened at since. It returns the reason
-// to park (none for a delivery, or a retry) and the wait before the next
-// delivery.
-func (s *settings) decide(r result, n int, since time.Time) (Reason, time.Duration) {
+// decide applies the parking rules to a classified delivery, the n-th of
+// the retry window w (its record, with this delivery in it: see tried). It
+// returns the reason to park (none for a delivery, or a retry) and the
+// wait before the next delivery. A delivery its client refused counts as
+// a failed one; since its wake may come later than its backoff (see
+// refusals), it also parks the message once the window is as old as
+// MaxAttempts failed deliveries can make it (span).
+func (s *settings) decide(r result, n int, w record) (Reason, time.Duration) {
 	switch r.verdict {
 	case delivered:
 		return "", 0
 	case refused:
 		return ReasonRefused, 0
 	}
+	now := s.now()
 	wait := backoff(n, s.MinBackoff, s.MaxBackoff, r.retryAfter, s.random())
-	if r.verdict == deferred {
-		wait = s.deferral()
-	}
 	switch {
-	case r.verdict == retry && n >= s.MaxAttempts:
+	case n >= s.MaxAttempts, r.verdict == localRefusal && now.Sub(w.Start) >= s.span:
 		return ReasonAttempts, 0
-	case s.now().Add(wait).Sub(since) >= s.MaxAge:
+	case !w.First.IsZero() && now.Add(wait).Sub(w.First) >= s.KeyRetention:
+		return ReasonRetention, 0
+	case now.Add(wait).Sub(w.Since) >= s.MaxAge:
 		return ReasonAge, 0
 	}
 	return "", wait
 }
 
-// deferral is the wait after a deferred delivery: about a second (a
-// breaker stays open for seconds), within the backoff bounds.
-func (s *settings) deferral() time.Duration {
-	ceil := min(max(s.MinBackoff, time.Second), s.MaxBackoff)
-	return ceil/2 + time.Duration(s.random()*float64(ceil/2))
-}
-
 // overdue returns why a message must be parked before its n-th delivery
-// (after deliveries abandoned by dispatchers that died), or "".
-func (s *settings) overdue(n int, since time.Time) Reason {
+// of the window w (after deliveries abandoned by dispatchers that died,
+// or put off), or "".
+func (s *settings) overdue(n int, w record) Reason {
+	now := s.now()
 	switch {
 	case n > s.MaxAttempts:
 		return ReasonAttempts
-	case s.now().Sub(since) >= s.MaxAge:
+	case !w.First.IsZero() && now.Sub(w.First) >= s.KeyRetention:
+		return ReasonRetention
+	case now.Sub(w.Since) >= s.MaxAge:
 		return ReasonAge
 	}
 	return ""
+}
+
+// span is the time attempts deliveries imply: the longest that the
+// backoffs between them, from minB doubling up to maxB, add up to.
+func span(attempts int, minB, maxB time.Duration) time.Duration {
+	total, step := time.Duration(0), minB
+	for range attempts - 1 {
+		total += min(step, maxB)
+		if step < maxB {
+			step *= 2
+		}
+	}
+	return total
 }
 
 // record is what the outbox keeps of a message's last delivery and of its
@@ -59,21 +73,54 @@ type record struct {
 	Body    []byte      `json:"body,omitempty"`
 	Error   string      `json:"error,omitempty"`
 	// Since opens the retry window (zero: the enqueue); Base is the
-	// number of deliveries made before it.
+	// number of deliveries made before it; Start is the window's first
+	// delivery.
 	Since time.Time `json:"since,omitzero"`
 	Base  int       `json:"base,omitempty"`
+	Start time.Time `json:"start,omitzero"`
+	// First is when the first delivery that may have taken effect
+	// downstream started, in any window (zero: none did): the
+	// downstream's retention of the key runs from then.
+	First time.Time `json:"first,omitzero"`
+}
+
+// tried returns the window w with a delivery that started at started and
+// got r.
+func (w record) tried(r result, started time.Time) record {
+	if w.Start.IsZero() {
+		w.Start = started
+	}
+	if w.First.IsZero() && r.acted {
+		w.First = started
+	}
+	return w
 }
 
 // newRecord records r, parked for reason (or not, ""), in the window w.
 func newRecord(r result, reason Reason, w record) record {
-	rec := record{Outcome: r.verdict.String(), Status: r.status, Header: r.header, Body: r.body, Since: w.Since, Base: w.Base}
+	rec := record{Outcome: r.verdict.String(), Status: r.status, Header: r.header, Body: r.body,
+		Since: w.Since, Base: w.Base, Start: w.Start, First: w.First}
 	if reason != "" {
 		rec.Outcome = string(reason)
 	}
 	if r.err != nil {
-		rec.Error = r.err.Error()
+		rec.Error = cut(r.err.Error(), keptErrorBytes)
 	}
 	return rec
+}
+
+// keptErrorBytes bounds the error a record keeps.
+const keptErrorBytes = 1 << 10
+
+// cut returns s cut to at most n bytes, on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // parkError is the error a parked message ends with.
@@ -110,14 +157,54 @@ type ParkedMessage struct {
 	Reason  Reason
 	// Attempts counts its deliveries since it was enqueued or last re-driven.
 	Attempts int
-	// Status, Header and Body (its first 4 KiB) are the last response, when
-	// one arrived; Err is the last error, "" when none.
+	// Status, Header and Body are the last response, when one arrived: of
+	// its headers, Content-Type, Retry-After, Location, WWW-Authenticate
+	// and Date first, then the others in name order, each value whole, up
+	// to 64 values and 4 KiB in all; of its body, the first 4 KiB. Err is
+	// the last error (its first KiB), "" when none.
 	Status     int
 	Header     http.Header
 	Body       []byte
 	Err        string
 	EnqueuedAt time.Time
 	ParkedAt   time.Time
+	// FirstAttempt is when the first delivery that may have taken effect
+	// downstream started (it got a 2xx, a 5xx, a 409 key-in-flight, or no
+	// complete response), zero when none did; re-drives do not reset it.
+	// The downstream deduplicates by the message's key for its key
+	// retention from then (Config.KeyRetention), and no longer after.
+	// RedriveBy is FirstAttempt plus Config.KeyRetention (zero when
+	// FirstAttempt is): Redrive refuses the message after it, with
+	// ErrPastRetention, since a delivery then could run the operation
+	// twice.
+	FirstAttempt, RedriveBy time.Time
+}
+
+// parked returns p with its first attempt and the time Redrive refuses
+// it after, from the record rec.
+func (s *settings) parked(p ParkedMessage, rec record) ParkedMessage {
+	p.FirstAttempt = rec.First
+	if !rec.First.IsZero() {
+		p.RedriveBy = rec.First.Add(s.KeyRetention)
+	}
+	return p
+}
+
+// redriven returns the record of a parked message re-driven at now after
+// attempts deliveries: a new retry window. It returns ErrPastRetention
+// when the downstream may have forgotten the key, unless force, which
+// forgets the first attempt (the caller takes the retention as starting
+// anew).
+func (s *settings) redriven(rec record, attempts int, force bool) (record, error) {
+	now := s.now()
+	if !force && !rec.First.IsZero() && now.Sub(rec.First) >= s.KeyRetention {
+		return rec, ErrPastRetention
+	}
+	if force {
+		rec.First = time.Time{}
+	}
+	rec.Since, rec.Base, rec.Start = now, attempts, time.Time{}
+	return rec, nil
 }
 
 // decodeRecord reads the record kept in a River job's metadata.

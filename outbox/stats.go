@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivertype"
 )
 
@@ -44,11 +43,7 @@ FROM %[1]s WHERE state = ANY(($3::text[] || $4::text[])::%[2]s[]) AND queue = $1
 // statement over River's job table, which scans the jobs of those states
 // (not the delivered ones). ctx governs it.
 func (o *Outbox) Stats(ctx context.Context) (Stats, error) {
-	table, state := "river_job", "river_job_state"
-	if o.s.Schema != "" {
-		table = pgx.Identifier{o.s.Schema, table}.Sanitize()
-		state = pgx.Identifier{o.s.Schema, state}.Sanitize()
-	}
+	table, state := o.tables()
 	var st Stats
 	var oldest float64
 	err := o.pool.QueryRow(ctx, fmt.Sprintf(sqlStats, table, state), queueName, kind, pendingStates, parkedStates).

@@ -46,51 +46,45 @@ type worker struct {
 // delivery's own timeout, which ends it first.
 func (w *worker) Timeout(*river.Job[jobArgs]) time.Duration { return w.o.s.jobTimeout() }
 
-// Work delivers the message once, and tells River what follows: nil for
-// a delivery, JobCancel for a parked message (River keeps it as
-// cancelled), or an error for a retry (after the wait NextRetry returns).
-// The record of the delivery is kept in the job's output.
+// Work takes one turn of the message (see dispatch), and tells River what
+// follows: nil for a delivery, JobCancel for a parked message (River keeps
+// it as cancelled), JobSnooze for a message put off or a dispatcher
+// stopping (not counted as an attempt), or an error for a retry (after
+// the wait NextRetry returns). The record of the delivery is kept in the
+// job's output.
 func (w *worker) Work(ctx context.Context, job *river.Job[jobArgs]) error {
-	s := w.o.s
 	win := decodeRecord(job.Metadata)
 	if win.Since.IsZero() {
 		win.Since = job.CreatedAt
 	}
 	msg := job.Args.message()
-	d := Delivery{ID: job.ID, Name: msg.Name, Key: msg.Key, Attempt: job.Attempt - win.Base}
-	if reason := s.overdue(d.Attempt, win.Since); reason != "" {
-		// Dispatchers died delivering it: park it with its last record.
-		win.Outcome, d.Reason = string(reason), reason
-		return w.finish(ctx, d, win, retry, 0)
-	}
-	r := deliver(ctx, s, &msg)
-	if r.verdict == retry && ctx.Err() != nil {
-		// The dispatcher is stopping (or River's bound passed): deliver it
-		// again at once, elsewhere, without counting this delivery.
-		_ = river.RecordOutput(ctx, newRecord(r, "", win))
+	t := w.o.s.dispatch(ctx, job.ID, &msg, job.Attempt-win.Base, win)
+	switch {
+	case t.putOff:
+		return river.JobSnooze(t.wait)
+	case t.stopping:
+		_ = river.RecordOutput(ctx, t.rec)
 		return river.JobSnooze(0)
 	}
-	reason, wait := s.decide(r, d.Attempt, win.Since)
-	d.Status, d.Err, d.Reason = r.status, r.err, reason
-	return w.finish(ctx, d, newRecord(r, reason, win), r.verdict, wait)
+	w.o.release(t.release)
+	return w.finish(ctx, t)
 }
 
-// finish records rec, tells the Observer, and returns what River does.
-func (w *worker) finish(ctx context.Context, d Delivery, rec record, v verdict, wait time.Duration) error {
-	if err := river.RecordOutput(ctx, rec); err != nil {
-		w.o.s.Logger.ErrorContext(ctx, "outbox: cannot record the delivery", "id", d.ID, "error", err)
+// finish records t's outcome, tells the Observer, and returns what River
+// does.
+func (w *worker) finish(ctx context.Context, t turn) error {
+	if err := river.RecordOutput(ctx, t.rec); err != nil {
+		w.o.s.Logger.ErrorContext(ctx, "outbox: cannot record the delivery", "id", t.d.ID, "error", err)
 	}
-	w.o.s.observe(ctx, d, v, wait)
+	w.o.s.observe(ctx, t.d, t.v, t.wait)
 	switch {
-	case d.Reason != "":
-		return river.JobCancel(&parkError{reason: d.Reason, rec: rec})
-	case v == delivered:
+	case t.d.Reason != "":
+		return river.JobCancel(&parkError{reason: t.d.Reason, rec: t.rec})
+	case t.v == delivered:
 		return nil
-	case v == deferred:
-		return river.JobSnooze(wait) // not counted as an attempt
 	}
-	w.o.waits.Store(d.ID, wait)
-	return &retryError{rec: rec}
+	w.o.waits.Store(t.d.ID, t.wait)
+	return &retryError{rec: t.rec}
 }
 
 // NextRetry is the policy of River's retry of a delivery (see retryPolicy).

@@ -81,7 +81,9 @@ type Settlement struct {
 // operation (for a card charge: the gateway's "get charge by idempotency
 // key"), makes the local effects of a completed one that the abandoned
 // attempt had not made, and answers. ctx is bounded by the reconciler's
-// lease on the operation and is cancelled when the reconciler stops. It
+// lease on the operation and is cancelled when the reconciler stops; a
+// function should return soon after: the reconciler waits for it only
+// ReconcileConfig.Grace more, then goes on without it. It
 // must be idempotent, as a handler that takes an operation over must: a
 // reconciler that dies while it runs leaves the operation to another one,
 // which calls it again. It should not perform the operation's effect on
@@ -145,6 +147,15 @@ type ReconcileConfig struct {
 	// DefaultLease.
 	Lease time.Duration
 
+	// Grace is how long a pass waits for a ReconcileFunc past its lease,
+	// and RunReconciler for the functions still running once its ctx is
+	// done, before it goes on without them. A function that ignores its
+	// context keeps running; its answer, when it comes, is stored only if
+	// the operation is still the reconciler's (fenced, as every
+	// settlement is), and the operation is otherwise looked at again as a
+	// NotKnown one. Zero or negative: 2 s.
+	Grace time.Duration
+
 	// MaxAge is how long after its first claim an operation may stay
 	// NotKnown before it is settled as result-unavailable. Keep it well
 	// under the routes' Retention: a record swept before it is settled
@@ -188,7 +199,9 @@ var errNoRoutes = errors.New("server: ReconcileConfig.Routes is empty: name the 
 // dies mid-settlement leaves its operations to the others once its lease
 // ends. When ctx is done it stops taking operations over, cancels the
 // functions that run, stores what they answered (an operation they could
-// not settle is left due at once, for another reconciler), and returns.
+// not settle is left due at once, for another reconciler), and returns,
+// within cfg.Grace (see ReconcileConfig.Grace for a function that ignores
+// its context).
 func RunReconciler(ctx context.Context, store Store, cfg ReconcileConfig) error {
 	rc, err := newReconciler(store, cfg)
 	if err != nil {
@@ -229,6 +242,7 @@ func newReconciler(store Store, cfg ReconcileConfig) (*reconciler, error) {
 	}
 	rc.cfg.Interval = orDefault(cfg.Interval, DefaultReconcileInterval)
 	rc.cfg.Lease = orDefault(cfg.Lease, DefaultLease)
+	rc.cfg.Grace = orDefault(cfg.Grace, 2*time.Second)
 	rc.cfg.MaxAge = orDefault(cfg.MaxAge, DefaultReconcileMaxAge)
 	rc.cfg.MaxBackoff = orDefault(cfg.MaxBackoff, DefaultReconcileMaxBackoff)
 	rc.cfg.Batch = orDefault(cfg.Batch, 16)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -44,11 +43,7 @@ func (rc *reconciler) pass(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, fmt.Errorf("server: reconcile: %w", err)
 		}
-		var wg sync.WaitGroup
-		for _, t := range batch {
-			wg.Go(func() { rc.settle(ctx, t) })
-		}
-		wg.Wait()
+		rc.settleAll(ctx, batch)
 		total += len(batch)
 		if len(batch) < rc.cfg.Batch {
 			return total, nil
@@ -56,6 +51,63 @@ func (rc *reconciler) pass(ctx context.Context) (int, error) {
 	}
 	return total, ctx.Err()
 }
+
+// settleAll settles batch concurrently, and waits for each operation
+// until its lease and the grace have passed, or the grace once ctx is
+// done: an operation still not settled then is left (see leave).
+func (rc *reconciler) settleAll(ctx context.Context, batch []*taken) {
+	settled := make(chan *taken, len(batch))
+	for _, t := range batch {
+		go func() {
+			rc.settle(ctx, t)
+			settled <- t
+		}()
+	}
+	pending := make(map[*taken]bool, len(batch))
+	for _, t := range batch {
+		pending[t] = true
+	}
+	timeout := time.NewTimer(rc.cfg.Lease + rc.cfg.Grace)
+	defer timeout.Stop()
+	stopping := ctx.Done()
+	for len(pending) > 0 {
+		select {
+		case t := <-settled:
+			delete(pending, t)
+		case <-stopping:
+			stopping = nil
+			timeout.Reset(rc.cfg.Grace)
+		case <-timeout.C:
+			for t := range pending {
+				rc.leave(ctx, t)
+			}
+			return
+		}
+	}
+}
+
+// leave gives up waiting for t's function, which ignores its context: the
+// operation is settled NotKnown with errStuck, looked at again after its
+// backoff (at once when ctx is done, for another reconciler), unless the
+// function's own answer is stored first; the function runs on.
+func (rc *reconciler) leave(ctx context.Context, t *taken) {
+	wait := rc.backoff(t.op.Attempt)
+	if ctx.Err() != nil {
+		wait = 0
+	}
+	wctx, cancel := detached(ctx)
+	defer cancel()
+	ev := ReconcileEvent{Operation: t.op, Answer: NotKnown, Err: errStuck}
+	if err := t.fence.postpone(wctx, wait); err != nil {
+		ev.Err = errors.Join(ev.Err, err)
+	}
+	call(rc.cfg.Hooks.Settled, ctx, ev)
+	rc.log(ctx, slog.LevelError, "idem: reconciler went on without a ReconcileFunc that outlived its lease", ev, false)
+}
+
+// errStuck is the error of an operation whose ReconcileFunc outlived its
+// lease and the grace.
+var errStuck = errors.New("server: the ReconcileFunc did not return within its lease and ReconcileConfig.Grace: it ignores its context")
 
 // settle asks the route's function about t and stores its answer. The
 // answer is stored even when ctx is done: the function's work is done.

@@ -55,14 +55,11 @@ func message(url, key string) outbox.Message {
 // benchDeliver enqueues n messages, then measures how fast 1 (then 2)
 // dispatchers deliver them to a loopback sink.
 func benchDeliver(ctx context.Context, dbURL string, o options) error {
-	pool, err := openPool(ctx, dbURL, 8)
+	pool, err := migratedPool(ctx, dbURL, 8)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if err := outbox.Migrate(ctx, pool); err != nil {
-		return err
-	}
 	n := or(o.n, 10000)
 	counts := []int{1, 2}
 	if o.dispatcher > 0 {

@@ -6,12 +6,17 @@
 //	go run ./bench/outbox -mode deliver     # messages/s to a loopback receiver, 1 and 2 dispatchers
 //	go run ./bench/outbox -mode latency     # commit -> receiver at a steady rate: p50, p99; and
 //	                                        # commit -> worker through River alone (no HTTP), the bound
+//	go run ./bench/outbox -mode headofline  # 10 messages to a healthy host, alone and behind a hanging
+//	                                        # or failing host's (issue 28), and River alone's bound
+//	go run ./bench/outbox -mode deadhost    # 2,000 messages to a host dead for 60 s: row updates/s,
+//	                                        # messages parked (issue 26)
 //	go run ./bench/outbox -mode migrate -schema S   # the outbox's tables in schema S (bench/pgbench-outbox.sh)
 //
 // Flags: -n (payments per round, or messages), -rounds, -concurrency
 // (requests in flight), -rate (messages per second) and -duration (of the
-// steady runs), -dispatchers (deliver: 0 runs 1 then 2), -fetch-cooldown
-// (the dispatchers' Config.FetchCooldown, and River's alone in latency).
+// steady runs; deadhost: of the outage, 60 s), -dispatchers (deliver: 0
+// runs 1 then 2), -fetch-cooldown (the dispatchers' Config.FetchCooldown,
+// and River's alone in latency).
 package main
 
 import (
@@ -21,12 +26,15 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/outbox"
 )
 
 type options struct {
@@ -41,7 +49,7 @@ func (o options) messages() int { return int(o.seconds.Seconds() * float64(o.rat
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "latency", "payments, deliver, latency or migrate")
+	flag.StringVar(&o.mode, "mode", "latency", "payments, deliver, latency, headofline, deadhost or migrate")
 	flag.StringVar(&o.schema, "schema", "", "the schema (migrate mode)")
 	flag.IntVar(&o.n, "n", 0, "payments per round (payments: 4000), messages (deliver: 10000)")
 	flag.IntVar(&o.rounds, "rounds", 4, "alternating rounds (payments, latency)")
@@ -51,6 +59,9 @@ func main() {
 	flag.DurationVar(&o.seconds, "duration", 10*time.Second, "length of a steady run (latency)")
 	flag.DurationVar(&o.cooldown, "fetch-cooldown", 0, "the outbox's Config.FetchCooldown (0: its default)")
 	flag.Parse()
+	if o.mode == "deadhost" && !flagSet("duration") {
+		o.seconds = time.Minute
+	}
 	if err := o.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "outbox bench:", err)
 		os.Exit(2)
@@ -65,8 +76,8 @@ func main() {
 // naming the flag.
 func (o options) check() error {
 	switch {
-	case o.mode != "payments" && o.mode != "deliver" && o.mode != "latency" && o.mode != "migrate":
-		return fmt.Errorf("-mode must be payments, deliver, latency or migrate, got %q", o.mode)
+	case !slices.Contains([]string{"payments", "deliver", "latency", "headofline", "deadhost", "migrate"}, o.mode):
+		return fmt.Errorf("-mode must be payments, deliver, latency, headofline, deadhost or migrate, got %q", o.mode)
 	case o.mode == "migrate" && o.schema == "":
 		return errors.New("-schema is required with -mode migrate")
 	case o.n < 0:
@@ -83,8 +94,17 @@ func (o options) check() error {
 		return fmt.Errorf("-fetch-cooldown must not be negative, got %s", o.cooldown)
 	case o.mode == "latency" && o.messages() < 1:
 		return fmt.Errorf("-rate x -duration must be at least one message, got %d/s for %s", o.rate, o.seconds)
+	case o.mode == "deadhost" && o.seconds < 10*time.Second:
+		return fmt.Errorf("-duration must be at least 10s with -mode deadhost (the first 5 s are reported apart), got %s", o.seconds)
 	}
 	return nil
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func run(ctx context.Context, o options) error {
@@ -106,6 +126,10 @@ func run(ctx context.Context, o options) error {
 		return benchPayments(ctx, dbURL, o)
 	case "deliver":
 		return benchDeliver(ctx, dbURL, o)
+	case "headofline":
+		return benchHeadOfLine(ctx, dbURL, o)
+	case "deadhost":
+		return benchDead(ctx, dbURL, o)
 	}
 	return benchLatencies(ctx, dbURL, o)
 }
@@ -126,6 +150,20 @@ func withSearchPath(raw, schema string) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// migratedPool opens a pool of conns connections on a database holding
+// the outbox's tables.
+func migratedPool(ctx context.Context, dbURL string, conns int) (*pgxpool.Pool, error) {
+	pool, err := openPool(ctx, dbURL, conns)
+	if err != nil {
+		return nil, err
+	}
+	if err := outbox.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
 }
 
 // openPool opens a pool of conns connections.

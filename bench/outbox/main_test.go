@@ -26,6 +26,7 @@ func TestCheckRefusesBadFlags(t *testing.T) {
 		{func(o *options) { o.rate = 0 }, "-rate"},
 		{func(o *options) { o.cooldown = -time.Millisecond }, "-fetch-cooldown"},
 		{func(o *options) { o.seconds = time.Millisecond }, "-duration"},
+		{func(o *options) { o.mode, o.seconds = "deadhost", 5*time.Second }, "-duration"},
 	} {
 		o := good
 		tc.edit(&o)

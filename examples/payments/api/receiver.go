@@ -107,6 +107,14 @@ type ReceiverConfig struct {
 // POST /v1/notifications runs under server.Middleware (Transactional, a
 // key required): a retry with the same Idempotency-Key gets the stored
 // 201 and records nothing. It is safe for concurrent use.
+//
+// It is a demo downstream, not a service to expose: neither route
+// authenticates its caller, and GET /v1/notifications lists every
+// tenant's notifications (their payment ids, accounts and amounts) to
+// anyone who can reach it, so that the demo and the tests can check what
+// arrived. A real receiver authenticates the dispatcher (a credential in
+// outbox.Config.Client.Base, see outbox.Message.Header) and scopes any
+// listing to its caller.
 type Receiver struct {
 	h      http.Handler
 	cfg    ReceiverConfig

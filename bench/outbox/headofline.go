@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/outbox"
+)
+
+// holHealthy is how many messages to the healthy host each case times.
+const holHealthy = 10
+
+// holLimit bounds the wait for the healthy messages of one case.
+const holLimit = 30 * time.Second
+
+// holCase is one head-of-line case: n messages to a bad host enqueued
+// before the healthy ones, with the client's breaker on or off.
+type holCase struct {
+	name    string
+	bad     int
+	handler http.HandlerFunc // the bad host
+	breaker bool
+}
+
+// hang holds a request until the client gives up on it: it reads the
+// body first, so that net/http notices the client's close.
+func hang(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	<-r.Context().Done()
+}
+
+// unavailable answers 503 at once.
+func unavailable(w http.ResponseWriter, _ *http.Request) {
+	w.WriteHeader(http.StatusServiceUnavailable)
+}
+
+// benchHeadOfLine measures issue 28's head-of-line figures: the time one
+// dispatcher (Workers 4, Timeout 2 s) takes to deliver 10 messages to a
+// healthy host, alone and enqueued behind 40 messages to a host that hangs
+// or 2,000 to one that answers 503 at once (breaker off), o.rounds rounds,
+// medians; and the bound, River alone moving 2,000 bare jobs then 10 with
+// as many slots as the dispatcher fetches at once (16: four times its
+// Workers), and with 200.
+func benchHeadOfLine(ctx context.Context, dbURL string, o options) error {
+	pool, err := migratedPool(ctx, dbURL, 16)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	cases := []holCase{
+		{"alone", 0, nil, true},
+		{"behind 40 hanging (breaker on)", 40, hang, true},
+		{"behind 40 hanging (breaker off)", 40, hang, false},
+		{"behind 2,000 answering 503 (breaker off)", 2000, unavailable, false},
+	}
+	fmt.Printf("one dispatcher, Workers 4, Timeout 2s: %d messages to a healthy host, from Run to the last delivered, %d rounds\n", holHealthy, o.rounds)
+	slots := []int{16, 200}
+	times := make([][]time.Duration, len(cases)+len(slots))
+	for round := range o.rounds {
+		for i, c := range cases {
+			d, got, err := holRun(ctx, pool, c)
+			if err != nil {
+				return err
+			}
+			times[i] = append(times[i], d)
+			fmt.Printf("round %d %-52s %d of %d in %s\n", round+1, c.name, got, holHealthy, d.Round(time.Millisecond))
+		}
+		for j, n := range slots {
+			d, err := holRiver(ctx, pool, 2000, n)
+			if err != nil {
+				return err
+			}
+			times[len(cases)+j] = append(times[len(cases)+j], d)
+			fmt.Printf("round %d %-52s %s\n", round+1, riverName(n), d.Round(time.Millisecond))
+		}
+	}
+	names := casesNames(cases)
+	for _, n := range slots {
+		names = append(names, riverName(n))
+	}
+	for i, ts := range times {
+		slices.Sort(ts)
+		fmt.Printf("median of %d rounds, %-52s %s [%s, %s]\n", len(ts), names[i]+":", ts[len(ts)/2].Round(time.Millisecond),
+			ts[0].Round(time.Millisecond), ts[len(ts)-1].Round(time.Millisecond))
+	}
+	return nil
+}
+
+func riverName(slots int) string {
+	return fmt.Sprintf("bound: River alone, %d slots, 10 behind 2,000", slots)
+}
+
+func casesNames(cases []holCase) []string {
+	var out []string
+	for _, c := range cases {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// holRun runs one case on an empty queue and returns the time from Run
+// to the last healthy message delivered (holLimit when not all were) and
+// how many were.
+func holRun(ctx context.Context, pool *pgxpool.Pool, c holCase) (time.Duration, int, error) {
+	if _, err := pool.Exec(ctx, "TRUNCATE river_job"); err != nil {
+		return 0, 0, err
+	}
+	healthy := newSink(holHealthy)
+	defer healthy.srv.Close()
+	cfg := outbox.Config{Workers: 4, Timeout: 2 * time.Second, Logger: slog.New(slog.DiscardHandler),
+		Client: idem.Config{Breaker: idem.BreakerConfig{Disabled: !c.breaker}}}
+	ob, err := outbox.New(pool, cfg)
+	if err != nil {
+		return 0, 0, err
+	}
+	if c.bad > 0 {
+		bad := httptest.NewServer(c.handler)
+		defer func() { bad.CloseClientConnections(); bad.Close() }()
+		if err := enqueueBatch(ctx, pool, ob, bad.URL, "bad-", c.bad); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := enqueueBatch(ctx, pool, ob, healthy.srv.URL, "ok-", holHealthy); err != nil {
+		return 0, 0, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- ob.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	select {
+	case <-healthy.all:
+		return time.Since(start), holHealthy, nil
+	case <-time.After(holLimit):
+		healthy.mu.Lock()
+		defer healthy.mu.Unlock()
+		return holLimit, len(healthy.seen), nil
+	}
+}
+
+// holRiver is the bound of the 2,000 case: River alone, with slots
+// workers that complete a bare job at once, from Start to the last of 10
+// jobs enqueued behind n others.
+func holRiver(ctx context.Context, pool *pgxpool.Pool, n, slots int) (time.Duration, error) {
+	if _, err := pool.Exec(ctx, "TRUNCATE river_job"); err != nil {
+		return 0, err
+	}
+	s := newSink(holHealthy)
+	s.srv.Close() // River's workers note the keys themselves
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &riverWorker{s: s})
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: slots}},
+		Workers: workers, FetchCooldown: 2 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return 0, err
+	}
+	var params []river.InsertManyParams
+	for i := range n {
+		params = append(params, river.InsertManyParams{Args: riverArgs{Key: fmt.Sprintf("bad-%d", i)}})
+	}
+	for i := range holHealthy {
+		params = append(params, river.InsertManyParams{Args: riverArgs{Key: fmt.Sprintf("ok-%d", i)}})
+	}
+	if _, err := client.InsertMany(ctx, params); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	s.want = n + holHealthy // every key is noted: the last ones close s.all
+	s.mu.Unlock()
+	start := time.Now()
+	if err := client.Start(ctx); err != nil {
+		return 0, err
+	}
+	defer func() { _ = client.Stop(ctx) }()
+	select {
+	case <-s.all:
+		return time.Since(start), nil
+	case <-time.After(holLimit):
+		return holLimit, nil
+	}
+}

@@ -1,0 +1,79 @@
+package outbox
+
+import (
+	"context"
+	"encoding/hex"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// headerBytes adds up the names and values of h, a name once per value.
+func headerBytes(h http.Header) int {
+	n := 0
+	for name, values := range h {
+		for _, v := range values {
+			n += len(name) + len(v)
+		}
+	}
+	return n
+}
+
+// A message refused with megabytes of response headers is parked with a
+// few KiB of them (Content-Type first, then in name order, each whole,
+// within keptHeaders and keptHeaderBytes), in a row of that size (issue 28 defect 2: 20 such messages grew river_job to
+// 94 MB, and listing them allocated 196 MB).
+func TestParkedRecordIsBounded(t *testing.T) {
+	for _, name := range []string{"memory", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			var tg target
+			var rowBytes func() int
+			if name == "memory" {
+				tg, _ = memoryTarget(fastConfig(&events{}))
+			} else {
+				var o *Outbox
+				tg, o, _ = postgresTarget(t, fastConfig(&events{}))
+				rowBytes = func() int {
+					var n int
+					require.NoError(t, o.pool.QueryRow(context.Background(),
+						"SELECT max(pg_column_size(metadata) + pg_column_size(errors)) FROM river_job").Scan(&n))
+					return n
+				}
+			}
+			noise := make([]byte, 1<<20) // incompressible: Postgres would store 2 MiB of one letter in 30 kB
+			_, _ = rand.NewChaCha8([32]byte{1}).Read(noise)
+			huge := http.Header{"X-Reason": {"unknown account"}, "X-Huge": {hex.EncodeToString(noise)},
+				"Content-Type": {"application/problem+json"}}
+			for i := range 3000 {
+				huge["X-Many-"+strconv.Itoa(i)] = []string{"1"}
+			}
+			d := newDownstream(t, func(string, int) (int, http.Header, string) {
+				return http.StatusBadRequest, huge, strings.Repeat("b", 10_000)
+			})
+			for i := range 3 {
+				m := d.message("event")
+				m.Key = "big-" + strconv.Itoa(i)
+				_, err := tg.enqueue(context.Background(), m)
+				require.NoError(t, err)
+			}
+			running(t, tg.run)
+			for _, p := range tg.waitParked(t, 3, "the three refused messages are parked") {
+				assert.Equal(t, "application/problem+json", p.Header.Get("Content-Type"), "an explaining header is kept first")
+				assert.Empty(t, p.Header.Get("X-Reason"), "after the 3,000 headers that sort before it: over the count")
+				assert.Equal(t, "1", p.Header.Get("X-Many-0"), "the headers in name order")
+				assert.Zero(t, len(p.Header.Get("X-Huge")), "a header over the bound is dropped whole, not cut")
+				assert.LessOrEqual(t, headerBytes(p.Header), keptHeaderBytes, "headers kept")
+				assert.LessOrEqual(t, len(p.Header), keptHeaders, "header values kept")
+				assert.Len(t, p.Body, keptBodyBytes)
+			}
+			if rowBytes != nil {
+				assert.Less(t, rowBytes(), 16<<10, "bytes of the parked job's record")
+			}
+		})
+	}
+}
