@@ -45,13 +45,14 @@ type Config struct {
 // Cluster is a running PostgreSQL cluster of one test. Its methods are
 // safe for concurrent use: each runs a program or sends a signal.
 type Cluster struct {
-	bin     string   // the directory of initdb and pg_ctl
-	dir     string   // the test's directory: data, log, sockets
-	data    string   // the data directory
-	log     string   // the server's log file
-	port    string   // the TCP port, on 127.0.0.1
-	options string   // pg_ctl's -o: port, addresses, Config.Settings
-	runAs   []string // the prefix that runs a program as the cluster's owner, nil for the test's user
+	bin      string            // the directory of initdb and pg_ctl
+	dir      string            // the test's directory: data, log, sockets
+	data     string            // the data directory
+	log      string            // the server's log file
+	port     string            // the TCP port, on 127.0.0.1
+	options  string            // pg_ctl's -o: port, addresses
+	settings map[string]string // Config.Settings over the defaults
+	runAs    []string          // the prefix that runs a program as the cluster's owner, nil for the test's user
 }
 
 // Start creates a cluster (initdb) and starts it; it is stopped (with an
@@ -60,19 +61,24 @@ func Start(tb testing.TB, cfg Config) *Cluster {
 	tb.Helper()
 	c := newCluster(tb, cfg)
 	c.run(tb, "initdb", "-D", c.data, "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync")
+	c.writeConf(tb, "postgresql.conf", "include_if_exists = '"+settingsFile+"'\n", os.O_APPEND)
+	c.writeSettings(tb)
 	c.start(tb)
 	return c
 }
 
 // Standby takes a base backup of c (pg_basebackup -R, the WAL streamed
 // with it) into a new cluster, starts it as a streaming standby of c with
-// cfg's settings, and waits until c lists it as streaming. It is stopped
+// cfg's settings, and waits until c lists it as streaming and it has
+// reported where its disk is (from then on c counts it as a synchronous
+// standby when its name is in synchronous_standby_names). It is stopped
 // when the test ends.
 func (c *Cluster) Standby(tb testing.TB, cfg Config) *Cluster {
 	tb.Helper()
 	s := newCluster(tb, cfg)
 	s.run(tb, "pg_basebackup", "-h", "127.0.0.1", "-p", c.port, "-U", "postgres", "-D", s.data,
 		"-R", "-X", "stream", "-c", "fast", "--no-sync")
+	s.writeSettings(tb) // over the primary's copy
 	s.start(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -88,7 +94,8 @@ func (c *Cluster) Standby(tb testing.TB, cfg Config) *Cluster {
 	}
 }
 
-// streaming counts the standbys that c streams WAL to.
+// streaming counts the standbys that c streams WAL to and that reported
+// their flush position.
 func (c *Cluster) streaming(ctx context.Context) (int, error) {
 	conn, err := pgx.Connect(ctx, c.URL())
 	if err != nil {
@@ -96,7 +103,7 @@ func (c *Cluster) streaming(ctx context.Context) (int, error) {
 	}
 	defer conn.Close(ctx)
 	var n int
-	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'`).Scan(&n)
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' AND flush_lsn IS NOT NULL`).Scan(&n)
 	return n, err
 }
 
@@ -106,13 +113,47 @@ func newCluster(tb testing.TB, cfg Config) *Cluster {
 	dir := tb.TempDir()
 	c := &Cluster{bin: binDir(tb), dir: dir, data: filepath.Join(dir, "data"), log: filepath.Join(dir, "postgres.log"), runAs: owner(tb, dir)}
 	c.port = freePort(tb)
-	settings := map[string]string{"fsync": "off", "max_connections": "60"}
-	maps.Copy(settings, cfg.Settings)
+	c.settings = map[string]string{"fsync": "off", "max_connections": "60"}
+	maps.Copy(c.settings, cfg.Settings)
 	c.options = fmt.Sprintf("-p %s -c listen_addresses=127.0.0.1 -c unix_socket_directories=%s", c.port, dir)
-	for _, name := range slices.Sorted(maps.Keys(settings)) {
-		c.options += fmt.Sprintf(" -c %s=%s", name, quoteSetting(settings[name]))
-	}
 	return c
+}
+
+// settingsFile holds Config.Settings in the data directory. A file, not
+// the command line, which would override ALTER SYSTEM; a file of each
+// cluster's own, so that a standby does not inherit its primary's
+// settings from the base backup (synchronous_standby_names would make
+// the promoted standby wait for standbys of its own).
+const settingsFile = "pgcluster.conf"
+
+// writeSettings writes Config.Settings into the settings file, which
+// postgresql.conf includes.
+func (c *Cluster) writeSettings(tb testing.TB) {
+	tb.Helper()
+	var conf strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(c.settings)) {
+		fmt.Fprintf(&conf, "%s = '%s'\n", name, strings.ReplaceAll(c.settings[name], "'", "''"))
+	}
+	c.writeConf(tb, settingsFile, conf.String(), os.O_TRUNC)
+}
+
+// writeConf writes text to a configuration file of the cluster (flag
+// os.O_APPEND or os.O_TRUNC), owned as the data directory is.
+func (c *Cluster) writeConf(tb testing.TB, file, text string, flag int) {
+	tb.Helper()
+	path := filepath.Join(c.data, file)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|flag, 0o600)
+	if err == nil {
+		_, err = f.WriteString(text)
+		err = errors.Join(err, f.Close())
+	}
+	if info, statErr := os.Stat(c.data); err == nil && statErr == nil {
+		st := info.Sys().(*syscall.Stat_t)
+		err = os.Chown(path, int(st.Uid), int(st.Gid))
+	}
+	if err != nil {
+		tb.Fatalf("pgcluster: %v", err)
+	}
 }
 
 // start starts the server and arranges its stop at the end of the test.
@@ -300,12 +341,6 @@ func freePort(tb testing.TB) string {
 	defer ln.Close()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return port
-}
-
-// quoteSetting quotes a setting's value for the server's command line,
-// which pg_ctl passes through a shell: '*' and values with spaces need it.
-func quoteSetting(v string) string {
-	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
 }
 
 // CannotRun skips the test with why, or fails it under CI=true, where
