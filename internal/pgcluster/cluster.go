@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package pgcluster runs PostgreSQL clusters of a test's own, each in a
 // temporary directory on a free loopback port: a primary (Start), streaming
 // standbys of it (Cluster.Standby), and the faults a replicated database
