@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/idemkit/idem/testserver"
 )
@@ -17,7 +18,19 @@ import (
 // worker's goroutine). It stops early when ctx ends; the operations not
 // made then have a zero verdict.
 func runLoad(ctx context.Context, p *payer, ops []operation, workers int, onDone func(done int)) []verdict {
-	verdicts := make([]verdict, len(ops))
+	return verdictsOf(runTimedLoad(ctx, p, ops, workers, onDone))
+}
+
+// timed is the verdict of one operation and when its client started and
+// ended it.
+type timed struct {
+	verdict
+	start, end time.Time
+}
+
+// runTimedLoad is runLoad, keeping when each operation started and ended.
+func runTimedLoad(ctx context.Context, p *payer, ops []operation, workers int, onDone func(done int)) []timed {
+	out := make([]timed, len(ops))
 	var next, done atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
@@ -27,7 +40,9 @@ func runLoad(ctx context.Context, p *payer, ops []operation, workers int, onDone
 				if i >= len(ops) {
 					return
 				}
-				verdicts[i] = p.pay(ctx, ops[i])
+				start := time.Now()
+				v := p.pay(ctx, ops[i])
+				out[i] = timed{verdict: v, start: start, end: time.Now()}
 				if n := int(done.Add(1)); onDone != nil {
 					onDone(n)
 				}
@@ -35,6 +50,15 @@ func runLoad(ctx context.Context, p *payer, ops []operation, workers int, onDone
 		})
 	}
 	wg.Wait()
+	return out
+}
+
+// verdictsOf returns the verdicts of a timed load.
+func verdictsOf(ts []timed) []verdict {
+	verdicts := make([]verdict, len(ts))
+	for i, t := range ts {
+		verdicts[i] = t.verdict
+	}
 	return verdicts
 }
 

@@ -189,31 +189,59 @@ func (c *Cluster) Promote() error {
 }
 
 // Kill kills the server with SIGKILL, the postmaster and every process of
-// it at once, as the loss of its machine would, and waits until the
-// postmaster is gone. Nothing is flushed or shut down: what was not on
-// disk (or, for a standby, not yet received) is lost.
+// it at once, as the loss of its machine would, and waits until they are
+// all gone. Nothing is flushed or shut down: what was not on disk (or, for
+// a standby, not yet received) is lost, and no backend outlives the
+// postmaster to answer one more query.
 func (c *Cluster) Kill() error {
 	pid, err := c.PID()
 	if err != nil {
 		return err
 	}
-	// pg_ctl starts the postmaster in a session of its own, so its process
-	// group holds it and every backend, the WAL senders included.
-	if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
-		err = syscall.Kill(-pid, syscall.SIGKILL)
-	} else {
-		err = syscall.Kill(pid, syscall.SIGKILL)
+	// Each child of the postmaster is a session of its own, so no process
+	// group holds them all: the postmaster is stopped, so that it forks no
+	// more, and then it and each child it has are killed.
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pgcluster: stop %d: %w", pid, err)
 	}
-	if err != nil {
-		return fmt.Errorf("pgcluster: kill %d: %w", pid, err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); alive(pid); {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pgcluster: the postmaster %d still runs 30s after SIGKILL", pid)
+	victims := append(children(pid), pid)
+	for _, v := range victims {
+		if err := syscall.Kill(v, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("pgcluster: kill %d: %w", v, err)
 		}
-		time.Sleep(5 * time.Millisecond) // polling for the process's end
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, v := range victims {
+		for alive(v) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("pgcluster: process %d of the server still runs 30s after SIGKILL", v)
+			}
+			time.Sleep(5 * time.Millisecond) // polling for the process's end
+		}
 	}
 	return nil
+}
+
+// children returns the processes whose parent is pid, from /proc.
+func children(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []int
+	for _, path := range stats {
+		stat, err := os.ReadFile(path)
+		if err != nil {
+			continue // it ended
+		}
+		// pid (comm) state ppid ...: the command name may hold spaces
+		_, rest, _ := strings.Cut(string(stat), ") ")
+		fields := strings.Fields(rest)
+		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
+			continue
+		}
+		if child, err := strconv.Atoi(filepath.Base(filepath.Dir(path))); err == nil {
+			out = append(out, child)
+		}
+	}
+	return out
 }
 
 // PID returns the postmaster's process id, from postmaster.pid.

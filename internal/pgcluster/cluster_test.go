@@ -4,6 +4,7 @@ package pgcluster
 
 import (
 	"context"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 )
 
 // A standby streams what its primary commits; once the primary is killed
-// it refuses connections, and the promoted standby takes writes, with the
-// primary's data.
+// it refuses connections and its backends are gone, and the promoted
+// standby takes writes, with the primary's data.
 func TestStandbyIsPromotedAfterThePrimaryIsKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -22,7 +23,13 @@ func TestStandbyIsPromotedAfterThePrimaryIsKilled(t *testing.T) {
 	standby := primary.Standby(t, Config{})
 
 	execSQL(ctx, t, primary.URL(), `CREATE TABLE t (v int); INSERT INTO t VALUES (1)`) // synchronous: on the standby once it returns
+	// A backend that cannot notice its postmaster's death by itself (it is
+	// stopped, as a stalled WAL sender is) dies with it too.
+	var backend int
+	require.NoError(t, connect(ctx, t, primary.URL()).QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend))
+	require.NoError(t, syscall.Kill(backend, syscall.SIGSTOP))
 	require.NoError(t, primary.Kill())
+	assert.False(t, alive(backend), "a backend of the killed primary is alive")
 	_, err := pgx.Connect(ctx, primary.URL())
 	require.Error(t, err, "a connection to the killed primary")
 	assert.True(t, inRecovery(ctx, t, standby.URL()), "the standby before its promotion")
