@@ -7,21 +7,26 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-
-	"github.com/idemkit/idem/internal/pgcluster"
 )
 
-// faultPlan says when a failover run's faults strike, in operations done.
+// faultPlan says when a failover run's faults strike, in operations done,
+// and what they are.
 type faultPlan struct {
-	stallAt      int // stall the primary's WAL sender (SIGSTOP); 0: never
-	killAt       int // kill the primary (SIGKILL)
+	stallAt int          // when to stall replication; 0: never
+	stall   func() error // stalls it (stops the primary's WAL sender)
+	killAt  int          // when to kill the primary
+	kill    func() error
+	// promoteAfter is how long after the kill promote is called: the time
+	// an HA manager would take to decide.
 	promoteAfter time.Duration
+	// promote makes a standby the primary, or waits until the HA manager
+	// made one; it returns once the new primary takes writes.
+	promote func() error
 }
 
 // faultTimes are when a run's faults struck, and when the API served
@@ -46,14 +51,14 @@ type faults struct {
 
 // run carries out the plan in a goroutine: it waits for the load to reach
 // stallAt and killAt operations (onDone, for runTimedLoad, counts them),
-// strikes, promotes the standby, and probes the API at url until it
-// serves. wait returns the times.
-func (plan faultPlan) run(ctx context.Context, primary, standby *pgcluster.Cluster, url string) (*faults, func(int)) {
+// strikes, promotes, and probes the API at url until it serves. wait
+// returns the times.
+func (plan faultPlan) run(ctx context.Context, url string) (*faults, func(int)) {
 	stall, kill := make(chan struct{}), make(chan struct{})
 	f := &faults{done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
-		f.times.err = plan.strike(ctx, primary, standby, url, stall, kill, &f.times)
+		f.times.err = plan.strike(ctx, url, stall, kill, &f.times)
 	}()
 	onDone := func(n int) {
 		switch n {
@@ -72,12 +77,12 @@ func (f *faults) wait() *faultTimes {
 	return &f.times
 }
 
-func (plan faultPlan) strike(ctx context.Context, primary, standby *pgcluster.Cluster, url string, stall, kill <-chan struct{}, at *faultTimes) error {
+func (plan faultPlan) strike(ctx context.Context, url string, stall, kill <-chan struct{}, at *faultTimes) error {
 	if plan.stallAt > 0 {
 		if err := await(ctx, stall); err != nil {
 			return err
 		}
-		if err := stallWALSender(ctx, primary); err != nil {
+		if err := plan.stall(); err != nil {
 			return err
 		}
 		at.stalled = time.Now()
@@ -86,18 +91,18 @@ func (plan faultPlan) strike(ctx context.Context, primary, standby *pgcluster.Cl
 		return err
 	}
 	at.killed = time.Now()
-	if err := primary.Kill(); err != nil {
+	if err := plan.kill(); err != nil {
 		return err
 	}
 	serving := make(chan time.Time, 1)
 	go func() { serving <- probe(ctx, url) }()
 	select {
-	case <-time.After(plan.promoteAfter): // the outage an HA manager would take to decide
+	case <-time.After(plan.promoteAfter):
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	at.promoteAsked = time.Now()
-	if err := standby.Promote(); err != nil {
+	if err := plan.promote(); err != nil {
 		return err
 	}
 	at.promoted = time.Now()
@@ -117,20 +122,21 @@ func await(ctx context.Context, ch <-chan struct{}) error {
 	}
 }
 
-// stallWALSender stops (SIGSTOP) the process that streams the primary's
-// WAL to its standby: from then on the standby receives nothing, while the
-// primary, replicating asynchronously, goes on answering commits.
-func stallWALSender(ctx context.Context, primary *pgcluster.Cluster) error {
-	conn, err := pgx.Connect(ctx, primary.URL())
-	if err != nil {
-		return err
-	}
+// walSender returns the process id of the primary's WAL sender: stopping
+// it (SIGSTOP) stalls replication, and the standby receives nothing from
+// then on, while the primary, replicating asynchronously, goes on
+// answering commits. It is looked up before the load, so that the stall
+// strikes at once.
+func walSender(t *testing.T, primaryURL string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, primaryURL)
+	require.NoError(t, err)
 	defer conn.Close(ctx)
 	var pid int
-	if err := conn.QueryRow(ctx, `SELECT pid FROM pg_stat_replication`).Scan(&pid); err != nil {
-		return fmt.Errorf("the WAL sender: %w", err)
-	}
-	return syscall.Kill(pid, syscall.SIGSTOP)
+	require.NoError(t, conn.QueryRow(ctx, `SELECT pid FROM pg_stat_replication`).Scan(&pid), "the WAL sender")
+	return pid
 }
 
 // probe reads an account every 10 ms until the API answers 200, and
@@ -158,13 +164,13 @@ func probe(ctx context.Context, url string) time.Time {
 	return time.Time{}
 }
 
-// waitReplayed waits until the standby has replayed the run's accounts:
-// the asynchronous run's stall must find them there.
-func waitReplayed(t *testing.T, standby *pgcluster.Cluster, accounts int) {
+// waitReplayed waits until the standby at url has replayed the run's
+// accounts: the asynchronous run's stall must find them there.
+func waitReplayed(t *testing.T, url string, accounts int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, standby.URL())
+	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	for {

@@ -92,12 +92,9 @@ func (r *failoverRun) replayedResends() int {
 }
 
 // logFigures logs the run's figures on one line, for BENCHMARKS.md.
-func (r *failoverRun) logFigures(t *testing.T, async bool) {
+func (r *failoverRun) logFigures(t *testing.T) {
 	t.Helper()
-	mode := "synchronous"
-	if async {
-		mode = "asynchronous, WAL sender stalled"
-	}
+	mode := r.rig.name
 	at := r.faults
 	first, last, off := failureWindow(r.ops, r.load, at.killed)
 	breaker, budget, other := r.failureReasons()

@@ -194,7 +194,16 @@ func (c *Cluster) Promote() error {
 // a standby, not yet received) is lost, and no backend outlives the
 // postmaster to answer one more query.
 func (c *Cluster) Kill() error {
-	pid, err := c.PID()
+	return KillServer(c.data)
+}
+
+// KillServer kills the server of the data directory data as
+// Cluster.Kill does: the postmaster (found in postmaster.pid) and each of
+// its children at once, with SIGKILL, and waits until they are gone. It
+// serves for servers that this package did not start, such as an HA
+// manager's.
+func KillServer(data string) error {
+	pid, err := postmasterPID(data)
 	if err != nil {
 		return err
 	}
@@ -244,9 +253,10 @@ func children(pid int) []int {
 	return out
 }
 
-// PID returns the postmaster's process id, from postmaster.pid.
-func (c *Cluster) PID() (int, error) {
-	data, err := os.ReadFile(filepath.Join(c.data, "postmaster.pid"))
+// postmasterPID returns the process id of the postmaster of the data
+// directory dir, from its postmaster.pid.
+func postmasterPID(dir string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
 	if err != nil {
 		return 0, fmt.Errorf("pgcluster: %w", err)
 	}
@@ -274,13 +284,7 @@ func alive(pid int) bool {
 
 // LogTail returns the last 8 KiB of the server's log, for failure
 // messages.
-func (c *Cluster) LogTail() string {
-	data, err := os.ReadFile(c.log)
-	if err != nil {
-		return fmt.Sprintf("(the log cannot be read: %v)", err)
-	}
-	return string(data[max(0, len(data)-8<<10):])
-}
+func (c *Cluster) LogTail() string { return tail(c.log) }
 
 // run runs a PostgreSQL program as exec does, and fails the test when it
 // fails.
