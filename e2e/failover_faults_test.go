@@ -27,6 +27,9 @@ type faultPlan struct {
 	// promote makes a standby the primary, or waits until the HA manager
 	// made one; it returns once the new primary takes writes.
 	promote func() error
+	// managed is true when an HA manager promotes by itself and promote
+	// only waits for it: the promotion is then when promote returned.
+	managed bool
 }
 
 // faultTimes are when a run's faults struck, and when the API served
@@ -40,7 +43,10 @@ type faultTimes struct {
 	// after the kill: the server reads through a read-write connection to
 	// the new primary.
 	serving time.Time
-	err     error
+	// promotion is when the new primary was made: when the test asked for
+	// it, or when the HA manager had made it.
+	promotion time.Time
+	err       error
 }
 
 // faults is a plan being carried out.
@@ -106,6 +112,10 @@ func (plan faultPlan) strike(ctx context.Context, url string, stall, kill <-chan
 		return err
 	}
 	at.promoted = time.Now()
+	at.promotion = at.promoteAsked
+	if plan.managed {
+		at.promotion = at.promoted
+	}
 	at.serving = <-serving
 	if at.serving.IsZero() {
 		return fmt.Errorf("the API did not serve again: %w", ctx.Err())

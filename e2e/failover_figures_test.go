@@ -98,11 +98,11 @@ func (r *failoverRun) logFigures(t *testing.T) {
 	at := r.faults
 	first, last, off := failureWindow(r.ops, r.load, at.killed)
 	breaker, budget, other := r.failureReasons()
-	t.Logf("failover (%s): %d payments, %d workers; outage kill->serving %.2fs, promotion->serving %.2fs (pg_ctl promote took %.2fs); "+
+	t.Logf("failover (%s): %d payments, %d workers; outage kill->serving %.2fs, promotion->serving %.2fs (promoted %.2fs after the kill); "+
 		"ok %d, failed %d (deadline past the outage: %d; breaker open %d, budget spent %d, other %d), unknown %d resent with their key (%d had taken effect and replayed, %d ran then); "+
 		"lost ok %d, doubles %d; %d ended otherwise than designed, from %+.2fs to %+.2fs after the kill; longest payment %.2fs; %d retried",
-		mode, len(r.ops), failoverWorkers, at.serving.Sub(at.killed).Seconds(), at.serving.Sub(at.promoteAsked).Seconds(),
-		at.promoted.Sub(at.promoteAsked).Seconds(), countKind(r.load, testserver.OutcomeOK), r.failed(), r.failedOutlastingOutage(), breaker, budget, other,
+		mode, len(r.ops), failoverWorkers, at.serving.Sub(at.killed).Seconds(), at.serving.Sub(at.promotion).Seconds(),
+		at.promoted.Sub(at.killed).Seconds(), countKind(r.load, testserver.OutcomeOK), r.failed(), r.failedOutlastingOutage(), breaker, budget, other,
 		len(r.resent), r.replayedResends(), len(r.resent)-r.replayedResends(), r.report.LostOKs, r.report.DoubleEffects,
 		off, first.Seconds(), last.Seconds(), longest(r.load).Seconds(), r.retried)
 }

@@ -204,8 +204,8 @@ func (r *failoverRun) finish(t *testing.T) {
 	r.report = testserver.Check(ledger(payments), history(all, append(slices.Clone(r.final), r.freshV...)))
 	truth.requireConsistent(t, all, payments)
 	r.logFigures(t)
-	require.Less(t, r.faults.serving.Sub(r.faults.promoteAsked), servingBound,
-		"the server served again %v after the standby's promotion was asked, want under %v", r.faults.serving.Sub(r.faults.promoteAsked), servingBound)
+	back := r.faults.serving.Sub(r.faults.promotion)
+	require.Less(t, back, servingBound, "the server served again %v after the standby's promotion, want under %v", back, servingBound)
 	require.NotEmpty(t, r.resent, "no outcome was left unknown, not even an impatient caller's: the load did not feel the failover")
 }
 

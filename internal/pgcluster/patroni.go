@@ -261,6 +261,12 @@ func (n *PatroniNode) WaitFor(tb testing.TB, endpoint string, within time.Durati
 	}
 }
 
+// Logged reports whether the node's Patroni log holds text.
+func (n *PatroniNode) Logged(text string) bool {
+	data, err := os.ReadFile(n.log)
+	return err == nil && strings.Contains(string(data), text)
+}
+
 // LogTail returns the last 8 KiB of the node's Patroni log (which holds its
 // server's output too), for failure messages.
 func (n *PatroniNode) LogTail() string { return tail(n.log) }
