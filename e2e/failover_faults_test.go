@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"testing"
 	"time"
@@ -30,6 +31,8 @@ type faultPlan struct {
 	// managed is true when an HA manager promotes by itself and promote
 	// only waits for it: the promotion is then when promote returned.
 	managed bool
+	// tail is how long the load goes on after the API served again.
+	tail time.Duration
 }
 
 // faultTimes are when a run's faults struck, and when the API served
@@ -56,28 +59,35 @@ type faults struct {
 }
 
 // run carries out the plan in a goroutine: it waits for the load to reach
-// stallAt and killAt operations (onDone, for runTimedLoad, counts them),
-// strikes, promotes, and probes the API at url until it serves. wait
-// returns the times.
-func (plan faultPlan) run(ctx context.Context, url string) (*faults, func(int)) {
-	stall, kill := make(chan struct{}), make(chan struct{})
-	f := &faults{done: make(chan struct{})}
+// stallAt and killAt operations (onDone, for runFed, counts them),
+// strikes, promotes, probes the API at url until it serves, and closes
+// stop the tail after that. wait returns the times.
+func (plan faultPlan) run(ctx context.Context, url string) (f *faults, onDone func(int), stop <-chan struct{}) {
+	stalled, killed, stopped := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	f = &faults{done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
-		f.times.err = plan.strike(ctx, url, stall, kill, &f.times)
+		defer close(stopped)
+		if f.times.err = plan.strike(ctx, url, stalled, killed, &f.times); f.times.err == nil {
+			select {
+			case <-time.After(plan.tail):
+			case <-ctx.Done():
+			}
+		}
 	}()
-	onDone := func(n int) {
+	onDone = func(n int) {
 		switch n {
 		case plan.stallAt:
-			close(stall)
+			close(stalled)
 		case plan.killAt:
-			close(kill)
+			close(killed)
 		}
 	}
-	return f, onDone
+	return f, onDone, stopped
 }
 
-// wait waits until the plan is carried out and the API served again.
+// wait waits until the plan is carried out, the API served again and the
+// tail passed.
 func (f *faults) wait() *faultTimes {
 	<-f.done
 	return &f.times
@@ -121,6 +131,24 @@ func (plan faultPlan) strike(ctx context.Context, url string, stall, kill <-chan
 		return fmt.Errorf("the API did not serve again: %w", ctx.Err())
 	}
 	return nil
+}
+
+// paced yields 0, 1, ..., n-1, one every every, until stop is closed.
+func paced(n int, every time.Duration, stop <-chan struct{}) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for i := range n {
+			if !yield(i) {
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-stop:
+				return
+			}
+		}
+	}
 }
 
 func await(ctx context.Context, ch <-chan struct{}) error {

@@ -98,10 +98,10 @@ func (r *failoverRun) logFigures(t *testing.T) {
 	at := r.faults
 	first, last, off := failureWindow(r.ops, r.load, at.killed)
 	breaker, budget, other := r.failureReasons()
-	t.Logf("failover (%s): %d payments, %d workers; outage kill->serving %.2fs, promotion->serving %.2fs (promoted %.2fs after the kill); "+
+	t.Logf("failover (%s): %d payments, one every %v, %d workers; outage kill->serving %.2fs, promotion->serving %.2fs (promoted %.2fs after the kill); "+
 		"ok %d, failed %d (deadline past the outage: %d; breaker open %d, budget spent %d, other %d), unknown %d resent with their key (%d had taken effect and replayed, %d ran then); "+
-		"lost ok %d, doubles %d; %d ended otherwise than designed, from %+.2fs to %+.2fs after the kill; longest payment %.2fs; %d retried",
-		mode, len(r.ops), failoverWorkers, at.serving.Sub(at.killed).Seconds(), at.serving.Sub(at.promotion).Seconds(),
+		"lost ok %d, doubles %d; the clients saw failures: %d payments ended otherwise than designed, from %+.2fs to %+.2fs after the kill; longest payment %.2fs; %d retried",
+		mode, len(r.ops), failoverPace, failoverWorkers, at.serving.Sub(at.killed).Seconds(), at.serving.Sub(at.promotion).Seconds(),
 		at.promoted.Sub(at.killed).Seconds(), countKind(r.load, testserver.OutcomeOK), r.failed(), r.failedOutlastingOutage(), breaker, budget, other,
 		len(r.resent), r.replayedResends(), len(r.resent)-r.replayedResends(), r.report.LostOKs, r.report.DoubleEffects,
 		off, first.Seconds(), last.Seconds(), longest(r.load).Seconds(), r.retried)

@@ -18,20 +18,26 @@ import (
 	"github.com/idemkit/idem/testserver"
 )
 
-// The failover runs: failoverOps payments on failoverWorkers goroutines
-// through the idem client, each call bounded by failoverDeadline and never
-// resent by the application during the load (so that an operation's
-// verdict is the client's own); the primary dies once killAt of them are
-// done, and the standby is promoted promoteAfter later. The asynchronous
-// run stalls the primary's WAL sender once stallAt are done: what commits
+// The failover runs: payments arrive one every failoverPace (at most
+// failoverOps of them), made by failoverWorkers goroutines through the
+// idem client, each call bounded by failoverDeadline and never resent by
+// the application during the load (so that an operation's verdict is the
+// client's own). The primary dies once killAt of them are done, and the
+// standby is promoted promoteAfter later; the payments go on arriving
+// until failoverTail after the API served again. The asynchronous run
+// stalls the primary's WAL sender once stallAt are done: what commits
 // from then on is answered and never reaches the standby.
 const (
-	failoverOps      = 900
+	failoverOps      = 5000
+	failoverPace     = 4 * time.Millisecond
 	failoverWorkers  = 12
 	failoverDeadline = 10 * time.Second
 	killAt           = 300
 	stallAt          = 200
 	promoteAfter     = time.Second
+	// failoverTail is longer than the client's breaker stays open (5 s by
+	// default), so that the load sees the clients recover too.
+	failoverTail = 6 * time.Second
 	// Every impatientEvery-th operation is an impatient caller's, whose
 	// calls end after impatientDeadline, shorter than the outage: those in
 	// flight at the kill end unknown, and are resent with their key.
@@ -107,7 +113,7 @@ func pairRig(t *testing.T, async bool) failoverRig {
 	standby := primary.Standby(t, pgcluster.Config{})
 	rig := failoverRig{name: "synchronous", primary: primary.URL(), leader: standby.URL(), synchronous: !async,
 		cluster: multiHost(primary.Addr(), standby.Addr()),
-		plan:    faultPlan{killAt: killAt, kill: primary.Kill, promoteAfter: promoteAfter, promote: standby.Promote}}
+		plan:    faultPlan{killAt: killAt, kill: primary.Kill, promoteAfter: promoteAfter, promote: standby.Promote, tail: failoverTail}}
 	if async {
 		rig.name = "asynchronous, WAL sender stalled"
 		sender := walSender(t, primary.URL())
@@ -146,7 +152,8 @@ type failoverRun struct {
 }
 
 // runFailover starts the server program on the rig's cluster URL, runs the
-// load while the rig's faults strike, then resends the unknown operations
+// paced load while the rig's faults strike, until the tail after the API
+// served again, then resends the unknown operations
 // with their keys and makes freshOps more; the server goes on running
 // until finish.
 func runFailover(t *testing.T, bin string, rig failoverRig) *failoverRun {
@@ -165,9 +172,10 @@ func runFailover(t *testing.T, bin string, rig failoverRig) *failoverRun {
 	r.url = "http://" + addr
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	faults, onDone := rig.plan.run(ctx, r.url)
+	faults, onDone, stop := rig.plan.run(ctx, r.url)
 	r.payer = newPayer(r.url, failoverClient(), failoverDeadline, 0)
-	r.load = runTimedLoad(ctx, r.payer, r.ops, failoverWorkers, onDone)
+	load, made := runFed(ctx, r.payer, r.ops, failoverWorkers, paced(len(r.ops), failoverPace, stop), onDone)
+	r.ops, r.load = r.ops[:made], load[:made]
 	r.faults = faults.wait()
 	require.NoError(t, ctx.Err(), "the payments did not finish within 2 minutes; log:\n%s", r.sup.logTail())
 	require.NoError(t, r.faults.err, "the faults; log:\n%s", r.sup.logTail())

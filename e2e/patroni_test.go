@@ -46,7 +46,7 @@ func TestPatroniFailover(t *testing.T) {
 	old, next := cluster.Nodes[0], cluster.Nodes[1]
 	rig := failoverRig{name: "Patroni, synchronous_mode", primary: old.URL(), leader: next.URL(), synchronous: true,
 		cluster: multiHost(old.Addr(), next.Addr()),
-		plan: faultPlan{killAt: killAt, kill: old.Kill, managed: true,
+		plan: faultPlan{killAt: killAt, kill: old.Kill, managed: true, tail: failoverTail,
 			promote: func() error { return waitPrimary(next, time.Minute) }}}
 	r := runFailover(t, bin, rig)
 
@@ -60,7 +60,7 @@ func TestPatroniFailover(t *testing.T) {
 	r.requireKept(t)
 	t.Logf("the lost node came back as a standby %.1fs after its Patroni restarted (pg_rewind run: %t); sampled %d times meanwhile, "+
 		"read-write %d times; a write on it was refused (read-only); %d payments made after its return all landed on the new leader",
-		took.Seconds(), old.Logged("pg_rewind"), samples, writable, freshOps)
+		took.Seconds(), old.Logged("running pg_rewind from"), samples, writable, freshOps)
 	require.Zero(t, writable, "the old primary took writes after it came back: no fencing")
 }
 
