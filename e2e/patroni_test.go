@@ -52,15 +52,18 @@ func TestPatroniFailover(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	took, samples, writable := rejoin(ctx, t, old, next)
+	stopSampling := sampleRecovery(ctx, old.URL())
+	took := rejoin(ctx, t, old, next)
 	requireReadOnly(ctx, t, old)
 	r.more(ctx, t, freshOps) // the old node is the URL's first host again
 	requireSameAsLeader(ctx, t, old, next)
+	samples, writable := stopSampling()
 	r.finish(t)
 	r.requireKept(t)
-	t.Logf("the lost node came back as a standby %.1fs after its Patroni restarted (pg_rewind run: %t); sampled %d times meanwhile, "+
-		"read-write %d times; a write on it was refused (read-only); %d payments made after its return all landed on the new leader",
+	t.Logf("the lost node came back as a standby %.1fs after its Patroni restarted (pg_rewind run: %t); its server answered %d samples "+
+		"from its restart until the end, read-write in %d; a write on it was refused (read-only); %d payments made after its return all landed on the new leader",
 		took.Seconds(), old.Logged("running pg_rewind from"), samples, writable, freshOps)
+	require.NotZero(t, samples, "the returning old primary never answered the sampler")
 	require.Zero(t, writable, "the old primary took writes after it came back: no fencing")
 }
 
@@ -76,26 +79,44 @@ func waitPrimary(n *pgcluster.PatroniNode, within time.Duration) error {
 	return nil
 }
 
-// rejoin restarts the lost node's Patroni and, every 20 ms until the
-// leader streams to its server, asks that server whether it takes writes
-// (Patroni may start it more than once: to recover it, to rewind it, to
-// follow). It returns how long the return took, how many times the server
-// answered, and how many of those it was read-write.
-func rejoin(ctx context.Context, t *testing.T, n, leader *pgcluster.PatroniNode) (took time.Duration, samples, writable int) {
+// rejoin restarts the lost node's Patroni and waits until Patroni reports
+// its server a standby and the leader streams to it (Patroni may start the
+// server more than once on the way: to recover it, to rewind it, to follow
+// the leader). It returns how long that took.
+func rejoin(ctx context.Context, t *testing.T, n, leader *pgcluster.PatroniNode) time.Duration {
 	t.Helper()
 	start := time.Now()
 	n.Start(t)
 	for !n.Is("/replica") || !streamsTo(ctx, leader, n.Name) {
 		require.NoError(t, ctx.Err(), "the lost node did not come back as a standby; its log:\n%s", n.LogTail())
-		if inRecovery, ok := recovering(ctx, n.URL()); ok {
-			samples++
-			if !inRecovery {
-				writable++
+		time.Sleep(20 * time.Millisecond) // polling the HA manager's state
+	}
+	return time.Since(start)
+}
+
+// sampleRecovery asks the server at url, every 10 ms until stop, whether
+// it takes writes; stop returns how many times it answered, and how many
+// of those it was read-write.
+func sampleRecovery(ctx context.Context, url string) (stop func() (samples, writable int)) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var samples, writable int
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if inRecovery, ok := recovering(ctx, url); ok {
+				samples++
+				if !inRecovery {
+					writable++
+				}
+			}
+			select {
+			case <-time.After(10 * time.Millisecond):
+			case <-ctx.Done():
 			}
 		}
-		time.Sleep(20 * time.Millisecond) // sampling the returning server
-	}
-	return time.Since(start), samples, writable
+	}()
+	return func() (int, int) { cancel(); <-done; return samples, writable }
 }
 
 // streamsTo reports whether leader streams WAL to the standby named name
