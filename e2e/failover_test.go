@@ -74,7 +74,6 @@ const (
 // operations that failed (a definite failure that was not designed) and
 // how many of them had a deadline that outlasted the outage.
 func TestFailover(t *testing.T) {
-	pgtest.DatabaseURL(t) // the e2e package's precondition, checked before the build
 	bin := buildServerProgram(t)
 	t.Run("synchronous", func(t *testing.T) {
 		r := runFailover(t, bin, pairRig(t, false))

@@ -123,21 +123,24 @@ func (f durabilityFacts) role() DurabilityFinding {
 }
 
 func (f durabilityFacts) fsyncFinding() DurabilityFinding {
-	if f.fsync != "on" {
-		return DurabilityFinding{Name: "fsync", Value: f.fsync, Risk: true,
-			Meaning: "commits are not flushed to disk: a crash of the machine can lose or corrupt operations already answered, " +
-				"and a retry of a lost one runs it again"}
-	}
-	return DurabilityFinding{Name: "fsync", Value: f.fsync, Meaning: "commits are flushed to disk"}
+	return mustBeOn("fsync", f.fsync, "commits are flushed to disk",
+		"commits are not flushed to disk: a crash of the machine can lose or corrupt operations already answered, "+
+			"and a retry of a lost one runs it again")
 }
 
 func (f durabilityFacts) fullPageWritesFinding() DurabilityFinding {
-	if f.fullPageWrites != "on" {
-		return DurabilityFinding{Name: "full_page_writes", Value: f.fullPageWrites, Risk: true,
-			Meaning: "a crash in the middle of a page write can leave a torn page that recovery cannot repair: " +
-				"payments and their records may be corrupt"}
+	return mustBeOn("full_page_writes", f.fullPageWrites, "pages torn by a crash are repaired from the WAL",
+		"a crash in the middle of a page write can leave a torn page that recovery cannot repair: "+
+			"payments and their records may be corrupt")
+}
+
+// mustBeOn judges a setting that keeps the promises only when on: it
+// means on when it is, and is a risk meaning off otherwise.
+func mustBeOn(name, value, on, off string) DurabilityFinding {
+	if value != "on" {
+		return DurabilityFinding{Name: name, Value: value, Meaning: off, Risk: true}
 	}
-	return DurabilityFinding{Name: "full_page_writes", Value: f.fullPageWrites, Meaning: "pages torn by a crash are repaired from the WAL"}
+	return DurabilityFinding{Name: name, Value: value, Meaning: on}
 }
 
 func (f durabilityFacts) commitFinding() DurabilityFinding {

@@ -81,4 +81,3 @@ func TestCheckDurabilityFailsWithoutADatabase(t *testing.T) {
 	_, err := CheckDurability(ctx, pool)
 	require.ErrorContains(t, err, "server: durability: ")
 }
-
