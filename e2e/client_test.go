@@ -102,6 +102,15 @@ func newPayer(url string, cfg idem.Config, deadline, resendFor time.Duration) *p
 	return p
 }
 
+// deadlineOf returns what bounds each call of op: its own deadline, or
+// the payer's.
+func (p *payer) deadlineOf(op operation) time.Duration {
+	if op.deadline > 0 {
+		return op.deadline
+	}
+	return p.deadline
+}
+
 // attempts returns how many requests the payer put on the wire for key.
 func (p *payer) attempts(key string) int {
 	p.mu.Lock()
@@ -143,7 +152,7 @@ func localDecision(err error) bool {
 
 // call makes one call of the idem client for op.
 func (p *payer) call(ctx context.Context, op operation) verdict {
-	ctx, cancel := context.WithTimeout(idem.WithKey(ctx, op.key), p.deadline)
+	ctx, cancel := context.WithTimeout(idem.WithKey(ctx, op.key), p.deadlineOf(op))
 	defer cancel()
 	body, err := json.Marshal(p.route.body(op))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/internal/pgcluster"
 	"github.com/idemkit/idem/internal/pgtest"
 	"github.com/idemkit/idem/testserver"
 )
@@ -103,9 +104,9 @@ func terminateInFlight(ctx context.Context, t *testing.T, db *database, appName 
 // once and ended as designed, the balances add up, and the nodes serve new
 // payments.
 func TestPostgresRestart(t *testing.T) {
-	pg := startPrivatePostgres(t)
+	pg := pgcluster.Start(t, pgcluster.Config{})
 	seed := testserver.Seed(t)
-	db := openDatabase(t, pg.url())
+	db := openDatabase(t, pg.URL())
 	ns := startNodes(t, db.url, 2, api.Config{})
 	proxy := balancer(t, ns, testserver.Config{})
 	p := dbFaultClient(proxy.URL)
@@ -138,13 +139,13 @@ func TestPostgresRestart(t *testing.T) {
 // payments are done, in a goroutine of its own so that the load goes on,
 // and restarted, which waits for the restart and returns its error and how
 // many payments were done when Postgres accepted connections again.
-func restartAfter(ctx context.Context, pg *privatePostgres, n int) (onDone func(int), restarted func() (int64, error)) {
+func restartAfter(ctx context.Context, pg *pgcluster.Cluster, n int) (onDone func(int), restarted func() (int64, error)) {
 	begin, end := make(chan struct{}), make(chan error, 1)
 	var finished, back atomic.Int64
 	go func() {
 		select {
 		case <-begin:
-			err := pg.restart()
+			err := pg.Restart()
 			back.Store(finished.Load())
 			end <- err
 		case <-ctx.Done():

@@ -6,7 +6,8 @@
 //
 // The package holds tests only. The suites below run on loopback against
 // real PostgreSQL (DATABASE_URL, each test in a schema of its own, see
-// internal/pgtest; TestPostgresRestart in a private cluster it starts),
+// internal/pgtest; TestPostgresRestart and TestFailover in private
+// clusters they start, see internal/pgcluster),
 // use the payments API of examples/payments/api as the application, and
 // take their ground truth from the database (the payments or charges
 // rows and the account balances), never from the client; the rest are
@@ -52,6 +53,16 @@
 //     cluster is restarted, under load.
 //   - TestRetention: a retry after the retention period executes again; one
 //     inside it replays.
+//   - TestFailover: a primary and a streaming standby (private clusters),
+//     the server program on a multi-host URL with
+//     target_session_attrs=read-write; the primary is killed with SIGKILL
+//     under keyed load and the standby promoted. Synchronous replication:
+//     no double, no lost ok, every unknown outcome resolved by a resend
+//     with its key, the server serving again within 1 s of the promotion
+//     without a restart. Asynchronous, with the WAL sender stalled: oks
+//     are lost (required: the stall must bite), never doubled. Each run
+//     logs its figures (BENCHMARKS.md, Failover), the operations that
+//     failed among them.
 //
 // A failing seeded test prints its seed; rerun it with the same faults:
 //

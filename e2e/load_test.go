@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/idemkit/idem/testserver"
 )
@@ -17,24 +19,75 @@ import (
 // worker's goroutine). It stops early when ctx ends; the operations not
 // made then have a zero verdict.
 func runLoad(ctx context.Context, p *payer, ops []operation, workers int, onDone func(done int)) []verdict {
-	verdicts := make([]verdict, len(ops))
-	var next, done atomic.Int64
+	return verdictsOf(runTimedLoad(ctx, p, ops, workers, onDone))
+}
+
+// timed is the verdict of one operation and when its client started and
+// ended it.
+type timed struct {
+	verdict
+	start, end time.Time
+}
+
+// runTimedLoad is runLoad, keeping when each operation started and ended.
+func runTimedLoad(ctx context.Context, p *payer, ops []operation, workers int, onDone func(done int)) []timed {
+	out, _ := runFed(ctx, p, ops, workers, upTo(len(ops)), onDone)
+	return out
+}
+
+// runFed makes the payments of ops whose indexes feed yields, in that order
+// and at its pace, through p on workers goroutines (feed waits while they
+// are all busy), and returns how each went, by operation, and how many
+// feed gave before it ended or ctx did; the operations not made have a
+// zero verdict. onDone is runLoad's.
+func runFed(ctx context.Context, p *payer, ops []operation, workers int, feed iter.Seq[int], onDone func(done int)) (out []timed, fed int) {
+	out = make([]timed, len(ops))
+	next := make(chan int)
+	var done atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := int(next.Add(1)) - 1
-				if i >= len(ops) {
-					return
-				}
-				verdicts[i] = p.pay(ctx, ops[i])
+			for i := range next {
+				start := time.Now()
+				v := p.pay(ctx, ops[i])
+				out[i] = timed{verdict: v, start: start, end: time.Now()}
 				if n := int(done.Add(1)); onDone != nil {
 					onDone(n)
 				}
 			}
 		})
 	}
+	for i := range feed {
+		select {
+		case next <- i:
+			fed++
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	close(next)
 	wg.Wait()
+	return out, fed
+}
+
+// upTo yields 0, 1, ..., n-1 as fast as they are taken.
+func upTo(n int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for i := range n {
+			if !yield(i) {
+				return
+			}
+		}
+	}
+}
+
+// verdictsOf returns the verdicts of a timed load.
+func verdictsOf(ts []timed) []verdict {
+	verdicts := make([]verdict, len(ts))
+	for i, t := range ts {
+		verdicts[i] = t.verdict
+	}
 	return verdicts
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/internal/pgcluster"
 	"github.com/idemkit/idem/internal/pgtest"
 	"github.com/idemkit/idem/outbox"
 	"github.com/idemkit/idem/testserver"
@@ -21,8 +22,8 @@ import (
 // recovers by itself: every notification, and 100 more enqueued after the
 // restart, is recorded exactly once.
 func TestOutboxPostgresRestart(t *testing.T) {
-	pg := startPrivatePostgres(t)
-	rig := newOutboxRig(t, pg.url(), testserver.Config{}, api.ReceiverConfig{})
+	pg := pgcluster.Start(t, pgcluster.Config{})
+	rig := newOutboxRig(t, pg.URL(), testserver.Config{}, api.ReceiverConfig{})
 	cfg := fastOutbox(rig.tally)
 	cfg.RescueAfter = rescueAfter
 	ob, err := outbox.New(rig.pool, cfg)
@@ -41,14 +42,14 @@ func TestOutboxPostgresRestart(t *testing.T) {
 		require.Less(t, time.Since(start), time.Minute, "no progress before the restart")
 		time.Sleep(time.Millisecond) // waiting for progress, not testing time
 	}
-	require.NoError(t, pg.restart())
+	require.NoError(t, pg.Restart())
 	restartedAt := rig.tally.delivered.Load()
 	// The test's own statements from here on (the enqueue that stands for
 	// the API's payments, the counts it polls) go through a pool opened
 	// after the restart: an idle connection from before it fails its next
 	// statement (57P01), as an API's request would, and its client would
 	// retry. The dispatcher and the receiver keep the pool they had.
-	rig.pool = pgtest.NewPool(t, pg.url())
+	rig.pool = pgtest.NewPool(t, pg.URL())
 	require.Less(t, restartedAt, int64(n), "every message was delivered before the restart")
 
 	ids = append(ids, rig.enqueue(t, ob, n, n+100)...)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/idemkit/idem/testserver"
 )
@@ -45,6 +46,8 @@ type operation struct {
 	// want is the status that ends the operation when it took effect as
 	// designed: 201, or 402 from the empty account, 400 from the missing one.
 	want int
+	// deadline bounds each call of the operation; zero: the payer's.
+	deadline time.Duration
 }
 
 // workload returns the n operations of a seed. Everything about an

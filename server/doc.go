@@ -91,4 +91,13 @@
 // A record answers retries for Config.Retention (24 h by default); a retry
 // after that runs the handler again, even before the record is swept.
 // RunSweeper (or Store.Sweep) deletes expired records in bounded batches.
+//
+// # Replicated databases
+//
+// The promises hold across a failover only when the new primary has every
+// commit that was answered: synchronous replication, and a failover that
+// fences the old primary. CheckDurability reports the settings that decide
+// it; log it at start. docs/replication.md says what each setting keeps
+// and what asynchronous replication loses (answered operations, never a
+// double in Transactional mode).
 package server

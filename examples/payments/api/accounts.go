@@ -53,7 +53,7 @@ func (a *api) putAccount(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, http.StatusConflict, "currency-conflict", "Currency conflict",
 				currencyDetail(err)+"; an account's currency never changes: omit currency or send the account's")
 		case err != nil:
-			a.internalError(w, r, err)
+			a.serverError(w, r, err)
 		default:
 			writeJSON(w, http.StatusOK, acct)
 		}
@@ -68,7 +68,7 @@ func (a *api) getAccount(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrUnknownAccount):
 		writeProblem(w, http.StatusNotFound, "not-found", "Not found", "no account of this tenant has this id")
 	case err != nil:
-		a.internalError(w, r, err)
+		a.serverError(w, r, err)
 	default:
 		writeJSON(w, http.StatusOK, acct)
 	}

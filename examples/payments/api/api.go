@@ -103,7 +103,10 @@ type api struct {
 // demo scheme). Every route takes request bodies of at most 64 KiB (413
 // request-too-large beyond, with or without an Idempotency-Key), and every
 // error is a problem document (RFC 9457) that says what is wrong in the
-// API's terms, 404 not-found and 405 method-not-allowed included. The
+// API's terms, 404 not-found and 405 method-not-allowed included. While
+// the database cannot be reached (a failover, a restart), every route but
+// GET /healthz answers 503 store-unavailable with Retry-After: 1, never 500
+// internal; /healthz says that the process is alive. The
 // handler is safe for concurrent use. New panics when
 // Config.Store is nil and the Backend is a PostgresBackend whose DB is not
 // a server.DB (see Config.Store).

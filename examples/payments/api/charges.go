@@ -137,6 +137,6 @@ func (a *api) writeChargeError(w http.ResponseWriter, r *http.Request, err error
 		writeProblem(w, http.StatusBadGateway, "gateway-unavailable", "Card gateway unavailable",
 			"the card gateway did not confirm the charge; retry with the same key")
 	default:
-		a.internalError(w, r, err)
+		a.serverError(w, r, err)
 	}
 }

@@ -29,19 +29,16 @@ func badRequest(w http.ResponseWriter, detail string) {
 	writeProblem(w, http.StatusBadRequest, "invalid-request", "Invalid request", detail)
 }
 
-// internalError answers 500: the middleware rolls back (or ends the lease),
-// so a retry runs the handler afresh. The error goes to the log only: it
-// may name internals (a database host, a connection string), so the body
-// says nothing about it.
-func (a *api) internalError(w http.ResponseWriter, r *http.Request, err error) {
-	a.log.ErrorContext(r.Context(), "payments API: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-	writeProblem(w, http.StatusInternalServerError, "internal", "Internal error",
-		"the server failed to process the request; retry it (with the same Idempotency-Key, if it had one)")
+// serverError answers for an unexpected error of the API's: 503 while the
+// database is unreachable, 500 internal otherwise (see the package
+// function serverError).
+func (a *api) serverError(w http.ResponseWriter, r *http.Request, err error) {
+	serverError(w, r, a.log, err, "the server failed to process the request; retry it (with the same Idempotency-Key, if it had one)")
 }
 
 // writeBusinessError answers for an error of a Backend: a refusal (400)
 // for a request that cannot apply, 402 for missing funds (a committed
-// outcome, stored and replayed), 500 for anything else.
+// outcome, stored and replayed), 503 or 500 for anything else (serverError).
 func (a *api) writeBusinessError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, ErrUnknownAccount):
@@ -52,7 +49,7 @@ func (a *api) writeBusinessError(w http.ResponseWriter, r *http.Request, err err
 		writeProblem(w, http.StatusPaymentRequired, "insufficient-funds", "Insufficient funds",
 			"the account's balance does not cover the amount")
 	default:
-		a.internalError(w, r, err)
+		a.serverError(w, r, err)
 	}
 }
 

@@ -164,8 +164,7 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 		rc.cfg.OnNotification(r.Context(), n)
 	}
 	if err := rc.record(r.Context(), n); err != nil {
-		rc.cfg.Logger.ErrorContext(r.Context(), "receiver: record", "error", err)
-		writeProblem(w, http.StatusInternalServerError, "internal", "Internal error", "the notification was not recorded")
+		serverError(w, r, rc.cfg.Logger, err, "the notification was not recorded")
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]string{"payment_id": n.PaymentID, "status": "recorded"})
@@ -174,7 +173,7 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 func (rc *Receiver) list(w http.ResponseWriter, r *http.Request) {
 	ns, err := rc.Notifications(r.Context())
 	if err != nil {
-		writeProblem(w, http.StatusInternalServerError, "internal", "Internal error", "cannot read the notifications")
+		serverError(w, r, rc.cfg.Logger, err, "cannot read the notifications")
 		return
 	}
 	type item struct {

@@ -27,6 +27,10 @@
 //	            off (400 request-unreadable, then the connection closes)
 //	-idle-timeout  how long a kept-alive connection may wait for its next
 //	            request (default 60s)
+//	-require-durable
+//	            refuse to start unless the database's durability report
+//	            (server.CheckDurability) is clean: no setting lets a crash
+//	            or a failover lose a payment already answered
 //
 // Metrics for Prometheus (/metrics) are served by the telemetry module's
 // build of this API, which this module cannot hold without depending on
@@ -39,8 +43,10 @@
 // does not read its response is cut off after that (it retries, and gets
 // the stored response).
 //
-// It applies the schema on start (api.Migrate), sweeps expired idempotency
-// records, logs with slog to stderr, and prints
+// It applies the schema on start (api.Migrate), logs the database's
+// durability report (server.CheckDurability: one line per setting, a
+// warning for each risk), sweeps expired idempotency records, logs with
+// slog to stderr, and prints
 //
 //	payments server: listening on http://127.0.0.1:8080
 //
@@ -137,6 +143,7 @@ type options struct {
 	grace                      time.Duration
 	readTimeout, idleTimeout   time.Duration
 	reconcile, reconcileMaxAge time.Duration
+	requireDurable             bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -155,6 +162,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.reconcileMaxAge, "reconcile-max-age", server.DefaultReconcileMaxAge,
 		"how long a charge may stay unknown before the reconciler settles it as result-unavailable")
 	fs.StringVar(&o.notify, "notify", "", "receiver base `URL`: payments notify it through the outbox")
+	fs.BoolVar(&o.requireDurable, "require-durable", false, "refuse to start unless the database's durability report is clean")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -164,6 +172,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	switch {
 	case fs.NArg() > 0 || o.retention <= 0 || o.lease <= 0 || o.grace <= 0 || o.readTimeout <= 0 || o.idleTimeout <= 0 || o.reconcile < 0:
 		fmt.Fprintln(stderr, "server: no arguments are taken, the durations must be positive, and -reconcile not negative")
+		return o, errUsage
+	case o.requireDurable && o.db == "":
+		fmt.Fprintln(stderr, "server: -require-durable needs -db: in memory, a restart loses every payment and its record")
 		return o, errUsage
 	case o.reconcile > 0 && (o.reconcileMaxAge <= 0 || o.reconcileMaxAge >= o.retention):
 		fmt.Fprintln(stderr, "server: -reconcile-max-age must be positive and under -retention: a record swept before it is settled takes its evidence with it")
@@ -187,7 +198,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	cfg := api.Config{Retention: o.retention, Lease: o.lease, GatewayURL: o.gateway,
 		Hooks: crash.hooks(), OnStep: crash.onStep, Logger: log}
-	closeDB, err := openBackend(ctx, o.db, &cfg)
+	closeDB, err := openBackend(ctx, o, &cfg)
 	if err != nil {
 		return err
 	}
@@ -229,24 +240,53 @@ func (o options) timeouts() httpserve.Timeouts {
 	return httpserve.Timeouts{Read: o.readTimeout, Write: o.readTimeout + o.lease + 30*time.Second, Idle: o.idleTimeout}
 }
 
-// openBackend sets cfg's Backend and Store: Postgres at url (after
-// applying the schema), or memory when url is empty. closeDB closes the
-// pool.
-func openBackend(ctx context.Context, url string, cfg *api.Config) (closeDB func(), err error) {
-	if url == "" {
+// openBackend sets cfg's Backend and Store: Postgres at -db (after
+// applying the schema and logging the durability report), or memory when
+// -db is empty. closeDB closes the pool.
+func openBackend(ctx context.Context, o options, cfg *api.Config) (closeDB func(), err error) {
+	if o.db == "" {
 		cfg.Backend, cfg.Store = api.NewMemoryBackend(), server.NewMemoryStore()
 		return func() {}, nil
 	}
-	pool, err := pgxpool.New(ctx, url)
+	pool, err := pgxpool.New(ctx, o.db)
 	if err != nil {
 		return nil, fmt.Errorf("-db: %w", err)
 	}
-	if err := api.Migrate(ctx, pool); err != nil {
+	err = api.Migrate(ctx, pool)
+	if err == nil {
+		err = reportDurability(ctx, pool, o.requireDurable, cfg.Logger)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
 	cfg.Backend, cfg.Store = api.NewPostgresBackend(pool), server.NewPostgresStore(pool)
 	return pool.Close, nil
+}
+
+// reportDurability logs the database's durability report, one line per
+// setting, a warning for each risk; with requireClean, a report that is not
+// clean (or cannot be read) is an error.
+func reportDurability(ctx context.Context, pool *pgxpool.Pool, requireClean bool, log *slog.Logger) error {
+	d, err := server.CheckDurability(ctx, pool)
+	switch {
+	case err != nil && requireClean:
+		return fmt.Errorf("-require-durable: %w", err)
+	case err != nil:
+		log.Warn("durability report unavailable", "err", err)
+		return nil
+	}
+	for _, f := range d.Findings {
+		level := slog.LevelInfo
+		if f.Risk {
+			level = slog.LevelWarn
+		}
+		log.Log(ctx, level, "durability", "setting", f.Name, "value", f.Value, "risk", f.Risk, "meaning", f.Meaning)
+	}
+	if requireClean && !d.Clean() {
+		return fmt.Errorf("-require-durable: the database's durability report is not clean (start without the flag to run anyway):\n%s", d)
+	}
+	return nil
 }
 
 func storeName(url string) string {

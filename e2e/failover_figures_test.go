@@ -1,0 +1,159 @@
+//go:build unix
+
+package e2e
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/testserver"
+)
+
+// undesignedFailure reports whether an operation ended in a definite
+// failure that its design did not call for: any failure of a payment from
+// a funded account, or a failure with another status than the 402 or 400
+// designed (a call that the client's breaker or budget ended before
+// anything was sent is one).
+func undesignedFailure(op operation, v verdict) bool {
+	return v.kind == testserver.OutcomeFailed && v.status != op.want
+}
+
+// failedOutlasting counts the operations of a load that failed (an
+// undesigned definite failure) although the deadline of their call
+// (deadlineOf the operation after its start) ended after outageEnd: a
+// client that waits for a recovering host within the caller's deadline, as
+// a plain retrying client would, fails none of them.
+func failedOutlasting(ops []operation, load []timed, deadlineOf func(operation) time.Duration, outageEnd time.Time) int {
+	var n int
+	for i, tv := range load {
+		if undesignedFailure(ops[i], tv.verdict) && tv.start.Add(deadlineOf(ops[i])).After(outageEnd) {
+			n++
+		}
+	}
+	return n
+}
+
+// failureWindow returns when, relative to since, the first and the last
+// operation of a load ended otherwise than designed (failed or unknown),
+// and how many did; first and last are 0 when none did.
+func failureWindow(ops []operation, load []timed, since time.Time) (first, last time.Duration, n int) {
+	for i, tv := range load {
+		if tv.kind != testserver.OutcomeUnknown && !undesignedFailure(ops[i], tv.verdict) {
+			continue
+		}
+		at := tv.end.Sub(since)
+		if n == 0 || at < first {
+			first = at
+		}
+		last = max(last, at)
+		n++
+	}
+	return first, last, n
+}
+
+// longest returns the longest time an operation of a load took.
+func longest(load []timed) time.Duration {
+	var d time.Duration
+	for _, tv := range load {
+		d = max(d, tv.end.Sub(tv.start))
+	}
+	return d
+}
+
+// failed counts the load's undesigned failures.
+func (r *failoverRun) failed() int {
+	var n int
+	for i, tv := range r.load {
+		if undesignedFailure(r.ops[i], tv.verdict) {
+			n++
+		}
+	}
+	return n
+}
+
+// failedOutlastingOutage counts the load's undesigned failures whose
+// deadline outlasted the outage (the kill to the API serving again).
+func (r *failoverRun) failedOutlastingOutage() int {
+	return failedOutlasting(r.ops, r.load, r.payer.deadlineOf, r.faults.serving)
+}
+
+// replayedResends counts the resent operations that had taken effect
+// (their resend was answered with the stored response).
+func (r *failoverRun) replayedResends() int {
+	var n int
+	for _, i := range r.resent {
+		if r.final[i].replayed {
+			n++
+		}
+	}
+	return n
+}
+
+// logFigures logs the run's figures on one line, for BENCHMARKS.md.
+func (r *failoverRun) logFigures(t *testing.T) {
+	t.Helper()
+	mode := r.rig.name
+	at := r.faults
+	first, last, off := failureWindow(r.ops, r.load, at.killed)
+	breaker, budget, other := r.failureReasons()
+	t.Logf("failover (%s): %d payments, one every %v, %d workers; outage kill->serving %.2fs, promotion->serving %.2fs (promoted %.2fs after the kill); "+
+		"ok %d, failed %d (deadline past the outage: %d; breaker open %d, budget spent %d, other %d), unknown %d resent with their key (%d had taken effect and replayed, %d ran then); "+
+		"lost ok %d, doubles %d; the clients saw failures: %d payments ended otherwise than designed, from %+.2fs to %+.2fs after the kill; longest payment %.2fs; %d retried",
+		mode, len(r.ops), failoverPace, failoverWorkers, at.serving.Sub(at.killed).Seconds(), at.serving.Sub(at.promotion).Seconds(),
+		at.promoted.Sub(at.killed).Seconds(), countKind(r.load, testserver.OutcomeOK), r.failed(), r.failedOutlastingOutage(), breaker, budget, other,
+		len(r.resent), r.replayedResends(), len(r.resent)-r.replayedResends(), r.report.LostOKs, r.report.DoubleEffects,
+		off, first.Seconds(), last.Seconds(), longest(r.load).Seconds(), r.retried)
+}
+
+// failureReasons counts the load's undesigned failures by reason: the
+// client's breaker open, its retry budget spent, anything else.
+func (r *failoverRun) failureReasons() (breaker, budget, other int) {
+	for i, tv := range r.load {
+		switch {
+		case !undesignedFailure(r.ops[i], tv.verdict):
+		case errors.Is(tv.err, idem.ErrCircuitOpen):
+			breaker++
+		case errors.Is(tv.err, idem.ErrBudgetExhausted):
+			budget++
+		default:
+			other++
+		}
+	}
+	return breaker, budget, other
+}
+
+// countKind counts the load's verdicts of a kind.
+func countKind(load []timed, kind testserver.OutcomeKind) int {
+	var n int
+	for _, tv := range load {
+		if tv.kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func TestFailedOutlastingAndFailureWindow(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	ops := []operation{{key: "a", want: 201}, {key: "b", want: 201, deadline: time.Second}, {key: "c", want: 402}, {key: "d", want: 402}, {key: "e", want: 201}}
+	load := []timed{
+		{verdict: verdict{kind: testserver.OutcomeFailed}, start: t0, end: at(time.Second)},                      // its deadline outlasts the outage
+		{verdict: verdict{kind: testserver.OutcomeFailed}, start: t0, end: at(time.Second / 2)},                  // its own deadline ended first
+		{verdict: verdict{kind: testserver.OutcomeFailed, status: 402}, start: t0, end: at(time.Second / 5)},     // designed
+		{verdict: verdict{kind: testserver.OutcomeFailed, status: 503}, start: t0, end: at(3 * time.Second / 2)}, // undesigned
+		{verdict: verdict{kind: testserver.OutcomeUnknown}, start: t0, end: at(3 * time.Second)},                 // unknown, not failed
+	}
+	p := &payer{deadline: 10 * time.Second}
+	if n := failedOutlasting(ops, load, p.deadlineOf, at(2*time.Second)); n != 2 {
+		t.Errorf("failedOutlasting = %d, want 2 (a and d)", n)
+	}
+	if first, last, n := failureWindow(ops, load, t0); first != time.Second/2 || last != 3*time.Second || n != 4 {
+		t.Errorf("failureWindow = %v, %v, %d; want 500ms, 3s, 4", first, last, n)
+	}
+	if d := longest(load); d != 3*time.Second {
+		t.Errorf("longest = %v, want 3s", d)
+	}
+}
