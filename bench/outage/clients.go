@@ -33,6 +33,20 @@ func clients() []client {
 				return pay(c, idem.WithKey(ctx, key(op)), url, op)
 			}
 		}},
+		// The budget alone, its denials waiting for a token (the default)
+		// or failing at once: what the budget's waiting is worth.
+		{"idem, no breaker", func(base *http.Transport) func(context.Context, string, int) string {
+			c := idem.NewClient(idem.Config{Base: base, Breaker: idem.BreakerConfig{Disabled: true}})
+			return func(ctx context.Context, url string, op int) string {
+				return pay(c, idem.WithKey(ctx, key(op)), url, op)
+			}
+		}},
+		{"idem, no breaker, fail-fast", func(base *http.Transport) func(context.Context, string, int) string {
+			c := idem.NewClient(idem.Config{Base: base, Breaker: idem.BreakerConfig{Disabled: true}, FailFast: true})
+			return func(ctx context.Context, url string, op int) string {
+				return pay(c, idem.WithKey(ctx, key(op)), url, op)
+			}
+		}},
 		{"go-retryablehttp", func(base *http.Transport) func(context.Context, string, int) string {
 			rc := retryablehttp.NewClient() // its defaults: 4 retries, 1 s to 30 s, Retry-After honoured
 			rc.HTTPClient.Transport = base

@@ -1,5 +1,6 @@
 // Command outage measures what clients do through short and long outages
-// of a keyed payments host on loopback: idem with Config{} beside
+// of a keyed payments host on loopback: idem with Config{} (and with its
+// breaker off, its budget's denials waiting or failing fast) beside
 // go-retryablehttp with its defaults and failsafe-go with retries (with and
 // without a circuit breaker), in one run, on the same fault schedules:
 //
@@ -36,9 +37,10 @@ import (
 
 func main() {
 	rounds := flag.Int("rounds", 3, "rounds; each runs every scenario with every client")
-	only := flag.String("scenarios", "", "comma-separated scenario names to run (default all): blip, blip-no-retry-after, storm, brownout")
+	only := flag.String("scenarios", "", "comma-separated scenarios to run (default all): blip, blip-without-retry-after, storm, brownout")
 	svgDir := flag.String("svg", "", "a folder to write a timeline per scenario into (none when empty)")
 	seed := flag.Uint64("seed", 1, "seed of the brownout's draws")
+	onlyClients := flag.String("clients", "", "comma-separated clients to run (default all), by their names in lower case with dashes for spaces and commas dropped: idem-config{}, idem-no-breaker, ...")
 	flag.Parse()
 	if *rounds <= 0 {
 		fail("-rounds must be positive")
@@ -52,7 +54,10 @@ func main() {
 		fail(err.Error())
 	}
 	defer h.close()
-	cs := clients()
+	cs, err := selectedClients(clients(), *onlyClients)
+	if err != nil {
+		fail(err.Error())
+	}
 	fmt.Printf("outage: %d rounds, %s\n", *rounds, time.Now().UTC().Format(time.RFC3339))
 	for _, sc := range scs {
 		results := make([][]figures, len(cs))
@@ -98,8 +103,31 @@ func selected(all []scenario, only string) ([]scenario, error) {
 	return out, nil
 }
 
-// slug names a scenario on the command line and in file names.
-func slug(name string) string { return strings.ReplaceAll(name, " ", "-") }
+// selectedClients returns the clients named in only (all when empty).
+func selectedClients(all []client, only string) ([]client, error) {
+	if only == "" {
+		return all, nil
+	}
+	var out []client
+	for _, name := range strings.Split(only, ",") {
+		found := false
+		for _, c := range all {
+			if slug(c.name) == strings.TrimSpace(name) {
+				out, found = append(out, c), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("-clients: no client %q", name)
+		}
+	}
+	return out, nil
+}
+
+// slug names a scenario or a client on the command line and in file
+// names: lower case, dashes for spaces, no commas.
+func slug(name string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(strings.ToLower(name), ",", ""), " ", "-")
+}
 
 func fail(msg string) {
 	fmt.Fprintln(os.Stderr, "outage:", msg)

@@ -56,3 +56,21 @@ func TestQuantileAndMedian(t *testing.T) {
 		t.Errorf("median = %d, want 2", got)
 	}
 }
+
+// Scenarios and clients are named on the command line by their slugs; an
+// unknown name is refused.
+func TestSelectByName(t *testing.T) {
+	if got := slug("idem, no breaker, fail-fast"); got != "idem-no-breaker-fail-fast" {
+		t.Errorf("slug = %q", got)
+	}
+	cs, err := selectedClients(clients(), "idem-no-breaker,go-retryablehttp")
+	if err != nil || len(cs) != 2 || cs[0].name != "idem, no breaker" {
+		t.Errorf("selectedClients = %v, %v", cs, err)
+	}
+	if _, err := selectedClients(clients(), "curl"); err == nil {
+		t.Error("an unknown client was accepted")
+	}
+	if _, err := selected(scenarios(1), "blip-without-retry-after,typo"); err == nil {
+		t.Error("an unknown scenario was accepted")
+	}
+}
