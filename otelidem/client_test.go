@@ -138,8 +138,8 @@ func TestAttemptAndRetryMetrics(t *testing.T) {
 	assert.Zero(t, tm.value(t, "idem.client.errors"), "the call succeeded")
 }
 
-// A retry that the budget denies moves the denial counter and ends the
-// call with error.type budget_exhausted (and outcome unknown: a 503 may
+// A retry that the budget denies a fail-fast call moves the denial counter
+// and ends the call with error.type budget_exhausted (and outcome unknown: a 503 may
 // come from a gateway after the operation ran).
 func TestBudgetDenialCounted(t *testing.T) {
 	tm := newTelemetry(t)
@@ -147,7 +147,7 @@ func TestBudgetDenialCounted(t *testing.T) {
 	require.NoError(t, err)
 	budget := idem.NewBudget(idem.BudgetConfig{FloorRate: -1}) // nothing earned, no floor
 	base := scriptedBase(func(_ int, r *http.Request) (*http.Response, error) { return respond(r, 503, `{}`), nil })
-	client := idem.NewClient(fastRetries(idem.Config{Base: base, Budget: budget, Observer: c.Observer()}))
+	client := idem.NewClient(fastRetries(idem.Config{Base: base, Budget: budget, FailFast: true, Observer: c.Observer()}))
 	_, err = client.Do(post(t, context.Background(), "http://api.test/v1/payments"))
 	require.ErrorIs(t, err, idem.ErrBudgetExhausted)
 
@@ -157,14 +157,14 @@ func TestBudgetDenialCounted(t *testing.T) {
 }
 
 // A breaker trip counts the transition and raises the host's open-breaker
-// gauge; the call it then refuses ends with error.type circuit_open, and
-// puts nothing on the wire.
+// gauge; the fail-fast call it then refuses ends with error.type
+// circuit_open, and puts nothing on the wire.
 func TestBreakerTripCounted(t *testing.T) {
 	tm := newTelemetry(t)
 	c, err := NewClient(tm.cfg)
 	require.NoError(t, err)
 	base := scriptedBase(func(_ int, r *http.Request) (*http.Response, error) { return respond(r, 503, `{}`), nil })
-	client := idem.NewClient(fastRetries(idem.Config{Base: base, MaxAttempts: 1,
+	client := idem.NewClient(fastRetries(idem.Config{Base: base, MaxAttempts: 1, FailFast: true,
 		Breaker: idem.BreakerConfig{ConsecutiveFailures: 2}, Observer: c.Observer()}))
 	for range 3 {
 		resp, err := client.Do(post(t, context.Background(), "https://api.test/v1/payments"))
