@@ -24,7 +24,7 @@ type result struct {
 	body       []byte         // the part of the body read ahead, nil when none
 	retryAfter time.Duration  // Retry-After, unclamped
 	certainty  Certainty
-	rule       *rule  // the outcome's row of the table (classify.go)
+	rule       *rule  // the outcome's row of the table (outcomes.go)
 	err        error  // the transport error or the cut-short body error; the context's for a refusal
 	wire       int    // connections the base transport used
 	open       bool   // the host's breaker refused the attempt
@@ -246,7 +246,7 @@ func (s sender) settle(resp *http.Response, done context.CancelFunc, res *result
 
 // readAheadLimit says how much of a response's body to read before
 // deciding: a problem document (problem: its Content-Type says so) where
-// the table names the status (classify.go), the whole body (up to
+// the table names the status (outcomes.go), the whole body (up to
 // MaxBufferedBody) where the response may be returned and a cut could be
 // retried, the start of an error's body for a Classifier, else nothing.
 func (s sender) readAheadLimit(code int, problem bool) int64 {

@@ -21,15 +21,15 @@ import (
 // all. The Error's Detail says which, and its Waited how long it waited.
 var ErrCircuitOpen = errors.New("idem: circuit open for this host (a local decision of this client)")
 
-// Defaults of BreakerConfig.
+// Defaults of BreakerConfig, as its fields' docs state them.
 const (
-	DefaultBreakerConsecutiveFailures = 20
-	DefaultBreakerFailureRatio        = 0.8
-	DefaultBreakerMinRequests         = 100
-	DefaultBreakerWindow              = 10 * time.Second
-	DefaultBreakerOpenTimeout         = 5 * time.Second
-	DefaultBreakerProbes              = 1
-	DefaultBreakerMaxHosts            = 1024
+	defaultBreakerConsecutiveFailures = 20
+	defaultBreakerFailureRatio        = 0.8
+	defaultBreakerMinRequests         = 100
+	defaultBreakerWindow              = 10 * time.Second
+	defaultBreakerOpenTimeout         = 5 * time.Second
+	defaultBreakerProbes              = 1
+	defaultBreakerMaxHosts            = 1024
 )
 
 // firstOpenPeriod is how long a breaker opened without Retry-After stays
@@ -40,7 +40,7 @@ const firstOpenPeriod = time.Second
 // of a Transport. Its zero value gives the defaults listed with each field.
 //
 // A breaker counts attempts, not calls, and its failures are those of the
-// outcome table (classify.go, docs/CONTRACT.md §8): attempts that were not
+// outcome table (outcomes.go, docs/CONTRACT.md §8): attempts that were not
 // sent or got no complete response (attempt timeouts included), and 500,
 // 502, 503 and 504 responses. Not failures: other responses (a 4xx is the
 // caller's problem, not the host's; 429 is throttling, not a fault; a 500
@@ -177,25 +177,25 @@ func newBreakers(cfg BreakerConfig, maxRetryAfter time.Duration, now func() time
 		return nil
 	}
 	if cfg.ConsecutiveFailures == 0 {
-		cfg.ConsecutiveFailures = DefaultBreakerConsecutiveFailures
+		cfg.ConsecutiveFailures = defaultBreakerConsecutiveFailures
 	}
 	if cfg.FailureRatio <= 0 {
-		cfg.FailureRatio = DefaultBreakerFailureRatio
+		cfg.FailureRatio = defaultBreakerFailureRatio
 	}
 	if cfg.MinRequests == 0 {
-		cfg.MinRequests = DefaultBreakerMinRequests
+		cfg.MinRequests = defaultBreakerMinRequests
 	}
 	if cfg.Window <= 0 {
-		cfg.Window = DefaultBreakerWindow
+		cfg.Window = defaultBreakerWindow
 	}
 	if cfg.OpenTimeout <= 0 {
-		cfg.OpenTimeout = DefaultBreakerOpenTimeout
+		cfg.OpenTimeout = defaultBreakerOpenTimeout
 	}
 	if cfg.Probes == 0 {
-		cfg.Probes = DefaultBreakerProbes
+		cfg.Probes = defaultBreakerProbes
 	}
 	if cfg.MaxHosts <= 0 {
-		cfg.MaxHosts = DefaultBreakerMaxHosts
+		cfg.MaxHosts = defaultBreakerMaxHosts
 	}
 	return &breakers{cfg: cfg, maxRetryAfter: maxRetryAfter, now: now, onChange: onChange,
 		byHost: map[string]*list.Element{}}
@@ -262,7 +262,7 @@ func (r *breakers) settings(h *hostBreaker) gobreaker.Settings {
 }
 
 // breakerReport is what an attempt reports to its host's breaker: nil for
-// a success, errAttemptFailed for an outcome the table (classify.go) counts
+// a success, errAttemptFailed for an outcome the table (outcomes.go) counts
 // as a failure of the host, or errAttemptExcluded when the attempt's own
 // context ended it (the caller's, or a hedge that lost).
 func (res *result) breakerReport(ended bool) error {

@@ -30,12 +30,12 @@ func TestBreakerStopsRequestsToFailingHost(t *testing.T) {
 		changes = append(changes, fmt.Sprintf("%s %s->%s", host, from, to))
 	}
 
-	for i := range DefaultBreakerConsecutiveFailures {
+	for i := range defaultBreakerConsecutiveFailures {
 		resp, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
 		require.NoError(t, err, "call %d reaches the server", i)
 		discard(resp)
 	}
-	require.EqualValues(t, DefaultBreakerConsecutiveFailures, a.requests.Load())
+	require.EqualValues(t, defaultBreakerConsecutiveFailures, a.requests.Load())
 	assert.Equal(t, []string{hostKey(mustURL(t, srv.URL)) + " closed->open"}, changes)
 
 	var refused []Attempt // an observer sees the caller's request: none was built
@@ -50,7 +50,7 @@ func TestBreakerStopsRequestsToFailingHost(t *testing.T) {
 		assert.Zero(t, e.Waited)
 		assert.Contains(t, e.Detail, "fail-fast")
 	}
-	assert.EqualValues(t, DefaultBreakerConsecutiveFailures, a.requests.Load(), "no request reaches the server while open")
+	assert.EqualValues(t, defaultBreakerConsecutiveFailures, a.requests.Load(), "no request reaches the server while open")
 	require.Len(t, refused, 20)
 	for _, at := range refused {
 		require.NotNil(t, at.Request)
@@ -97,11 +97,11 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 			}
 			return err
 		}
-		for range DefaultBreakerConsecutiveFailures {
+		for range defaultBreakerConsecutiveFailures {
 			require.NoError(t, call())
 		}
 		require.ErrorIs(t, call(), ErrCircuitOpen)
-		require.EqualValues(t, DefaultBreakerConsecutiveFailures, host.requests.Load())
+		require.EqualValues(t, defaultBreakerConsecutiveFailures, host.requests.Load())
 
 		// Still open just before the first period, 1 s.
 		time.Sleep(time.Second - time.Millisecond)
@@ -111,20 +111,20 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		require.NoError(t, call())
 		require.ErrorIs(t, call(), ErrCircuitOpen)
-		require.EqualValues(t, DefaultBreakerConsecutiveFailures+1, host.requests.Load())
+		require.EqualValues(t, defaultBreakerConsecutiveFailures+1, host.requests.Load())
 		time.Sleep(2*time.Second - time.Millisecond)
 		require.ErrorIs(t, call(), ErrCircuitOpen, "the second period is twice the first")
 
 		// The host recovers; after the period the probe closes it.
 		host.status.Store(200)
 		time.Sleep(time.Millisecond)
-		for range DefaultBreakerProbes {
+		for range defaultBreakerProbes {
 			require.NoError(t, call())
 		}
 		for range 10 {
 			require.NoError(t, call(), "closed again")
 		}
-		assert.EqualValues(t, DefaultBreakerConsecutiveFailures+1+DefaultBreakerProbes+10, host.requests.Load())
+		assert.EqualValues(t, defaultBreakerConsecutiveFailures+1+defaultBreakerProbes+10, host.requests.Load())
 		assert.Equal(t, []string{"closed->open", "open->half-open", "half-open->open", "open->half-open", "half-open->closed"}, changes)
 	})
 }
@@ -162,7 +162,7 @@ func TestBreakerTripsOnFailureRatio(t *testing.T) {
 					time.Sleep(time.Millisecond) // 1,000 attempts fit in the window
 				}
 				if tt.trips {
-					assert.Equal(t, int(DefaultBreakerMinRequests)+1, sent, "tripped by the first failure past the 100th attempt")
+					assert.Equal(t, int(defaultBreakerMinRequests)+1, sent, "tripped by the first failure past the 100th attempt")
 				} else {
 					assert.Equal(t, 1000, sent, "never tripped")
 				}
@@ -223,7 +223,7 @@ func TestBreakerCountsTransportFailures(t *testing.T) {
 	a := &api{fault: func(n int, w http.ResponseWriter) bool { return dropRST(w) }}
 	srv := a.start(t)
 	tr, _ := newTestTransport(t, Config{MaxAttempts: 1, NoBudget: true, FailFast: true})
-	for range DefaultBreakerConsecutiveFailures {
+	for range defaultBreakerConsecutiveFailures {
 		_, err := tr.RoundTrip(post(t, context.Background(), srv.URL, `{}`))
 		require.ErrorIs(t, err, ErrOutcomeUnknown)
 	}
@@ -253,7 +253,7 @@ func TestBreakerRegistryBounded(t *testing.T) {
 		require.NoError(t, err)
 		discard(resp)
 	}
-	assert.Equal(t, DefaultBreakerMaxHosts, def.breakers.len())
+	assert.Equal(t, defaultBreakerMaxHosts, def.breakers.len())
 }
 
 // A hit makes a host the most recently used: the registry drops the least

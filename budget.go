@@ -21,12 +21,12 @@ import (
 // server.
 var ErrBudgetExhausted = errors.New("idem: retry budget exhausted (a local decision of this client, not a server error)")
 
-// Defaults of BudgetConfig.
+// Defaults of BudgetConfig, as its fields' docs state them.
 const (
-	DefaultBudgetRatio     = 2
-	DefaultBudgetMaxEarned = 100
-	DefaultBudgetFloorRate = 10
-	DefaultBudgetFloor     = 10
+	defaultBudgetRatio     = 2
+	defaultBudgetMaxEarned = 100
+	defaultBudgetFloorRate = 10
+	defaultBudgetFloor     = 10
 )
 
 // BudgetConfig configures a Budget. Its zero value gives the defaults listed
@@ -106,16 +106,16 @@ func NewBudget(cfg BudgetConfig) *Budget {
 
 func newBudget(cfg BudgetConfig, now func() time.Time) *Budget {
 	if cfg.Ratio <= 0 {
-		cfg.Ratio = DefaultBudgetRatio
+		cfg.Ratio = defaultBudgetRatio
 	}
 	if cfg.MaxEarned <= 0 {
-		cfg.MaxEarned = DefaultBudgetMaxEarned
+		cfg.MaxEarned = defaultBudgetMaxEarned
 	}
 	if cfg.FloorRate == 0 {
-		cfg.FloorRate = DefaultBudgetFloorRate
+		cfg.FloorRate = defaultBudgetFloorRate
 	}
 	if cfg.FloorBurst <= 0 {
-		cfg.FloorBurst = DefaultBudgetFloor
+		cfg.FloorBurst = defaultBudgetFloor
 	}
 	b := &Budget{
 		ratio:     max(1, int64(math.Round(cfg.Ratio*milli))),

@@ -147,7 +147,7 @@ func TestOutageBoundedByBudget(t *testing.T) {
 
 	requests, errs := outage(t, Config{Budget: budget, FailFast: true}, clk, ops, workers)
 
-	floor := DefaultBudgetFloor + DefaultBudgetFloorRate*window.Seconds()
+	floor := defaultBudgetFloor + defaultBudgetFloorRate*window.Seconds()
 	bound := ops + floor
 	t.Logf("outage with the default budget: %d requests for %d operations over %s: amplification %.2fx (bound %.0f = %d + floor %.0f; without a budget %dx)",
 		requests, ops, window, float64(requests)/ops, bound, ops, floor, DefaultMaxAttempts)
@@ -196,7 +196,7 @@ func TestOutageBoundedByBudgetWhileWaiting(t *testing.T) {
 		}
 		wg.Wait()
 		window := time.Since(start)
-		floor := DefaultBudgetFloor + DefaultBudgetFloorRate*window.Seconds()
+		floor := defaultBudgetFloor + defaultBudgetFloorRate*window.Seconds()
 		requests := host.requests.Load()
 		assert.LessOrEqual(t, float64(requests), ops+floor, "the floor alone serves the retries (%s)", window)
 		s := budget.Stats()

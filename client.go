@@ -11,12 +11,15 @@ import (
 	"github.com/idemkit/idem/internal/wire"
 )
 
-// Defaults of Config.
+// DefaultMaxAttempts is the bound of Config.MaxAttempts when it is zero:
+// the most requests one call puts on the wire, the first included.
+const DefaultMaxAttempts = 6
+
+// Defaults of the other fields of Config, as their docs state them.
 const (
-	DefaultMaxAttempts     = 6
-	DefaultMaxRetryAfter   = 30 * time.Second
-	DefaultMaxWait         = 30 * time.Second
-	DefaultMaxBufferedBody = 1 << 20
+	defaultMaxRetryAfter   = 30 * time.Second
+	defaultMaxWait         = 30 * time.Second
+	defaultMaxBufferedBody = 1 << 20
 )
 
 // Config configures a Transport. Its zero value gives the defaults listed
@@ -210,13 +213,13 @@ func NewTransport(cfg Config) *Transport {
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
 	if cfg.MaxRetryAfter <= 0 {
-		cfg.MaxRetryAfter = DefaultMaxRetryAfter
+		cfg.MaxRetryAfter = defaultMaxRetryAfter
 	}
 	if cfg.MaxBufferedBody == 0 {
-		cfg.MaxBufferedBody = DefaultMaxBufferedBody
+		cfg.MaxBufferedBody = defaultMaxBufferedBody
 	}
 	if cfg.MaxWait == 0 {
-		cfg.MaxWait = DefaultMaxWait
+		cfg.MaxWait = defaultMaxWait
 	}
 	log := cfg.Logger
 	if log == nil {

@@ -162,7 +162,7 @@ func TestBodyClosedWhenNeverSent(t *testing.T) {
 		host := &fakeHost{}
 		host.status.Store(503)
 		tr, _ := newTestTransport(t, Config{Base: host, MaxAttempts: 1, NoBudget: true, FailFast: true})
-		for range DefaultBreakerConsecutiveFailures {
+		for range defaultBreakerConsecutiveFailures {
 			resp, err := tr.RoundTrip(post(t, context.Background(), "http://api.test/pay", `{}`))
 			require.NoError(t, err)
 			discard(resp)

@@ -25,7 +25,7 @@
 // context down, or its errors are ambiguous unless their type shows a
 // failure before sending (see Config.Base).
 //
-// What follows each outcome is one table, in classify.go (and
+// What follows each outcome is one table, in outcomes.go (and
 // docs/CONTRACT.md §8), which the retry loop, the read-ahead of response
 // bodies and the circuit breaker all read:
 //

@@ -8,11 +8,11 @@ import (
 	"time"
 )
 
-// Defaults of HedgeConfig.
+// Defaults of HedgeConfig, as its fields' docs state them.
 const (
-	DefaultHedgeWindow        = 256
-	DefaultHedgeMinSamples    = 32
-	DefaultHedgeInFlightShare = 0.1
+	defaultHedgeWindow        = 256
+	defaultHedgeMinSamples    = 32
+	defaultHedgeInFlightShare = 0.1
 )
 
 // HedgeConfig configures hedged requests. Its zero value disables them.
@@ -88,20 +88,20 @@ func newHedger(cfg HedgeConfig, maxHosts int) *hedger {
 	}
 	cfg.MaxHedges = max(cfg.MaxHedges, 1)
 	if cfg.Window <= 0 {
-		cfg.Window = DefaultHedgeWindow
+		cfg.Window = defaultHedgeWindow
 	}
 	if cfg.MinSamples <= 0 {
-		cfg.MinSamples = DefaultHedgeMinSamples
+		cfg.MinSamples = defaultHedgeMinSamples
 	}
 	cfg.MinSamples = min(cfg.MinSamples, cfg.Window)
 	if !(cfg.InFlightShare > 0) { // NaN too
-		cfg.InFlightShare = DefaultHedgeInFlightShare
+		cfg.InFlightShare = defaultHedgeInFlightShare
 	}
 	if cfg.Percentile > 0 {
 		cfg.Percentile = min(cfg.Percentile, 0.999999)
 	}
 	if maxHosts <= 0 {
-		maxHosts = DefaultBreakerMaxHosts
+		maxHosts = defaultBreakerMaxHosts
 	}
 	return &hedger{cfg: cfg, hosts: &hedgeHosts{q: cfg.Percentile, window: cfg.Window,
 		minSamples: cfg.MinSamples, max: maxHosts, byHost: map[string]*hedgeHost{}}}

@@ -53,7 +53,7 @@ func TestAdmitHedgeBoundedByShare(t *testing.T) {
 func TestHedgeInFlightShareDefault(t *testing.T) {
 	for _, share := range []float64{0, -1, math.NaN()} {
 		h := newHedger(HedgeConfig{Delay: time.Millisecond, InFlightShare: share}, 0)
-		assert.Equal(t, DefaultHedgeInFlightShare, h.cfg.InFlightShare, "%v", share)
+		assert.Equal(t, defaultHedgeInFlightShare, h.cfg.InFlightShare, "%v", share)
 	}
 }
 

@@ -8,8 +8,8 @@ import (
 // Default backoff bounds: the first retry waits up to 100 ms, and no wait
 // exceeds 10 s.
 const (
-	DefaultBackoffBase = 100 * time.Millisecond
-	DefaultBackoffCap  = 10 * time.Second
+	defaultBackoffBase = 100 * time.Millisecond
+	defaultBackoffCap  = 10 * time.Second
 )
 
 // Jitter names how a backoff delay is randomised. Randomising spreads the
@@ -69,10 +69,10 @@ func (b Backoff) Delay(n int, prev time.Duration, u float64) time.Duration {
 func (b Backoff) bounds() (base, cap time.Duration) {
 	base, cap = b.Base, b.Cap
 	if base <= 0 {
-		base = DefaultBackoffBase
+		base = defaultBackoffBase
 	}
 	if cap <= 0 {
-		cap = DefaultBackoffCap
+		cap = defaultBackoffCap
 	}
 	return base, cap
 }

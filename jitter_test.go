@@ -10,7 +10,7 @@ func TestFullJitterDistribution(t *testing.T) {
 	b := Backoff{}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for n := 0; n < 10; n++ {
-		bound := min(DefaultBackoffCap, DefaultBackoffBase<<n)
+		bound := min(defaultBackoffCap, defaultBackoffBase<<n)
 		const draws = 10000
 		var sum time.Duration
 		for i := 0; i < draws; i++ {
@@ -71,8 +71,8 @@ func TestDecorrelatedJitterStaysInBounds(t *testing.T) {
 	var prev time.Duration
 	for i := 0; i < 10000; i++ {
 		d := b.Delay(i, prev, rng.Float64())
-		if d < DefaultBackoffBase || d > DefaultBackoffCap {
-			t.Fatalf("Delay after %v = %v, want in [%v, %v]", prev, d, DefaultBackoffBase, DefaultBackoffCap)
+		if d < defaultBackoffBase || d > defaultBackoffCap {
+			t.Fatalf("Delay after %v = %v, want in [%v, %v]", prev, d, defaultBackoffBase, defaultBackoffCap)
 		}
 		prev = d
 	}

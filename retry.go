@@ -196,7 +196,7 @@ func (c *call) record(res result) {
 }
 
 // judge decides what follows an attempt: what the local checks, the
-// call's Classifiers or the outcome table (classify.go) say, within what
+// call's Classifiers or the outcome table (outcomes.go) say, within what
 // is safe (docs/CONTRACT.md §8).
 func (c *call) judge(ctx context.Context, res result) decision {
 	switch {

@@ -330,7 +330,7 @@ func TestRetryAfterHonouredAndClamped(t *testing.T) {
 		want   time.Duration
 	}{
 		{"3", 0, 3 * time.Second},
-		{"120", 0, DefaultMaxRetryAfter},
+		{"120", 0, defaultMaxRetryAfter},
 		{"120", 10 * time.Second, 10 * time.Second},
 		{time.Now().Add(4 * time.Second).UTC().Format(http.TimeFormat), 0, 4 * time.Second},
 	}

@@ -21,13 +21,13 @@ import (
 )
 
 // The tables of the client's contract are the outcome table (issue 18):
-// the doc comment of classify.go, README.md's contract table and
+// the doc comment of outcomes.go, README.md's contract table and
 // docs/CONTRACT.md §8 render the rows of outcomes, and nothing else.
 func TestOutcomeTableDocs(t *testing.T) {
-	src, err := os.ReadFile("classify.go")
+	src, err := os.ReadFile("outcomes.go")
 	require.NoError(t, err)
 	assert.Equal(t, renderComment(t), commentTable(string(src)),
-		"classify.go's doc table; the want side is what it should read")
+		"outcomes.go's doc table; the want side is what it should read")
 
 	for _, doc := range []struct{ path, section string }{
 		{"README.md", "## The contract in one table"},
@@ -78,7 +78,7 @@ func TestOutcomeTableProse(t *testing.T) {
 	}
 }
 
-// renderComment renders outcomes as the table of classify.go's comment.
+// renderComment renders outcomes as the table of outcomes.go's comment.
 func renderComment(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder

@@ -15,7 +15,7 @@ import (
 // (Config.Classifier, WithClassifier) is asked before the table and may
 // choose another verdict; the breaker and "may have acted" always follow
 // the table. The tables of README.md and docs/CONTRACT.md §8 and the one
-// below are tested against outcomes (classify_test.go).
+// below are tested against outcomes (outcomes_test.go).
 //
 //	outcome of an attempt      verdict                breaker  may have acted
 //	not sent                   Retry                  failure  no
