@@ -45,7 +45,7 @@ type sender struct {
 	classified bool       // a Classifier reads error bodies
 	latencies  *latencies // the host's latencies to record, nil for none
 
-	// What the Observer's OnSend and done are told of the attempt.
+	// What the [Observer]'s OnSend and done are told of the attempt.
 	key    string
 	number int  // the attempt's Number before it is sent
 	hedge  bool // the attempt is a hedge
@@ -80,7 +80,7 @@ func (c *call) attempt(ctx context.Context, tk ticket) result {
 }
 
 // attemptContext returns the context of one attempt under ctx, bounded by
-// Config.AttemptTimeout, and the function that ends it.
+// [Config.AttemptTimeout], and the function that ends it.
 func (t *Transport) attemptContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if t.cfg.AttemptTimeout > 0 {
 		return context.WithTimeout(ctx, t.cfg.AttemptTimeout)
@@ -91,7 +91,7 @@ func (t *Transport) attemptContext(ctx context.Context) (context.Context, contex
 // send sends req, built under ctx for one attempt that its host's breaker
 // let through (tk), and reports the outcome to the breaker; done ends the
 // attempt's context. A panic (or a Goexit) of the base transport or of an
-// Observer hook counts as a failure of the host, as gobreaker's Execute
+// [Observer] hook counts as a failure of the host, as gobreaker's Execute
 // counts it, and goes on.
 func (s sender) send(ctx context.Context, req *http.Request, trace *wireTrace, done context.CancelFunc, tk ticket) result {
 	var res result
@@ -135,7 +135,7 @@ func (s sender) exchange(ctx context.Context, req *http.Request, trace *wireTrac
 	return res, res.breakerReport(ctx.Err() != nil)
 }
 
-// announce tells the Observer's OnSend that req is about to be sent, and
+// announce tells the [Observer]'s OnSend that req is about to be sent, and
 // returns req under the context OnSend returned, and OnSend's done.
 func (s sender) announce(req *http.Request) (*http.Request, func(Attempt)) {
 	a := Attempt{Request: req, Key: s.key, Number: s.number, Hedge: s.hedge, Resend: s.resend}
@@ -163,12 +163,12 @@ func (s sender) refused(r *refusal) result {
 }
 
 // answered reports whether the attempt got a response that the call does
-// not retry: one that earns the retry budget (BudgetConfig.Ratio).
+// not retry: one that earns the retry budget ([BudgetConfig.Ratio]).
 func (res *result) answered() bool {
 	return res.certainty == Responded && !res.rule.failure && (res.rule.verdict == Stop || res.rule.verdict == Fail)
 }
 
-// observed describes res to the Observer: an attempt of the call whose
+// observed describes res to the [Observer]: an attempt of the call whose
 // key is key, with req as its request when it had none of its own.
 func (res result) observed(key string, req *http.Request) Attempt {
 	if res.req != nil {
@@ -248,7 +248,7 @@ func (s sender) settle(resp *http.Response, done context.CancelFunc, res *result
 // deciding: a problem document (problem: its Content-Type says so) where
 // the table names the status (outcomes.go), the whole body (up to
 // MaxBufferedBody) where the response may be returned and a cut could be
-// retried, the start of an error's body for a Classifier, else nothing.
+// retried, the start of an error's body for a [Classifier], else nothing.
 func (s sender) readAheadLimit(code int, problem bool) int64 {
 	switch {
 	case namedStatus(code) && problem:

@@ -15,13 +15,13 @@ import (
 
 // ErrCircuitOpen: the circuit breaker of the request's host did not let
 // the attempt through, so nothing was sent: the call was fail-fast
-// (Config.FailFast, WithFailFast), or it waited for the host and its
-// deadline, its wait bound (Config.MaxWait) or its context came first, or
+// ([Config.FailFast], [WithFailFast]), or it waited for the host and its
+// deadline, its wait bound ([Config.MaxWait]) or its context came first, or
 // the host's open period outlasted its deadline, so that it did not wait at
 // all. The Error's Detail says which, and its Waited how long it waited.
 var ErrCircuitOpen = errors.New("idem: circuit open for this host (a local decision of this client)")
 
-// Defaults of BreakerConfig, as its fields' docs state them.
+// Defaults of [BreakerConfig], as its fields' docs state them.
 const (
 	defaultBreakerConsecutiveFailures = 20
 	defaultBreakerFailureRatio        = 0.8
@@ -49,11 +49,11 @@ const firstOpenPeriod = time.Second
 // counted at all.
 //
 // An open breaker sends nothing to its host, and a call that meets it
-// waits for the host, unless it is fail-fast (Config.FailFast,
-// WithFailFast): as gRPC's wait-for-ready queues an RPC until its channel
+// waits for the host, unless it is fail-fast ([Config.FailFast],
+// [WithFailFast]): as gRPC's wait-for-ready queues an RPC until its channel
 // is ready, the call is queued until the host may be tried again, and the
 // deadline still applies. The open period is the Retry-After of the failure
-// that opened the breaker (clamped to Config.MaxRetryAfter): a host that
+// that opened the breaker (clamped to [Config.MaxRetryAfter]): a host that
 // says "1 s" is probed after 1 s. Without one, it is 1 s the first time
 // and doubles at each reopening, up to OpenTimeout. Then Probes attempts go
 // through, the oldest waiting calls first; when they succeed the breaker
@@ -108,7 +108,7 @@ type BreakerConfig struct {
 	MaxHosts int
 }
 
-// BreakerState is the state of a host's circuit breaker, as the Observer
+// BreakerState is the state of a host's circuit breaker, as the [Observer]
 // sees it.
 type BreakerState int
 
@@ -119,7 +119,7 @@ const (
 	// fail fast).
 	BreakerHalfOpen
 	// BreakerOpen: no attempt goes through; calls wait for the end of the
-	// open period (or fail fast with ErrCircuitOpen).
+	// open period (or fail fast with [ErrCircuitOpen]).
 	BreakerOpen
 )
 
@@ -136,7 +136,7 @@ func (s BreakerState) String() string {
 	return fmt.Sprintf("BreakerState(%d)", int(s))
 }
 
-// breakerState returns the BreakerState of a gobreaker state.
+// breakerState returns the [BreakerState] of a gobreaker state.
 func breakerState(s gobreaker.State) BreakerState {
 	switch s {
 	case gobreaker.StateHalfOpen:

@@ -10,7 +10,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 )
 
-// hostBreaker is the circuit breaker of one host (BreakerConfig). gobreaker's
+// hostBreaker is the circuit breaker of one host ([BreakerConfig]). gobreaker's
 // two-step breaker counts the host's attempts, trips, and judges the
 // probes; around it, hostBreaker keeps what gobreaker's fixed Settings
 // cannot: the open period of each opening (the server's Retry-After, or a
@@ -325,7 +325,7 @@ func (h *hostBreaker) changed(from, to gobreaker.State) {
 	h.report(from, to)
 }
 
-// report tells the Observer of a state change.
+// report tells the [Observer] of a state change.
 func (h *hostBreaker) report(from, to gobreaker.State) {
 	h.state = breakerState(to)
 	if h.r.onChange != nil {

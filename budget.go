@@ -15,13 +15,13 @@ import (
 // ErrBudgetExhausted: the retry budget had no token for a retry, so the
 // call ended with an *Error that describes its last attempt (status,
 // certainty) instead of adding load to a service that is failing: the call
-// was fail-fast (Config.FailFast, WithFailFast), or it waited for a token
-// and its deadline, its wait bound (Config.MaxWait) or its context came
+// was fail-fast ([Config.FailFast], [WithFailFast]), or it waited for a token
+// and its deadline, its wait bound ([Config.MaxWait]) or its context came
 // first. It is a local decision of this client, not an error from the
 // server.
 var ErrBudgetExhausted = errors.New("idem: retry budget exhausted (a local decision of this client, not a server error)")
 
-// Defaults of BudgetConfig, as its fields' docs state them.
+// Defaults of [BudgetConfig], as its fields' docs state them.
 const (
 	defaultBudgetRatio     = 2
 	defaultBudgetMaxEarned = 100
@@ -64,14 +64,14 @@ type BudgetConfig struct {
 // FloorBurst + FloorRate x T.
 //
 // A retry that finds no token waits for one, in a queue, within its call's
-// deadline and Config.MaxWait: an earned retry goes to the retry that has
+// deadline and [Config.MaxWait]: an earned retry goes to the retry that has
 // waited longest, and the floor serves the waiting retries in the order
 // they asked (each holds a reservation of x/time/rate's limiter, when the
 // floor can serve it in time). When a service recovers, its answers earn
 // the tokens that release the waiting retries, one answer for one retry. A
-// retry of a fail-fast call (Config.FailFast, WithFailFast), and a hedge,
+// retry of a fail-fast call ([Config.FailFast], [WithFailFast]), and a hedge,
 // never waits: without a token it is denied, and the call ends with an
-// error matching ErrBudgetExhausted (a hedge is simply not sent).
+// error matching [ErrBudgetExhausted] (a hedge is simply not sent).
 //
 // One Budget may be shared by several Transports (one per downstream service
 // is typical); it is safe for concurrent use.
@@ -174,7 +174,7 @@ func (b *Budget) take() bool {
 }
 
 // spend takes a token for a retry that is made whatever the budget holds
-// (a critical call's, WithCritical): an earned retry or a floor token when
+// (a critical call's, [WithCritical]): an earned retry or a floor token when
 // one is left, so that the budget sees the load, and never a denial.
 func (b *Budget) spend() {
 	b.mu.Lock()

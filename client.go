@@ -11,11 +11,11 @@ import (
 	"github.com/idemkit/idem/internal/wire"
 )
 
-// DefaultMaxAttempts is the bound of Config.MaxAttempts when it is zero:
+// DefaultMaxAttempts is the bound of [Config.MaxAttempts] when it is zero:
 // the most requests one call puts on the wire, the first included.
 const DefaultMaxAttempts = 6
 
-// Defaults of the other fields of Config, as their docs state them.
+// Defaults of the other fields of [Config], as their docs state them.
 const (
 	defaultMaxRetryAfter   = 30 * time.Second
 	defaultMaxWait         = 30 * time.Second
@@ -23,7 +23,7 @@ const (
 )
 
 // Config configures a Transport. Its zero value gives the defaults listed
-// with each field. NewTransport copies it; changing it afterwards has no
+// with each field. [NewTransport] copies it; changing it afterwards has no
 // effect.
 type Config struct {
 	// Base sends each attempt. Nil means a clone of http.DefaultTransport,
@@ -41,7 +41,7 @@ type Config struct {
 	//
 	// A Base that runs the request under a context of its own hides the
 	// trace. Its errors are then ambiguous, so a POST without a key is
-	// never re-sent after one and fails with ErrOutcomeUnknown, unless the
+	// never re-sent after one and fails with [ErrOutcomeUnknown], unless the
 	// error's type shows a failure before sending (a dial or DNS error, a
 	// proxy's CONNECT, a TLS certificate rejected or a peer that does not
 	// speak TLS) that net/http could not have followed with a re-send of
@@ -70,7 +70,7 @@ type Config struct {
 	// Zero or negative means 30 s.
 	MaxRetryAfter time.Duration
 
-	// SFStringKeys sends generated and WithKey keys as RFC 8941 sf-strings
+	// SFStringKeys sends generated and [WithKey] keys as RFC 8941 sf-strings
 	// ("..."), the form of the IETF draft, instead of bare tokens, the form
 	// most deployed APIs expect. False means bare tokens.
 	SFStringKeys bool
@@ -87,7 +87,7 @@ type Config struct {
 	// rate (see Budget), so that retries cannot multiply the load on a
 	// service that is failing. Share one Budget among the Transports that
 	// call one service. Nil means a Budget of this Transport's own with the
-	// defaults of BudgetConfig.
+	// defaults of [BudgetConfig].
 	Budget *Budget
 
 	// NoBudget disables the retry budget: every retry that MaxAttempts
@@ -95,15 +95,15 @@ type Config struct {
 	NoBudget bool
 
 	// Breaker configures the per-host circuit breakers. The zero value
-	// enables them with the defaults of BreakerConfig.
+	// enables them with the defaults of [BreakerConfig].
 	Breaker BreakerConfig
 
 	// FailFast makes every call fail at once on a local refusal: an
 	// attempt that its host's breaker does not let through ends the call
-	// with ErrCircuitOpen, a retry that the budget has no token for with
-	// ErrBudgetExhausted. False means a call waits for them, sending
-	// nothing, within its deadline and MaxWait (see BreakerConfig and
-	// Budget), and fails only when they come first. WithFailFast sets it
+	// with [ErrCircuitOpen], a retry that the budget has no token for with
+	// [ErrBudgetExhausted]. False means a call waits for them, sending
+	// nothing, within its deadline and MaxWait (see [BreakerConfig] and
+	// Budget), and fails only when they come first. [WithFailFast] sets it
 	// for one call.
 	FailFast bool
 
@@ -127,20 +127,20 @@ type Config struct {
 	// KeyHeader names the request header that carries the idempotency key,
 	// for APIs that use another than the draft's (X-Idempotency-Key,
 	// PayPal-Request-Id). It must be a valid header field name
-	// (NewTransport panics otherwise). Empty means KeyHeader,
+	// ([NewTransport] panics otherwise). Empty means KeyHeader,
 	// "Idempotency-Key".
 	KeyHeader string
 
 	// Classifier, when set, is asked about each attempt before the default
 	// rules (see Classifier): it teaches the client an API's own way of
 	// saying "retry", "in flight" or "stop". Nil means the default rules
-	// alone. WithClassifier sets one per call, asked first.
+	// alone. [WithClassifier] sets one per call, asked first.
 	Classifier Classifier
 
 	// BufferRequestBody, when positive, lets a request body without GetBody
 	// (a plain io.Reader) be re-sent: before the first attempt up to
 	// BufferRequestBody bytes of it are read into memory. A longer body is
-	// sent once, streamed, and the call fails with ErrNotRewindable, saying
+	// sent once, streamed, and the call fails with [ErrNotRewindable], saying
 	// so, when it would need a retry after it was read. Zero or negative
 	// means no buffering: such a body is re-sent only when no attempt read
 	// from it. Do not set it for a body whose writer waits for the response
@@ -155,7 +155,7 @@ type Config struct {
 
 // Transport is an http.RoundTripper that makes retries safe: it gives each
 // call one idempotency key (in the Idempotency-Key header, or the one
-// Config.KeyHeader names), sends it on every attempt, and retries only what
+// [Config.KeyHeader] names), sends it on every attempt, and retries only what
 // the key or the method makes safe, with backoff, inside the deadline of the
 // request's context. It never modifies the caller's request, always closes
 // the request body, and returns (resp, nil) when it returns a response,
@@ -248,7 +248,7 @@ func NewTransport(cfg Config) *Transport {
 	return t
 }
 
-// keyHeaderName returns the canonical form of Config.KeyHeader, KeyHeader
+// keyHeaderName returns the canonical form of [Config.KeyHeader], KeyHeader
 // when it is empty. It panics on a name that is not a header field name.
 func keyHeaderName(name string) string {
 	if name == "" {
@@ -276,7 +276,7 @@ func NewClient(cfg Config) *http.Client {
 	return &http.Client{Transport: NewTransport(cfg)}
 }
 
-// RoundTrip sends req, retrying as Config and the request allow. It returns
+// RoundTrip sends req, retrying as [Config] and the request allow. It returns
 // (resp, nil) when a response is to be returned, and otherwise an *Error
 // whose Reason and Err say why (see the Err... sentinels).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {

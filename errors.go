@@ -15,7 +15,7 @@ var (
 	// characters (nothing was sent), or the server answered 400 key-invalid.
 	ErrKeyInvalid = errors.New("idem: invalid idempotency key")
 	// ErrKeyMissing: the server requires an Idempotency-Key on this route and
-	// the request had none (it was opted out with WithoutKey).
+	// the request had none (it was opted out with [WithoutKey]).
 	ErrKeyMissing = errors.New("idem: server requires an idempotency key")
 	// ErrKeyReused: the server holds a different request under this key
 	// (422 key-reused). The request was not executed; never retried.
@@ -28,19 +28,19 @@ var (
 	// replayed (500 result-unavailable). Never retried.
 	ErrResultUnavailable = errors.New("idem: operation took effect but its result cannot be replayed")
 	// ErrOutcomeUnknown matches every *Error whose request may have taken
-	// effect on the server (see Error.MayHaveTakenEffect), for example a
+	// effect on the server (see [Error.MayHaveTakenEffect]), for example a
 	// request that was written but got no complete response and was not (or
 	// no longer) safe or possible to retry.
 	ErrOutcomeUnknown = errors.New("idem: outcome unknown")
 	// ErrNotRewindable: the request body cannot be re-read (no GetBody, or
-	// longer than Config.BufferRequestBody), so the request was not retried
+	// longer than [Config.BufferRequestBody]), so the request was not retried
 	// after it had been written; the error's Detail says which.
 	ErrNotRewindable = errors.New("idem: request body cannot be re-sent")
 	// ErrDeadline: the next wait (backoff or Retry-After) would end past the
 	// context deadline, so the call gave up at once instead of sleeping into
 	// a certain failure.
 	ErrDeadline = errors.New("idem: retry would outlast the context deadline")
-	// ErrAttemptsExhausted: every attempt allowed by Config.MaxAttempts
+	// ErrAttemptsExhausted: every attempt allowed by [Config.MaxAttempts]
 	// failed, and there is no response that tells the outcome: the last
 	// attempt got none, or an earlier one may have acted (see doc.go).
 	ErrAttemptsExhausted = errors.New("idem: attempts exhausted")
@@ -53,7 +53,7 @@ const (
 	// NotSent: the request was certainly not written, so the server
 	// cannot have acted: no connection was made (dial refused, DNS, TLS
 	// handshake, proxy CONNECT), the host's breaker refused the attempt, or
-	// its body could not be rebuilt. See Config.Base for what a base
+	// its body could not be rebuilt. See [Config.Base] for what a base
 	// transport must preserve for idem to know.
 	NotSent Certainty = iota + 1
 	// Ambiguous: the request was (perhaps partly) written but no complete
@@ -80,7 +80,7 @@ func (c Certainty) String() string {
 
 // Error is the error of a call that ended without a response to return. It
 // carries what a caller needs to decide what to do next. errors.Is matches
-// its Reason, its Err, and ErrOutcomeUnknown when MayHaveTakenEffect.
+// its Reason, its Err, and [ErrOutcomeUnknown] when MayHaveTakenEffect.
 type Error struct {
 	Method string // the request's method
 	URL    string // the request's URL, without its query string
@@ -94,8 +94,8 @@ type Error struct {
 	Status int
 	// RetryAfter is the last Retry-After received (before clamping), 0 when none.
 	RetryAfter time.Duration
-	// Reason is the sentinel that names why the call ended (ErrKeyReused,
-	// ErrDeadline, ...); nil when the cause alone explains it.
+	// Reason is the sentinel that names why the call ended ([ErrKeyReused],
+	// [ErrDeadline], ...); nil when the cause alone explains it.
 	Reason error
 	// Err is the underlying cause: the last transport error, or a context
 	// error; nil when the call ended on a response.
@@ -164,7 +164,7 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
-// Is reports whether target is ErrOutcomeUnknown and the operation may
+// Is reports whether target is [ErrOutcomeUnknown] and the operation may
 // have taken effect; other targets are matched through Unwrap.
 func (e *Error) Is(target error) bool {
 	return target == ErrOutcomeUnknown && e.MayHaveTakenEffect

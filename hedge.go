@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Defaults of HedgeConfig, as its fields' docs state them.
+// Defaults of [HedgeConfig], as its fields' docs state them.
 const (
 	defaultHedgeWindow        = 256
 	defaultHedgeMinSamples    = 32
@@ -31,8 +31,8 @@ const (
 //
 // Only requests that are safe to send twice at once are hedged: those with
 // an idempotent method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) and, with
-// WithHedging, keyed requests of any method. Their body must have GetBody
-// (or be buffered, see Config.BufferRequestBody).
+// [WithHedging], keyed requests of any method. Their body must have GetBody
+// (or be buffered, see [Config.BufferRequestBody]).
 type HedgeConfig struct {
 	// Delay is how long an attempt runs before a hedge is sent. With
 	// Percentile set, it is the delay used until the host has MinSamples
@@ -43,7 +43,7 @@ type HedgeConfig struct {
 	// recent latencies: 0.95 hedges the attempts slower than 95% of recent
 	// ones, so about 5% of calls send a hedge. A latency is the time from
 	// sending an attempt to its response read ahead, counted for responses
-	// that are not failures of the host (see BreakerConfig), of the
+	// that are not failures of the host (see [BreakerConfig]), of the
 	// requests that may be hedged; an attempt cancelled because another
 	// won counts the time until then, a lower bound of its latency, so
 	// that the percentile rises when the host slows down. Zero means the
@@ -81,7 +81,7 @@ type hedger struct {
 }
 
 // newHedger returns the policy of cfg, nil when hedging is off. maxHosts
-// bounds the hosts whose latencies are kept (BreakerConfig.MaxHosts).
+// bounds the hosts whose latencies are kept ([BreakerConfig.MaxHosts]).
 func newHedger(cfg HedgeConfig, maxHosts int) *hedger {
 	if cfg.Delay <= 0 && cfg.Percentile <= 0 {
 		return nil
@@ -109,7 +109,7 @@ func newHedger(cfg HedgeConfig, maxHosts int) *hedger {
 
 // prepare marks c as hedged when the policy allows it: c may make a second
 // attempt, its body can be sent twice at once, and its method is idempotent
-// or it is keyed and opted in (WithHedging).
+// or it is keyed and opted in ([WithHedging]).
 func (h *hedger) prepare(c *call) {
 	switch {
 	case h == nil || c.max < 2 || !c.body.rewindable():
@@ -163,7 +163,7 @@ type race struct {
 // It returns the winner as step does. An attempt that panicked (or called
 // runtime.Goexit) does so again on the caller's goroutine, as an unhedged
 // attempt would; then, or when the caller's own code panics (a
-// Classifier, an Observer hook), the other attempts are cancelled.
+// [Classifier], an [Observer] hook), the other attempts are cancelled.
 func (c *call) race(ctx context.Context, delay time.Duration, tk ticket) (result, decision, bool) {
 	h := c.t.hedge
 	r := &race{results: make(chan raced, 1+h.cfg.MaxHedges)}

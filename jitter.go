@@ -42,7 +42,7 @@ type Backoff struct {
 
 // Delay returns the wait before retry n, where n counts the retries already
 // made (0 before the first retry), prev is the previous wait (used by
-// DecorrelatedJitter; 0 before the first retry) and u is a uniform random
+// [DecorrelatedJitter]; 0 before the first retry) and u is a uniform random
 // number in [0, 1). It is a pure function of its arguments.
 func (b Backoff) Delay(n int, prev time.Duration, u float64) time.Duration {
 	base, cap := b.bounds()

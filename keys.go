@@ -11,7 +11,7 @@ import (
 )
 
 // KeyHeader is the default name of the request header that carries the
-// idempotency key, the one of the IETF draft; Config.KeyHeader names
+// idempotency key, the one of the IETF draft; [Config.KeyHeader] names
 // another for APIs that use their own (X-Idempotency-Key,
 // PayPal-Request-Id).
 const KeyHeader = "Idempotency-Key"
@@ -26,8 +26,8 @@ func NewKey() string {
 // several calls: a key stored before the first call lets a resend after a
 // process restart, or an application-level retry, be recognised by the
 // server as the same operation. The key must be 1 to 255 printable ASCII
-// characters; an invalid key fails the call with ErrKeyInvalid before
-// anything is sent. It replaces an earlier WithKey or WithoutKey of ctx.
+// characters; an invalid key fails the call with [ErrKeyInvalid] before
+// anything is sent. It replaces an earlier WithKey or [WithoutKey] of ctx.
 func WithKey(ctx context.Context, key string) context.Context {
 	return withOption(ctx, func(o *callOptions) { o.key, o.named, o.optOut = key, true, false })
 }
@@ -35,13 +35,13 @@ func WithKey(ctx context.Context, key string) context.Context {
 // WithoutKey returns a context whose requests get no generated key. Such
 // a request is retried only when that is safe without one: when it was
 // certainly not sent, or when its method is idempotent. A key the caller
-// set in the header is kept. It replaces an earlier WithKey of ctx.
+// set in the header is kept. It replaces an earlier [WithKey] of ctx.
 func WithoutKey(ctx context.Context) context.Context {
 	return withOption(ctx, func(o *callOptions) { o.key, o.named, o.optOut = "", false, true })
 }
 
 // requestKey decides the key of a call, in this order: a key the caller set
-// in the header, a key named with WithKey, none when opted out or when the
+// in the header, a key named with [WithKey], none when opted out or when the
 // method is idempotent, else a new one. It returns the bare key and the
 // header value to send ("" for none), or why the caller's key is invalid.
 func (t *Transport) requestKey(req *http.Request, choice *callOptions) (key, field string, err error) {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Attempt describes one attempt of a call, as reported to an Observer.
+// Attempt describes one attempt of a call, as reported to an [Observer].
 type Attempt struct {
 	// Request is the request of this attempt, with its Idempotency-Key; the
 	// caller's request when no request was built for the attempt (its
@@ -29,7 +29,7 @@ type Attempt struct {
 	// wire: more than 1 when it re-sent the request by itself on a new
 	// connection after a reused keep-alive connection broke (net/http does
 	// this for keyed and idempotent requests). Every one counts against
-	// Config.MaxAttempts.
+	// [Config.MaxAttempts].
 	Wire int
 	// Certainty says whether the request reached the server.
 	Certainty Certainty
@@ -45,7 +45,7 @@ type Attempt struct {
 	// Elapsed is how long the attempt took.
 	Elapsed time.Duration
 	// Hedge is true for an attempt sent while an earlier attempt of the
-	// call was still running (see HedgeConfig).
+	// call was still running (see [HedgeConfig]).
 	Hedge bool
 	// Resend says why this attempt re-sends the call's request: the
 	// outcome of the attempt it retries and the wait between them. It is
@@ -61,8 +61,8 @@ type Resend struct {
 	Certainty Certainty
 	Status    int
 	Problem   string
-	// Wait is the time waited before the retry: a Classifier's wait, the
-	// Retry-After (clamped to Config.MaxRetryAfter) or the backoff.
+	// Wait is the time waited before the retry: a [Classifier]'s wait, the
+	// Retry-After (clamped to [Config.MaxRetryAfter]) or the backoff.
 	Wait time.Duration
 }
 
@@ -76,8 +76,8 @@ type Observer struct {
 	OnRetry func(a Attempt, wait time.Duration)
 	// OnGiveUp is called when a call ends with an error; err is the *Error
 	// the call returns. A retry denied by the budget, or an attempt refused
-	// by an open breaker, is reported here (err matches ErrBudgetExhausted
-	// or ErrCircuitOpen).
+	// by an open breaker, is reported here (err matches [ErrBudgetExhausted]
+	// or [ErrCircuitOpen]).
 	OnGiveUp func(a Attempt, err error)
 	// OnBreakerChange is called when the circuit breaker of a host
 	// (scheme://host:port) changes state. It may run on any goroutine that

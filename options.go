@@ -3,7 +3,7 @@ package idem
 import "context"
 
 // Per-call options travel in the request's context, set by the With...
-// functions of this file and of keys.go (WithKey, WithoutKey). Each returns
+// functions of this file and of keys.go ([WithKey], [WithoutKey]). Each returns
 // a child context that keeps the options its parent set and changes one;
 // a context without options changes nothing.
 
@@ -36,7 +36,7 @@ func withOption(ctx context.Context, set func(*callOptions)) context.Context {
 }
 
 // WithMaxAttempts returns a context whose calls put at most n requests on
-// the wire, the first included, in place of Config.MaxAttempts (hedges
+// the wire, the first included, in place of [Config.MaxAttempts] (hedges
 // count). n <= 0 leaves the bound as it was.
 func WithMaxAttempts(ctx context.Context, n int) context.Context {
 	if n <= 0 {
@@ -48,7 +48,7 @@ func WithMaxAttempts(ctx context.Context, n int) context.Context {
 // WithoutRetry returns a context whose calls make one attempt: no retry
 // and no hedge, as WithMaxAttempts(ctx, 1). The key is still sent. A
 // re-send that net/http's Transport makes by itself on a broken keep-alive
-// connection is not idem's to prevent (see Config.MaxAttempts).
+// connection is not idem's to prevent (see [Config.MaxAttempts]).
 func WithoutRetry(ctx context.Context) context.Context {
 	return withOption(ctx, func(o *callOptions) { o.maxAttempts = 1 })
 }
@@ -63,14 +63,14 @@ func WithCritical(ctx context.Context) context.Context {
 }
 
 // WithClassifier returns a context whose calls ask c about each attempt
-// before Config.Classifier and the default rules (see Classifier). A nil c
+// before [Config.Classifier] and the default rules (see [Classifier]). A nil c
 // removes a classifier set on ctx's ancestors.
 func WithClassifier(ctx context.Context, c Classifier) context.Context {
 	return withOption(ctx, func(o *callOptions) { o.classifier = c })
 }
 
 // WithHedging returns a context whose keyed calls may be hedged whatever
-// their method, when Config.Hedge enables hedging: the server's replay of
+// their method, when [Config.Hedge] enables hedging: the server's replay of
 // the key makes a second copy of the request safe. Without it only
 // idempotent methods (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) are hedged.
 // Use it only with a server that honours the key for concurrent requests
@@ -80,9 +80,9 @@ func WithHedging(ctx context.Context) context.Context {
 }
 
 // WithFailFast returns a context whose calls never wait for a local
-// refusal to pass, as Config.FailFast: an attempt that its host's circuit
-// breaker refuses ends the call at once with ErrCircuitOpen, and a retry
-// that the retry budget denies with ErrBudgetExhausted. A worker that has
+// refusal to pass, as [Config.FailFast]: an attempt that its host's circuit
+// breaker refuses ends the call at once with [ErrCircuitOpen], and a retry
+// that the retry budget denies with [ErrBudgetExhausted]. A worker that has
 // other work to do (an outbox dispatcher) wants this; a caller that waits
 // for its answer does not.
 func WithFailFast(ctx context.Context) context.Context {

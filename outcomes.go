@@ -11,8 +11,8 @@ import (
 // produced reads it: the retry loop (what follows an attempt, and whether
 // the operation may have taken effect), the read-ahead of response bodies
 // (which statuses can carry a contract problem) and the host's circuit
-// breaker (which attempts are failures of the host). A Classifier
-// (Config.Classifier, WithClassifier) is asked before the table and may
+// breaker (which attempts are failures of the host). A [Classifier]
+// ([Config.Classifier], [WithClassifier]) is asked before the table and may
 // choose another verdict; the breaker and "may have acted" always follow
 // the table. The tables of README.md and docs/CONTRACT.md §8 and the one
 // below are tested against outcomes (outcomes_test.go).
@@ -31,15 +31,15 @@ import (
 //	any other response         Stop                   -        no
 //
 // "Retry if safe": retried when the request has a key or an idempotent
-// method; otherwise an ambiguous attempt fails with ErrOutcomeUnknown and a
+// method; otherwise an ambiguous attempt fails with [ErrOutcomeUnknown] and a
 // response is returned (Stop). InFlight retries with the same key (a
 // request without a key gets the response). A problem (409 key-in-flight,
 // ...) is the name in an application/problem+json body with that status;
 // the first row that matches an attempt decides. An attempt that its host's
 // breaker does not let through is not in the table: it is not sent and not
 // counted, and the call waits for the host within its deadline or, when
-// that cannot succeed or the call is fail-fast, ends with ErrCircuitOpen
-// (BreakerConfig); the contract tables of README.md and docs/CONTRACT.md
+// that cannot succeed or the call is fail-fast, ends with [ErrCircuitOpen]
+// ([BreakerConfig]); the contract tables of README.md and docs/CONTRACT.md
 // give it a last row of its own.
 
 // rule is a row of the table: the outcomes it covers and what follows them.

@@ -141,7 +141,7 @@ func (c *call) breaker() *hostBreaker {
 
 // waitPolicy returns how long the call may wait for a local refusal to
 // pass when a wait of d must follow it: until the context's deadline less
-// d, and at most what is left of Config.MaxWait.
+// d, and at most what is left of [Config.MaxWait].
 func (c *call) waitPolicy(d time.Duration) waitPolicy {
 	p := waitPolicy{failFast: c.t.cfg.FailFast || c.opts.failFast, newTimer: c.t.newTimer}
 	if p.failFast {
@@ -161,7 +161,7 @@ func (c *call) waitPolicy(d time.Duration) waitPolicy {
 }
 
 // conclude records an attempt and decides what follows it. When the
-// caller's code panics meanwhile (an OnAttempt hook, a Classifier), the
+// caller's code panics meanwhile (an OnAttempt hook, a [Classifier]), the
 // attempt's response is closed: nothing else would.
 func (c *call) conclude(ctx context.Context, res result) decision {
 	concluded := false
@@ -180,7 +180,7 @@ func (c *call) conclude(ctx context.Context, res result) decision {
 }
 
 // record counts an attempt, earns the budget its answer, and reports it to
-// the Observer.
+// the [Observer].
 func (c *call) record(res result) {
 	c.attempts += res.wire
 	if c.t.budget != nil && res.answered() {
@@ -268,7 +268,7 @@ func (c *call) ask(res result) decision {
 	return decision{verdict: Defer}
 }
 
-// outcome describes an attempt to a Classifier.
+// outcome describes an attempt to a [Classifier].
 func (c *call) outcome(res result) Outcome {
 	o := Outcome{
 		Request: res.req, Key: c.key, Attempts: c.attempts, Certainty: res.certainty,
@@ -333,7 +333,7 @@ func (c *call) wait(ctx context.Context, res result, dec decision) error {
 
 // token takes a token of the budget for a retry that d will precede; a
 // call that is not fail-fast waits for one (Budget), a critical call
-// always has one (WithCritical).
+// always has one ([WithCritical]).
 func (c *call) token(ctx context.Context, d time.Duration) *refusal {
 	switch {
 	case c.t.budget == nil:
@@ -352,7 +352,7 @@ func (c *call) token(ctx context.Context, d time.Duration) *refusal {
 
 // spend takes a token of the budget for a hedge, reporting whether the
 // call may send it; a hedge never waits, and a critical call always may
-// (WithCritical).
+// ([WithCritical]).
 func (c *call) spend() bool {
 	switch {
 	case c.t.budget == nil:
@@ -365,7 +365,7 @@ func (c *call) spend() bool {
 }
 
 // delay returns the wait before the next attempt, and where it comes from:
-// a Classifier's wait, Retry-After, or the backoff.
+// a [Classifier]'s wait, Retry-After, or the backoff.
 func (c *call) delay(res result, wait time.Duration) (time.Duration, string) {
 	if wait > 0 {
 		return wait, "a Classifier's wait"
@@ -397,7 +397,7 @@ func (c *call) giveUp(res result, reason, cause error, detail string) error {
 	return err
 }
 
-// describe reports an attempt to the Observer.
+// describe reports an attempt to the [Observer].
 func (c *call) describe(res result) Attempt { return res.observed(c.key, c.req) }
 
 // redact returns the request URL without its query string and user info,
