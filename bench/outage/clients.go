@@ -27,7 +27,7 @@ type client struct {
 
 func clients() []client {
 	return []client{
-		{"idem Config{}", func(base *http.Transport) func(context.Context, string, int) string {
+		{"idem", func(base *http.Transport) func(context.Context, string, int) string {
 			c := idem.NewClient(idem.Config{Base: base})
 			return func(ctx context.Context, url string, op int) string {
 				return pay(c, idem.WithKey(ctx, key(op)), url, op)

@@ -5,6 +5,7 @@
 // without a circuit breaker), in one run, on the same fault schedules:
 //
 //	cd bench/outage && go run . -rounds 3 -svg ../../docs
+//	cd bench/outage && go run . -clients idem,go-retryablehttp -scenarios blip
 //
 // Four scenarios (issue 26): a blip (every request answered 503 with
 // Retry-After: 1 from 3 s to 5.5 s, 400 operations a second for 9 s, 8 s
@@ -40,7 +41,7 @@ func main() {
 	only := flag.String("scenarios", "", "comma-separated scenarios to run (default all): blip, blip-without-retry-after, storm, brownout")
 	svgDir := flag.String("svg", "", "a folder to write a timeline per scenario into (none when empty)")
 	seed := flag.Uint64("seed", 1, "seed of the brownout's draws")
-	onlyClients := flag.String("clients", "", "comma-separated clients to run (default all), by their names in lower case with dashes for spaces and commas dropped: idem-config{}, idem-no-breaker, ...")
+	onlyClients := flag.String("clients", "", "comma-separated clients to run (default all): idem, idem-no-breaker, idem-no-breaker-fail-fast, go-retryablehttp, failsafe-go-retry, failsafe-go-retry+breaker")
 	flag.Parse()
 	if *rounds <= 0 {
 		fail("-rounds must be positive")
