@@ -36,14 +36,14 @@ func TestLeasedConfigNeedsRetentionOfTwoLeases(t *testing.T) {
 // leasedClaim claims key in Leased mode at the store level, with a lease
 // and a retention that Middleware would refuse: the records of an older
 // version, or written by hand, may have them.
-func leasedClaim(t *testing.T, k *kit, key string, lease, retention time.Duration) claimResult {
+func leasedClaim(t *testing.T, k *kit, key string, lease, retention time.Duration) ClaimResult {
 	t.Helper()
 	in := &fpInput{method: http.MethodPost, route: "POST /v1/charges", body: []byte("{}")}
 	r := httptest.NewRequest(http.MethodPost, "/v1/charges", strings.NewReader("{}"))
 	r.Pattern = in.route
-	c := &claimArgs{scope: scopeHash("", "", in.route, key), route: in.route, key: key, fp: fingerprint(in), in: in,
-		mode: Leased, lease: lease, retention: retention, wait: time.Second, request: encodeRequest(r, nil, in.body)}
-	res, err := k.store.claim(context.Background(), c)
+	c := &Claim{Scope: scopeHash("", "", in.route, key), Route: in.route, Key: key, Digest: fingerprint(in), DigestAlg: fingerprintAlg,
+		in: in, Mode: Leased, Lease: lease, Retention: retention, Wait: time.Second, Request: encodeRequest(r, nil, in.body)}
+	res, err := k.store.Claim(context.Background(), c)
 	require.NoError(t, err)
 	return res
 }
@@ -51,18 +51,18 @@ func leasedClaim(t *testing.T, k *kit, key string, lease, retention time.Duratio
 func TestLiveLeaseIsNeverExpired(t *testing.T) {
 	eachStore(t, func(t *testing.T, k *kit) {
 		first := leasedClaim(t, k, "k-live", 10*time.Second, time.Second)
-		require.Equal(t, vClaimed, first.verdict)
+		require.Equal(t, VerdictClaimed, first.Verdict)
 		k.clock.Advance(1500 * time.Millisecond) // past the retention, inside the lease
 
 		dup := leasedClaim(t, k, "k-live", 10*time.Second, time.Second)
-		assert.Equal(t, vInFlight, dup.verdict, "a duplicate must not run beside an attempt whose lease is live")
+		assert.Equal(t, VerdictInFlight, dup.Verdict, "a duplicate must not run beside an attempt whose lease is live")
 		deleted, err := k.store.Sweep(context.Background(), 10)
 		require.NoError(t, err)
 		assert.Zero(t, deleted, "a sweep keeps a record whose lease is live")
 
-		require.NoError(t, first.att.lease().Checkpoint(context.Background(), "charged", json.RawMessage(`{"n":1}`)),
+		require.NoError(t, first.Attempt.(LeasedAttempt).Checkpoint(context.Background(), "charged", json.RawMessage(`{"n":1}`)),
 			"the first attempt still owns the key and its recovery data")
-		require.NoError(t, first.att.complete(context.Background(), &response{state: stateDone, status: 201}))
+		require.NoError(t, first.Attempt.Complete(context.Background(), &Response{Status: 201}))
 	})
 }
 

@@ -205,7 +205,7 @@ func TestLeaseExtend(t *testing.T) {
 }
 
 func TestCheckpointRejectsBadData(t *testing.T) {
-	ls := &Lease{ops: memFence{m: NewMemoryStore()}}
+	ls := &Lease{ops: &leasedAttempt{fence: memFence{m: NewMemoryStore()}}}
 	for _, data := range []json.RawMessage{json.RawMessage(`{"a":`), make(json.RawMessage, MaxRecoveryBytes+1)} {
 		assert.ErrorIs(t, ls.Checkpoint(context.Background(), "p", data), ErrRecoveryData)
 	}
