@@ -20,9 +20,10 @@ type MemoryStore struct {
 	mu   sync.Mutex
 	now  func() time.Time // the store's clock; tests inject one
 	recs map[[32]byte]*memRecord
-	// waiting, when set, is called as a duplicate starts waiting for a
-	// running attempt; tests use it to know the wait path is taken.
-	waiting func()
+	// waiting, when set, is called with +1 as a duplicate starts waiting
+	// for a running attempt and -1 as the wait ends; tests use it to know
+	// the wait path is taken.
+	waiting func(delta int)
 }
 
 // NewMemoryStore returns an empty store.
@@ -83,18 +84,31 @@ func (m *MemoryStore) Claim(ctx context.Context, c *Claim) (ClaimResult, error) 
 			timeout = time.NewTimer(c.Wait)
 			defer timeout.Stop()
 		}
-		if m.waiting != nil {
-			m.waiting()
+		bound, err := m.await(ctx, wait, timeout.C)
+		if err != nil {
+			return ClaimResult{}, err
 		}
-		select {
-		case <-wait: // the running attempt ended: look again
-		case <-timeout.C:
+		if bound {
 			res := inFlight(0)
 			res.Waited = true
 			return res, nil
-		case <-ctx.Done():
-			return ClaimResult{}, ctx.Err()
 		}
+	}
+}
+
+// await waits for the running attempt's end (false) or the bound (true).
+func (m *MemoryStore) await(ctx context.Context, wait <-chan struct{}, bound <-chan time.Time) (bool, error) {
+	if m.waiting != nil {
+		m.waiting(1)
+		defer m.waiting(-1)
+	}
+	select {
+	case <-wait: // the running attempt ended: look again
+		return false, nil
+	case <-bound:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
 	}
 }
 
