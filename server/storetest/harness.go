@@ -104,11 +104,17 @@ func Run(t *testing.T, h Harness) {
 		t.Fatal("storetest: the store refuses both modes")
 	}
 	for _, a := range areas() {
+		var modes []mode
+		for _, m := range a.modes {
+			if supports(supported, m) {
+				modes = append(modes, m)
+			}
+		}
+		if len(modes) == 0 {
+			continue
+		}
 		t.Run(a.name, func(t *testing.T) {
-			for _, m := range a.modes {
-				if !supports(supported, m) {
-					continue
-				}
+			for _, m := range modes {
 				t.Run(m.name, func(t *testing.T) {
 					t.Parallel()
 					a.run(t, newEnv(t, h), m)
