@@ -170,6 +170,11 @@ func clusterOK(addr string) bool {
 func Replica(tb testing.TB, master *Server) *Server {
 	tb.Helper()
 	host, port, _ := net.SplitHostPort(master.Addr)
+	m := redis.NewClient(&redis.Options{Addr: master.Addr})
+	defer m.Close()
+	if err := m.ConfigSet(context.Background(), "repl-diskless-sync-delay", "0").Err(); err != nil {
+		tb.Fatalf("CONFIG SET repl-diskless-sync-delay on %s: %v", master.Addr, err)
+	}
 	r := Start(tb, "--replicaof", host, port)
 	c := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer c.Close()
