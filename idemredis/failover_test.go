@@ -131,7 +131,7 @@ func runFailover(t *testing.T, replicas int) failoverFigures {
 		target.Store(replica.Addr)
 		assert.NoError(t, replica.Continue())
 		promote := redis.NewClient(&redis.Options{Addr: replica.Addr})
-		assert.NoError(t, promote.SlaveOf(context.Background(), "NO", "ONE").Err())
+		assert.NoError(t, promote.ReplicaOf(context.Background(), "NO", "ONE").Err())
 		_ = promote.Close()
 		redistest.Replica(t, replica)
 		close(failed)
