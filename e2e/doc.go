@@ -23,6 +23,11 @@
 //     gateway leg: a failed gateway call ends the lease, and the retry takes
 //     the operation over from its recovery point. Its ground truth adds the
 //     gateway's count and total of charges. 500 operations.
+//   - TestChaosChargesRedis: TestChaosCharges with the charges' idempotency
+//     records on Redis (REDIS_ADDR): two processes of
+//     idemredis/example/server (-redis) behind the same two fault proxies;
+//     the same ground truth, and the takeovers counted from the nodes'
+//     logs.
 //   - TestChaosReplaysWithSeed: two runs with one seed meet the same fault
 //     at every (operation, attempt).
 //   - TestProcessCrash: the server program (examples/payments/server) is
@@ -73,4 +78,5 @@
 //	go test -race -run 'TestChaos$' -timeout 2h ./e2e -e2e.ops=100000
 //	IDEM_E2E_OPS=100000 go test -race -run 'TestChaos$' -timeout 2h ./e2e
 //	go test -race -run 'TestChaosCharges$' -timeout 2h ./e2e -e2e.charges=20000
+//	go test -race -run 'TestChaosChargesRedis$' -timeout 2h ./e2e -e2e.charges=20000
 package e2e

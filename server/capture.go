@@ -165,8 +165,8 @@ func (c *capture) send(withLength bool) {
 }
 
 // response is the captured response as it is stored: allowlisted headers.
-func (c *capture) response(state recordState, allow func(string) bool) *response {
-	res := &response{state: state, status: c.status, header: http.Header{}}
+func (c *capture) response(state recordState, allow func(string) bool) *Response {
+	res := &Response{Unavailable: state == stateUnavailable, Status: c.status, Header: http.Header{}}
 	if state == stateDone {
 		// Names in sorted order, as net/http sends them, so that values
 		// set under two spellings of one name ("content-type" and
@@ -179,10 +179,10 @@ func (c *capture) response(state recordState, allow func(string) bool) *response
 		slices.Sort(names)
 		for _, name := range names {
 			if canon := http.CanonicalHeaderKey(name); allow(canon) {
-				res.header[canon] = append(res.header[canon], c.header[name]...)
+				res.Header[canon] = append(res.Header[canon], c.header[name]...)
 			}
 		}
-		res.body = c.body.Bytes()
+		res.Body = c.body.Bytes()
 	}
 	return res
 }

@@ -71,7 +71,7 @@ func TestCaptureStreamsOverTheCap(t *testing.T) {
 	assert.Equal(t, 1, *settled)
 	assert.Equal(t, "abcdefgh", rec.Body.String())
 	assert.Equal(t, http.StatusOK, rec.Code)
-	assert.Nil(t, c.response(stateUnavailable, func(string) bool { return true }).body, "no body is stored")
+	assert.Nil(t, c.response(stateUnavailable, func(string) bool { return true }).Body, "no body is stored")
 }
 
 func TestCaptureDropsOutputWhenSettlingFails(t *testing.T) {
@@ -97,7 +97,7 @@ func TestCaptureStoresOnlyAllowedHeaders(t *testing.T) {
 	h.Set("X-Other", "o")
 	_, _ = c.Write([]byte("x"))
 	res := c.response(stateDone, s.allow)
-	assert.Equal(t, http.Header{"X-Trace": {"1", "2"}, "Content-Type": {"text/plain"}}, res.header)
+	assert.Equal(t, http.Header{"X-Trace": {"1", "2"}, "Content-Type": {"text/plain"}}, res.Header)
 }
 
 func TestCaptureStoresSpellingsOfOneNameInWireOrder(t *testing.T) {
@@ -108,6 +108,6 @@ func TestCaptureStoresSpellingsOfOneNameInWireOrder(t *testing.T) {
 		c.header["Content-Type"] = []string{"a"}
 		c.header["CONTENT-TYPE"] = []string{"0"}
 		res := c.response(stateDone, s.allow)
-		assert.Equal(t, []string{"0", "a", "b"}, res.header["Content-Type"], "values in sorted-name order, as net/http sends them")
+		assert.Equal(t, []string{"0", "a", "b"}, res.Header["Content-Type"], "values in sorted-name order, as net/http sends them")
 	}
 }

@@ -80,19 +80,19 @@ func TestFingerprint(t *testing.T) {
 
 func TestMatchesComparesUnderTheStoredAlgorithm(t *testing.T) {
 	in := &fpInput{method: "POST", route: "POST /x/", body: []byte(`{}`), subtree: "/x/1"}
-	c := &claimArgs{fp: fingerprint(in), in: in}
+	c := &Claim{Digest: fingerprint(in), DigestAlg: fingerprintAlg, in: in}
 	other := &fpInput{method: "POST", route: "POST /x/", body: []byte(`{}`), subtree: "/x/2"}
 	zeros := bytes.Repeat([]byte{0}, 32)
-	assert.True(t, c.matches(fingerprintAlg, fingerprintV3(in)))
-	assert.False(t, c.matches(fingerprintAlg, fingerprintV3(other)), "v3 tells the paths under a catch-all apart")
-	assert.False(t, c.matches(fingerprintAlg, zeros))
-	assert.True(t, c.matches(fingerprintAlgV2, fingerprintV2(in)), "a v2 record is compared with v2")
-	assert.False(t, c.matches(fingerprintAlgV2, fingerprintV2(other)), "v2 tells the paths under a catch-all apart")
-	assert.False(t, c.matches(fingerprintAlgV2, fingerprintV3(in)))
-	assert.True(t, c.matches(fingerprintAlgV1, fingerprintV1(in)), "a v1 record is compared with v1")
-	assert.True(t, c.matches(fingerprintAlgV1, fingerprintV1(other)), "v1 never saw the path under a catch-all")
-	assert.False(t, c.matches(fingerprintAlgV1, zeros))
-	assert.True(t, c.matches("sha3-v9", []byte{1}), "an unknown algorithm is accepted")
+	assert.True(t, c.Matches(fingerprintAlg, fingerprintV3(in)))
+	assert.False(t, c.Matches(fingerprintAlg, fingerprintV3(other)), "v3 tells the paths under a catch-all apart")
+	assert.False(t, c.Matches(fingerprintAlg, zeros))
+	assert.True(t, c.Matches(fingerprintAlgV2, fingerprintV2(in)), "a v2 record is compared with v2")
+	assert.False(t, c.Matches(fingerprintAlgV2, fingerprintV2(other)), "v2 tells the paths under a catch-all apart")
+	assert.False(t, c.Matches(fingerprintAlgV2, fingerprintV3(in)))
+	assert.True(t, c.Matches(fingerprintAlgV1, fingerprintV1(in)), "a v1 record is compared with v1")
+	assert.True(t, c.Matches(fingerprintAlgV1, fingerprintV1(other)), "v1 never saw the path under a catch-all")
+	assert.False(t, c.Matches(fingerprintAlgV1, zeros))
+	assert.True(t, c.Matches("sha3-v9", []byte{1}), "an unknown algorithm is accepted")
 }
 
 // A record stored under sha256-v2 is compared with v2, which sorted names
@@ -102,13 +102,13 @@ func TestMatchesComparesUnderTheStoredAlgorithm(t *testing.T) {
 func TestMatchesUnderV2SortsNamesThatFoldTogether(t *testing.T) {
 	body := func(s string) *fpInput { return &fpInput{method: "POST", route: "POST /v1/payments", body: []byte(s)} }
 	first := body(`{"amount_cents":100,"AMOUNT_CENTS":5000}`)
-	honest := &claimArgs{fp: fingerprint(first), in: first}
+	honest := &Claim{Digest: fingerprint(first), DigestAlg: fingerprintAlg, in: first}
 	swapped := body(`{"AMOUNT_CENTS":5000,"amount_cents":100}`)
-	other := &claimArgs{fp: fingerprint(swapped), in: swapped}
-	assert.True(t, honest.matches(fingerprintAlgV2, fingerprintV2(first)), "an honest retry of a v2 record")
-	assert.True(t, other.matches(fingerprintAlgV2, fingerprintV2(first)), "v2 cannot tell the orders apart")
-	assert.True(t, honest.matches(fingerprintAlg, fingerprintV3(first)))
-	assert.False(t, other.matches(fingerprintAlg, fingerprintV3(first)), "v3 tells the orders apart")
+	other := &Claim{Digest: fingerprint(swapped), DigestAlg: fingerprintAlg, in: swapped}
+	assert.True(t, honest.Matches(fingerprintAlgV2, fingerprintV2(first)), "an honest retry of a v2 record")
+	assert.True(t, other.Matches(fingerprintAlgV2, fingerprintV2(first)), "v2 cannot tell the orders apart")
+	assert.True(t, honest.Matches(fingerprintAlg, fingerprintV3(first)))
+	assert.False(t, other.Matches(fingerprintAlg, fingerprintV3(first)), "v3 tells the orders apart")
 }
 
 func TestScopeHashSeparatesParts(t *testing.T) {

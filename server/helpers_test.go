@@ -50,7 +50,11 @@ func memoryKit(t *testing.T) *kit {
 	k := &kit{name: "memory", clock: &testClock{}, effects: map[string]int{}, waiters: make(chan struct{}, 1024)}
 	m := NewMemoryStore()
 	m.now = k.clock.now
-	m.waiting = func() { k.waiters <- struct{}{} }
+	m.waiting = func(delta int) {
+		if delta > 0 {
+			k.waiters <- struct{}{}
+		}
+	}
 	k.store = m
 	return k
 }
@@ -143,9 +147,11 @@ func postgresKitOn(t *testing.T, pool *pgxpool.Pool) *kit {
 	return k
 }
 
-// eachStore runs f as a parallel subtest against each store. The tests
-// that call it are the conformance suite of Store (see its doc): a new
-// store joins the list here and must pass every one of them.
+// eachStore runs f as a parallel subtest against each store of this
+// package. The tests that call it need the package's insides (the
+// reconciler's passes, the model's replay, a record written by hand);
+// the conformance suite of Store is package storetest, which
+// conformance_test.go runs on both stores.
 func eachStore(t *testing.T, f func(t *testing.T, k *kit)) {
 	t.Helper()
 	for _, mk := range []struct {

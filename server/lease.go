@@ -28,21 +28,22 @@ type Recovery struct {
 }
 
 // Lease is the claim of a Leased-mode request, as its handler sees it
-// through LeaseFrom. Its methods are safe for concurrent use; the database
-// (or the MemoryStore) clock judges its expiry.
+// through LeaseFrom. Its methods are safe for concurrent use; the store's
+// clock (the database's, Redis's, or the MemoryStore's) judges its expiry.
 type Lease struct {
 	attempt  int
 	recovery *Recovery // nil on a first attempt
 	ttl      time.Duration
-	ops      leaseOps
+	ops      LeasedAttempt
 }
 
-// leaseOps are the store operations behind a Lease, fenced by its token.
-type leaseOps interface {
-	// extend makes the lease end d from now, and the record's expiry at
-	// least margin after that.
-	extend(ctx context.Context, d, margin time.Duration) error
-	checkpoint(ctx context.Context, point string, data []byte) error
+// newLease is the handler's view of a Leased attempt whose lease is ttl.
+func newLease(a LeasedAttempt, ttl time.Duration) *Lease {
+	l := &Lease{attempt: a.Number(), ttl: ttl, ops: a}
+	if rec, took := a.Recovery(); took {
+		l.recovery = &rec
+	}
+	return l
 }
 
 // Attempt is 1 for the first attempt of the operation and n for the n-th,
@@ -70,7 +71,7 @@ func (l *Lease) Extend(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		d = l.ttl
 	}
-	return l.ops.extend(ctx, d, l.ttl)
+	return l.ops.Extend(ctx, d, l.ttl)
 }
 
 // Checkpoint records a recovery point: a name and small JSON data (nil for
@@ -82,42 +83,51 @@ func (l *Lease) Checkpoint(ctx context.Context, point string, data json.RawMessa
 	if data != nil && (len(data) > MaxRecoveryBytes || !json.Valid(data)) {
 		return fmt.Errorf("%w (got %d bytes)", ErrRecoveryData, len(data))
 	}
-	return l.ops.checkpoint(ctx, point, data)
+	return l.ops.Checkpoint(ctx, point, data)
 }
 
-// fence is the token-fenced store side of a Leased attempt.
+// fence is the token-fenced side of a Leased attempt in this package's
+// stores.
 type fence interface {
-	leaseOps
-	complete(ctx context.Context, res *response) error
-	abort(ctx context.Context, reject bool) error
+	Complete(ctx context.Context, res *Response) error
+	Abort(ctx context.Context, reject bool) error
+	Extend(ctx context.Context, d, margin time.Duration) error
+	Checkpoint(ctx context.Context, point string, data []byte) error
 }
 
-// leaseAttempt is a Leased claim, in either store.
-type leaseAttempt struct {
+// leasedAttempt is a Leased claim of this package's stores: the fence and
+// what the claim learned.
+type leasedAttempt struct {
 	fence
-	ls *Lease
+	g grant
 }
 
-func newLeaseAttempt(f fence, g grant, ttl time.Duration) *leaseAttempt {
-	return &leaseAttempt{fence: f, ls: &Lease{attempt: g.attempt, recovery: g.recovery, ttl: ttl, ops: f}}
+// grant is what a won claim learned.
+type grant struct {
+	attempt  int
+	recovery *Recovery // nil on a first attempt
 }
 
-func (a *leaseAttempt) number() int       { return a.ls.attempt }
-func (a *leaseAttempt) handlerTx() pgx.Tx { return nil }
-func (a *leaseAttempt) lease() *Lease     { return a.ls }
+func (a *leasedAttempt) Number() int { return a.g.attempt }
 
-func attemptFrom(ctx context.Context) attempt {
-	if x := runnerFrom(ctx); x != nil {
-		return x.att
+func (a *leasedAttempt) Recovery() (Recovery, bool) {
+	if a.g.recovery == nil {
+		return Recovery{}, false
 	}
-	return nil
+	return *a.g.recovery, true
+}
+
+// txAttempt is an Attempt whose handler works in a database transaction
+// (PostgresStore's Transactional claims).
+type txAttempt interface {
+	handlerTx() pgx.Tx
 }
 
 // LeaseFrom returns the lease of the Leased-mode request that ctx belongs
 // to. It returns false outside a Leased route.
 func LeaseFrom(ctx context.Context) (*Lease, bool) {
-	if att := attemptFrom(ctx); att != nil && att.lease() != nil {
-		return att.lease(), true
+	if x := runnerFrom(ctx); x != nil && x.ls != nil {
+		return x.ls, true
 	}
 	return nil, false
 }
@@ -152,8 +162,12 @@ func LeaseFrom(ctx context.Context) (*Lease, bool) {
 // without the mark. Effects that the handler committed itself stay
 // committed, and with no record a retry runs the handler again.
 func Tx(ctx context.Context) (pgx.Tx, bool) {
-	if att := attemptFrom(ctx); att != nil && att.handlerTx() != nil {
-		return att.handlerTx(), true
+	x := runnerFrom(ctx)
+	if x == nil {
+		return nil, false
+	}
+	if a, ok := x.att.(txAttempt); ok && a.handlerTx() != nil {
+		return a.handlerTx(), true
 	}
 	return nil, false
 }

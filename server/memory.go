@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // MemoryStore keeps idempotency records in process memory: the default for
@@ -21,9 +20,10 @@ type MemoryStore struct {
 	mu   sync.Mutex
 	now  func() time.Time // the store's clock; tests inject one
 	recs map[[32]byte]*memRecord
-	// waiting, when set, is called as a duplicate starts waiting for a
-	// running attempt; tests use it to know the wait path is taken.
-	waiting func()
+	// waiting, when set, is called with +1 as a duplicate starts waiting
+	// for a running attempt and -1 as the wait ends; tests use it to know
+	// the wait path is taken.
+	waiting func(delta int)
 }
 
 // NewMemoryStore returns an empty store.
@@ -47,7 +47,7 @@ type memRecord struct {
 	attempt     int
 	lockedUntil time.Time // Leased mode
 	point       *Recovery // the last recovery point recorded, or nil
-	resp        *response
+	resp        *Response
 	expiresAt   time.Time
 	done        chan struct{} // Transactional mode: closed when the attempt ends
 }
@@ -67,43 +67,58 @@ func (r *memRecord) held(now time.Time) bool {
 	return r.state == stateRunning && (r.mode == Transactional || r.lockedUntil.After(now))
 }
 
-func (m *MemoryStore) claim(ctx context.Context, c *claimArgs) (claimResult, error) {
+// Claim judges and claims c's record under the store's mutex, waiting
+// (Transactional) for a running attempt of the scope, at most c.Wait.
+func (m *MemoryStore) Claim(ctx context.Context, c *Claim) (ClaimResult, error) {
 	var timeout *time.Timer // started by the first wait: the bound covers all of them
 	for {
 		res, wait := m.tryClaim(c)
 		if wait == nil {
-			res.waited = timeout != nil
+			res.Waited = timeout != nil
 			return res, nil
 		}
-		if c.wait <= 0 {
+		if c.Wait <= 0 {
 			return inFlight(0), nil
 		}
 		if timeout == nil {
-			timeout = time.NewTimer(c.wait)
+			timeout = time.NewTimer(c.Wait)
 			defer timeout.Stop()
 		}
-		if m.waiting != nil {
-			m.waiting()
+		bound, err := m.await(ctx, wait, timeout.C)
+		if err != nil {
+			return ClaimResult{}, err
 		}
-		select {
-		case <-wait: // the running attempt ended: look again
-		case <-timeout.C:
+		if bound {
 			res := inFlight(0)
-			res.waited = true
+			res.Waited = true
 			return res, nil
-		case <-ctx.Done():
-			return claimResult{}, ctx.Err()
 		}
+	}
+}
+
+// await waits for the running attempt's end (false) or the bound (true).
+func (m *MemoryStore) await(ctx context.Context, wait <-chan struct{}, bound <-chan time.Time) (bool, error) {
+	if m.waiting != nil {
+		m.waiting(1)
+		defer m.waiting(-1)
+	}
+	select {
+	case <-wait: // the running attempt ended: look again
+		return false, nil
+	case <-bound:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
 	}
 }
 
 // tryClaim claims, judges or, for a running Transactional attempt, returns
 // the channel to wait on.
-func (m *MemoryStore) tryClaim(c *claimArgs) (claimResult, <-chan struct{}) {
+func (m *MemoryStore) tryClaim(c *Claim) (ClaimResult, <-chan struct{}) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	rec := m.recs[c.scope]
+	rec := m.recs[c.Scope]
 	if rec == nil {
 		return m.insert(c, now), nil
 	}
@@ -112,12 +127,12 @@ func (m *MemoryStore) tryClaim(c *claimArgs) (claimResult, <-chan struct{}) {
 	case vReclaim:
 		return m.insert(c, now), nil
 	case vWait:
-		return claimResult{}, rec.done
+		return ClaimResult{}, rec.done
 	case vTakeover:
 		rec.token = uuid.New()
 		rec.attempt++
-		rec.lockedUntil = now.Add(c.lease)
-		rec.expiresAt = later(rec.expiresAt, now.Add(c.retention))
+		rec.lockedUntil = now.Add(c.Lease)
+		rec.expiresAt = later(rec.expiresAt, now.Add(c.Retention))
 		g := grant{attempt: rec.attempt, recovery: &Recovery{}}
 		if rec.point != nil {
 			g.recovery = &Recovery{Point: rec.point.Point, Data: rec.point.Data}
@@ -128,29 +143,29 @@ func (m *MemoryStore) tryClaim(c *claimArgs) (claimResult, <-chan struct{}) {
 	}
 }
 
-func (m *MemoryStore) insert(c *claimArgs, now time.Time) claimResult {
+func (m *MemoryStore) insert(c *Claim, now time.Time) ClaimResult {
 	m.sweepLocked(now, lazySweep, lazySweep)
 	rec := &memRecord{
-		op:      Operation{Tenant: c.tenant, Principal: c.principal, Route: c.route, Key: c.key},
-		request: c.request, createdAt: now,
-		fpAlg: fingerprintAlg, fp: c.fp, state: stateRunning, mode: c.mode,
-		token: uuid.New(), attempt: 1, expiresAt: now.Add(c.retention),
+		op:      Operation{Tenant: c.Tenant, Principal: c.Principal, Route: c.Route, Key: c.Key},
+		request: c.Request, createdAt: now,
+		fpAlg: c.DigestAlg, fp: c.Digest, state: stateRunning, mode: c.Mode,
+		token: uuid.New(), attempt: 1, expiresAt: now.Add(c.Retention),
 	}
-	if c.mode == Leased {
-		rec.lockedUntil = now.Add(c.lease)
+	if c.Mode == Leased {
+		rec.lockedUntil = now.Add(c.Lease)
 	} else {
 		rec.done = make(chan struct{})
 	}
-	m.recs[c.scope] = rec
+	m.recs[c.Scope] = rec
 	return m.claimed(c, rec, grant{attempt: 1})
 }
 
-func (m *MemoryStore) claimed(c *claimArgs, rec *memRecord, g grant) claimResult {
-	f := memFence{m: m, scope: c.scope, token: rec.token}
-	if c.mode == Leased {
-		return claimResult{verdict: vClaimed, att: newLeaseAttempt(f, g, c.lease)}
+func (m *MemoryStore) claimed(c *Claim, rec *memRecord, g grant) ClaimResult {
+	f := memFence{m: m, scope: c.Scope, token: rec.token}
+	if c.Mode == Leased {
+		return ClaimResult{Verdict: VerdictClaimed, Attempt: &leasedAttempt{fence: f, g: g}}
 	}
-	return claimResult{verdict: vClaimed, att: memTxAttempt{f}}
+	return ClaimResult{Verdict: VerdictClaimed, Attempt: memTxAttempt{f}}
 }
 
 // Sweep deletes at most limit records whose retention has passed; it skips
@@ -201,7 +216,7 @@ func (f memFence) locked(op func(rec *memRecord, now time.Time)) error {
 	return nil
 }
 
-func (f memFence) extend(_ context.Context, d, margin time.Duration) error {
+func (f memFence) Extend(_ context.Context, d, margin time.Duration) error {
 	return f.locked(func(rec *memRecord, now time.Time) {
 		rec.lockedUntil = now.Add(d)
 		rec.expiresAt = later(rec.expiresAt, rec.lockedUntil.Add(margin))
@@ -216,13 +231,13 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-func (f memFence) checkpoint(_ context.Context, point string, data []byte) error {
+func (f memFence) Checkpoint(_ context.Context, point string, data []byte) error {
 	return f.locked(func(rec *memRecord, _ time.Time) { rec.point = &Recovery{Point: point, Data: data} })
 }
 
-func (f memFence) complete(_ context.Context, res *response) error {
+func (f memFence) Complete(_ context.Context, res *Response) error {
 	return f.locked(func(rec *memRecord, _ time.Time) {
-		rec.state, rec.resp, rec.lockedUntil = res.state, res, time.Time{}
+		rec.state, rec.resp, rec.lockedUntil = res.state(), res, time.Time{}
 		if rec.done != nil {
 			close(rec.done)
 		}
@@ -231,7 +246,7 @@ func (f memFence) complete(_ context.Context, res *response) error {
 
 // abort releases the key (Transactional; or Leased, for a refused first
 // attempt that recorded no recovery point) or ends the lease now.
-func (f memFence) abort(_ context.Context, reject bool) error {
+func (f memFence) Abort(_ context.Context, reject bool) error {
 	return f.locked(func(rec *memRecord, now time.Time) {
 		release := rec.mode == Transactional || (reject && rec.attempt == 1 && rec.point == nil)
 		if !release {
@@ -248,6 +263,4 @@ func (f memFence) abort(_ context.Context, reject bool) error {
 // memTxAttempt is a Transactional claim held in memory: no transaction.
 type memTxAttempt struct{ memFence }
 
-func (a memTxAttempt) number() int       { return 1 }
-func (a memTxAttempt) handlerTx() pgx.Tx { return nil }
-func (a memTxAttempt) lease() *Lease     { return nil }
+func (a memTxAttempt) Number() int { return 1 }

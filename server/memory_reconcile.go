@@ -8,9 +8,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// takeAbandoned takes over the abandoned Leased records of routes, oldest
+// TakeAbandoned takes over the abandoned Leased records of routes, oldest
 // lease first, as PostgresStore's does.
-func (m *MemoryStore) takeAbandoned(ctx context.Context, routes []string, lease time.Duration, limit int) ([]*taken, error) {
+func (m *MemoryStore) TakeAbandoned(ctx context.Context, routes []string, lease time.Duration, limit int) ([]*Taken, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -28,17 +28,17 @@ func (m *MemoryStore) takeAbandoned(ctx context.Context, routes []string, lease 
 		}
 	}
 	slices.SortFunc(found, func(a, b due) int { return a.rec.lockedUntil.Compare(b.rec.lockedUntil) })
-	var out []*taken
+	var out []*Taken
 	for _, d := range found[:min(limit, len(found))] {
 		rec := d.rec
 		rec.token, rec.attempt = uuid.New(), rec.attempt+1
 		rec.lockedUntil, rec.reconcileAt = now.Add(lease), time.Time{}
 		rec.expiresAt = later(rec.expiresAt, now.Add(2*lease))
-		t := &taken{op: rec.op, request: rec.request, age: now.Sub(rec.createdAt),
-			fence: memFence{m: m, scope: d.scope, token: rec.token}}
-		t.op.Attempt = rec.attempt
+		t := &Taken{Operation: rec.op, Request: rec.request, Age: now.Sub(rec.createdAt),
+			Settler: memFence{m: m, scope: d.scope, token: rec.token}}
+		t.Attempt = rec.attempt
 		if rec.point != nil {
-			t.recovery = *rec.point
+			t.Recovery = *rec.point
 		}
 		out = append(out, t)
 	}
@@ -52,11 +52,11 @@ func (r *memRecord) abandoned(now time.Time) bool {
 		!r.reconcileAt.After(now) && r.expiresAt.After(now)
 }
 
-func (f memFence) free(context.Context) error {
+func (f memFence) Free(context.Context) error {
 	return f.locked(func(*memRecord, time.Time) { delete(f.m.recs, f.scope) })
 }
 
-func (f memFence) postpone(_ context.Context, wait time.Duration) error {
+func (f memFence) Postpone(_ context.Context, wait time.Duration) error {
 	return f.locked(func(rec *memRecord, now time.Time) {
 		rec.lockedUntil, rec.reconcileAt = now, now.Add(wait)
 	})

@@ -26,13 +26,17 @@ import (
 // over the same store. The middleware is safe for concurrent use; the
 // request's context governs the claim, and the commit of a handler that
 // finished runs even if the client has gone. Middleware panics on a
-// Config it cannot honour: in Leased mode, a Retention shorter than twice
-// the Lease.
+// Config it cannot honour (in Leased mode, a Retention shorter than twice
+// the Lease), and with the error of store's CheckMode for a Mode the store
+// cannot serve (a Redis store refuses Transactional routes).
 func Middleware(store Store, cfg Config) func(http.Handler) http.Handler {
 	if store == nil {
 		store = NewMemoryStore()
 	}
 	s := newSettings(cfg)
+	if err := store.CheckMode(s.Mode); err != nil {
+		panic(fmt.Errorf("server: the store cannot serve this route's Config.Mode: %w", err))
+	}
 	return func(next http.Handler) http.Handler {
 		return &handler{store: store, s: s, next: next}
 	}
@@ -54,32 +58,32 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
-	res, err := h.store.claim(r.Context(), c)
+	res, err := h.store.Claim(r.Context(), c)
 	ev := c.event()
-	ev.Elapsed, ev.Waited, ev.RouteIsPath = time.Since(start), res.waited, h.s.routeIsPath(r)
+	ev.Elapsed, ev.Waited, ev.RouteIsPath = time.Since(start), res.Waited, h.s.routeIsPath(r)
 	switch {
 	case err != nil:
 		ev.Err = err
 		h.refuse(w, r, ev, storeUnavailable())
-	case res.verdict == vClaimed:
-		h.run(w, r, ev, c, res.att)
-	case res.verdict == vReplay:
-		h.replay(w, r, ev, res.resp)
-	case res.verdict == vInFlight:
-		h.refuse(w, r, ev, keyInFlight(res.retryAfter))
-	case res.verdict == vMismatch:
+	case res.Verdict == VerdictClaimed:
+		h.run(w, r, ev, c, res.Attempt)
+	case res.Verdict == VerdictReplay:
+		h.replay(w, r, ev, res.Response)
+	case res.Verdict == VerdictInFlight:
+		h.refuse(w, r, ev, keyInFlight(res.RetryAfter))
+	case res.Verdict == VerdictMismatch:
 		h.refuse(w, r, ev, keyReused())
-	case res.verdict == vUnavailable:
+	case res.Verdict == VerdictUnavailable:
 		h.refuse(w, r, ev, resultUnavailable())
 	default:
-		panic(fmt.Sprintf("server: a store answered a claim with verdict %d", res.verdict))
+		panic(fmt.Sprintf("server: a store answered a claim with verdict %d", res.Verdict))
 	}
 }
 
 // admit reads the key and the body of r. It returns nil claim args for a
 // request that passes straight through, and answered when it has written
 // a problem.
-func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *claimArgs, answered bool) {
+func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *Claim, answered bool) {
 	if safeMethod(r.Method) {
 		return nil, false
 	}
@@ -112,26 +116,26 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *claimArgs, a
 		h.refuse(w, r, ev, *p)
 		return nil, true
 	}
-	return h.claimArgs(r, ev, body), false
+	return h.claim(r, ev, body), false
 }
 
-func (h *handler) claimArgs(r *http.Request, ev Event, body []byte) *claimArgs {
+func (h *handler) claim(r *http.Request, ev Event, body []byte) *Claim {
 	tenant, principal, route, key := ev.Tenant, ev.Principal, ev.Route, ev.Key
 	in := newFPInput(r, route, body, h.s.fpHeaders)
-	c := &claimArgs{
-		scope:  scopeHash(tenant, principal, route, key),
-		tenant: tenant, principal: principal, route: route, key: key,
-		fp: fingerprint(in), in: in, mode: h.s.Mode,
-		lease: h.s.Lease, retention: h.s.Retention, wait: h.s.waitBound(),
+	c := &Claim{
+		Scope:  scopeHash(tenant, principal, route, key),
+		Tenant: tenant, Principal: principal, Route: route, Key: key,
+		Digest: fingerprint(in), DigestAlg: fingerprintAlg, in: in, Mode: h.s.Mode,
+		Lease: h.s.Lease, Retention: h.s.Retention, Wait: h.s.waitBound(),
 	}
-	if c.mode == Leased {
-		c.request = encodeRequest(r, h.s.fpHeaders, body)
+	if c.Mode == Leased {
+		c.Request = encodeRequest(r, h.s.fpHeaders, body)
 	}
 	return c
 }
 
-func (c *claimArgs) event() Event {
-	return Event{Tenant: c.tenant, Principal: c.principal, Route: c.route, Key: c.key, Mode: c.mode}
+func (c *Claim) event() Event {
+	return Event{Tenant: c.Tenant, Principal: c.Principal, Route: c.Route, Key: c.Key, Mode: c.Mode}
 }
 
 // safeMethod reports the methods that never carry an operation to protect.
@@ -184,22 +188,22 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, ev Event, p pro
 }
 
 // replay answers with a stored response.
-func (h *handler) replay(w http.ResponseWriter, r *http.Request, ev Event, res *response) {
-	ev.Status = res.status
+func (h *handler) replay(w http.ResponseWriter, r *http.Request, ev Event, res *Response) {
+	ev.Status = res.Status
 	call(h.s.Hooks.Replayed, r.Context(), ev)
 	h.s.log(r.Context(), slog.LevelDebug, "idem: replayed", ev)
 	header := w.Header()
-	for name, values := range res.header {
+	for name, values := range res.Header {
 		if h.s.allow(name) {
 			header[name] = values
 		}
 	}
 	header.Set(wire.HeaderReplayed, "true")
-	if bodyAllowed(res.status) {
-		header.Set("Content-Length", strconv.Itoa(len(res.body)))
+	if bodyAllowed(res.Status) {
+		header.Set("Content-Length", strconv.Itoa(len(res.Body)))
 	}
-	w.WriteHeader(res.status)
-	_, _ = w.Write(res.body)
+	w.WriteHeader(res.Status)
+	_, _ = w.Write(res.Body)
 }
 
 // allow reports whether a response header is stored and replayed.

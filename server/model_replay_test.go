@@ -35,7 +35,7 @@ func TestModelCounterexamplesAreRefused(t *testing.T) {
 			trail := model.Verify(t, m.Config, true).Trail(t)
 			require.NotEmpty(t, trail)
 			eachStore(t, func(t *testing.T, k *kit) {
-				r := &replayer{t: t, k: k, atts: map[int]attempt{}, fps: map[int]int{}, taken: map[int]*taken{}, reads: map[int]read{}}
+				r := &replayer{t: t, k: k, atts: map[int]Attempt{}, fps: map[int]int{}, taken: map[int]*Taken{}, reads: map[int]read{}}
 				last := trail[len(trail)-1]
 				if k.pool == nil && r.interleavesAClaim(trail) {
 					t.Skip("MemoryStore reads and takes over under one mutex: no step can come between")
@@ -72,9 +72,9 @@ var modelScope = scopeHash("t", "p", modelRoute, "k-model")
 type replayer struct {
 	t     *testing.T
 	k     *kit
-	atts  map[int]attempt
+	atts  map[int]Attempt
 	fps   map[int]int
-	taken map[int]*taken
+	taken map[int]*Taken
 	reads map[int]read
 }
 
@@ -134,11 +134,11 @@ func (r *replayer) step(e model.Event) string {
 		}
 		return r.claim(e.Pid, fp)
 	case "checkpoint":
-		return fenced(r.att(e).lease().Checkpoint(ctx, "charged", json.RawMessage(`{"charge":"ch_1"}`)))
+		return fenced(r.leased(e).Checkpoint(ctx, "charged", json.RawMessage(`{"charge":"ch_1"}`)))
 	case "extend":
-		return fenced(r.att(e).lease().Extend(ctx, 0))
+		return fenced(r.leased(e).Extend(ctx, modelLease, modelLease))
 	case "complete":
-		return fenced(r.att(e).complete(ctx, modelResponse(r.fps[e.Pid])))
+		return fenced(r.att(e).Complete(ctx, modelResponse(r.fps[e.Pid])))
 	case "abort":
 		return r.abort(r.att(e), e.Args[0] == "1")
 	case "crash":
@@ -147,13 +147,13 @@ func (r *replayer) step(e model.Event) string {
 	case "take":
 		return r.take(e.Pid)
 	case "rcomplete":
-		return fenced(r.taken[e.Pid].fence.complete(ctx, modelResponse(r.fps[e.Pid])))
+		return fenced(r.taken[e.Pid].Settler.Complete(ctx, modelResponse(r.fps[e.Pid])))
 	case "rpark":
-		return fenced(r.taken[e.Pid].fence.complete(ctx, &response{state: stateUnavailable}))
+		return fenced(r.taken[e.Pid].Settler.Complete(ctx, &Response{Unavailable: true}))
 	case "rfree":
-		return fenced(r.taken[e.Pid].fence.free(ctx))
+		return fenced(r.taken[e.Pid].Settler.Free(ctx))
 	case "rpostpone":
-		return fenced(r.taken[e.Pid].fence.postpone(ctx, modelBackoff))
+		return fenced(r.taken[e.Pid].Settler.Postpone(ctx, modelBackoff))
 	case "sweep":
 		n, err := r.k.store.Sweep(ctx, 100)
 		require.NoError(r.t, err)
@@ -169,9 +169,17 @@ func (r *replayer) int(s string) int {
 	return n
 }
 
-func (r *replayer) att(e model.Event) attempt {
+func (r *replayer) att(e model.Event) Attempt {
 	att := r.atts[e.Pid]
 	require.NotNil(r.t, att, "process %d has no attempt for %q", e.Pid, e)
+	return att
+}
+
+// leased is the Leased attempt of e's process, whose Lease methods the
+// model's checkpoint and extend call.
+func (r *replayer) leased(e model.Event) LeasedAttempt {
+	att, ok := r.att(e).(LeasedAttempt)
+	require.True(r.t, ok, "process %d's attempt is not Leased", e.Pid)
 	return att
 }
 
@@ -188,14 +196,14 @@ func fenced(err error) string {
 
 // modelResponse is the response of an attempt for fingerprint fp: its body
 // names the request it answers.
-func modelResponse(fp int) *response {
-	return &response{state: stateDone, status: http.StatusCreated, header: http.Header{}, body: []byte(fmt.Sprintf("fp%d", fp))}
+func modelResponse(fp int) *Response {
+	return &Response{Status: http.StatusCreated, Header: http.Header{}, Body: []byte(fmt.Sprintf("fp%d", fp))}
 }
 
-func modelClaim(fp int) *claimArgs {
-	return &claimArgs{
-		scope: modelScope, tenant: "t", principal: "p", route: modelRoute, key: "k-model",
-		fp: []byte{byte(fp)}, mode: Leased, lease: modelLease, retention: modelRetention, wait: time.Second,
+func modelClaim(fp int) *Claim {
+	return &Claim{
+		Scope: modelScope, Tenant: "t", Principal: "p", Route: modelRoute, Key: "k-model",
+		Digest: []byte{byte(fp)}, DigestAlg: fingerprintAlg, Mode: Leased, Lease: modelLease, Retention: modelRetention, Wait: time.Second,
 	}
 }
 
@@ -231,32 +239,32 @@ func (r *replayer) takeover(pid, fp int) string {
 	if !won {
 		return "pending"
 	}
-	r.atts[pid], r.fps[pid] = newLeaseAttempt(pgFence{s: s, scope: modelScope, token: token}, g, modelLease), fp
+	r.atts[pid], r.fps[pid] = &leasedAttempt{fence: pgFence{s: s, scope: modelScope, token: token}, g: g}, fp
 	return fmt.Sprintf("claimed 0 %d", b2i(g.recovery != nil && g.recovery.Point != ""))
 }
 
 func (r *replayer) claim(pid, fp int) string {
-	res, err := r.k.store.claim(context.Background(), modelClaim(fp))
+	res, err := r.k.store.Claim(context.Background(), modelClaim(fp))
 	if errors.Is(err, errClaimContention) {
 		return "contention 0 0"
 	}
 	require.NoError(r.t, err)
-	switch res.verdict {
-	case vClaimed:
-		r.atts[pid], r.fps[pid] = res.att, fp
-		rec, took := res.att.lease().Recovery()
-		return fmt.Sprintf("claimed %d %d", b2i(res.att.number() == 1), b2i(took && rec.Point != ""))
-	case vReplay:
-		require.Equal(r.t, fmt.Sprintf("fp%d", fp), string(res.resp.body), "the replay answers another request")
+	switch res.Verdict {
+	case VerdictClaimed:
+		r.atts[pid], r.fps[pid] = res.Attempt, fp
+		rec, took := res.Attempt.(LeasedAttempt).Recovery()
+		return fmt.Sprintf("claimed %d %d", b2i(res.Attempt.Number() == 1), b2i(took && rec.Point != ""))
+	case VerdictReplay:
+		require.Equal(r.t, fmt.Sprintf("fp%d", fp), string(res.Response.Body), "the replay answers another request")
 		return "replay 0 0"
-	case vInFlight:
+	case VerdictInFlight:
 		return "inflight 0 0"
-	case vMismatch:
+	case VerdictMismatch:
 		return "mismatch 0 0"
-	case vUnavailable:
+	case VerdictUnavailable:
 		return "unavailable 0 0"
 	}
-	r.t.Fatalf("claim verdict %d", res.verdict)
+	r.t.Fatalf("claim verdict %d", res.Verdict)
 	return ""
 }
 
@@ -269,8 +277,8 @@ func b2i(b bool) int {
 
 // abort ends an attempt (reject: the request was refused) and tells a
 // released key from an ended lease by whether the record is left.
-func (r *replayer) abort(att attempt, reject bool) string {
-	if err := att.abort(context.Background(), reject); err != nil {
+func (r *replayer) abort(att Attempt, reject bool) string {
+	if err := att.Abort(context.Background(), reject); err != nil {
 		return fenced(err)
 	}
 	if r.snapshot() == "none" {
@@ -282,11 +290,11 @@ func (r *replayer) abort(att attempt, reject bool) string {
 // take runs a reconciler's takeover; the model's take prints whether the
 // operation had reached MaxAge.
 func (r *replayer) take(pid int) string {
-	ts, err := r.k.store.takeAbandoned(context.Background(), []string{modelRoute}, modelRLease, 16)
+	ts, err := r.k.store.TakeAbandoned(context.Background(), []string{modelRoute}, modelRLease, 16)
 	require.NoError(r.t, err)
 	require.Len(r.t, ts, 1, "the model's reconciler took the operation over")
 	r.taken[pid] = ts[0]
-	return strconv.Itoa(b2i(ts[0].age >= modelMaxAge))
+	return strconv.Itoa(b2i(ts[0].Age >= modelMaxAge))
 }
 
 // legacy writes, as an older version might have, a running record whose
@@ -315,7 +323,7 @@ func (r *replayer) legacy(pid int) {
 		s.mu.Unlock()
 		f = memFence{m: s, scope: modelScope, token: token}
 	}
-	r.atts[pid], r.fps[pid] = newLeaseAttempt(f, grant{attempt: 1}, modelLease), 1
+	r.atts[pid], r.fps[pid] = &leasedAttempt{fence: f, g: grant{attempt: 1}}, 1
 }
 
 // snapshot is the record of the model's key as the store holds it, "none"

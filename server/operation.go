@@ -35,6 +35,6 @@ func OperationFrom(ctx context.Context) (Operation, bool) {
 	if x == nil {
 		return Operation{}, false
 	}
-	return Operation{Tenant: x.c.tenant, Principal: x.c.principal, Route: x.c.route, Key: x.c.key,
-		Attempt: x.att.number()}, true
+	return Operation{Tenant: x.c.Tenant, Principal: x.c.Principal, Route: x.c.Route, Key: x.c.Key,
+		Attempt: x.att.Number()}, true
 }

@@ -138,13 +138,13 @@ func (v *overheadVariant) run(b *testing.B, client *http.Client, n, workers int)
 func sqlOnlyPayments(pool *pgxpool.Pool) http.Handler {
 	s := NewPostgresStore(pool)
 	const route = "POST /v1/payments"
-	record := &response{state: stateDone, status: http.StatusCreated,
-		header: http.Header{"Content-Type": {"application/json"}},
-		body:   []byte(`{"id":1,"account":1,"amount":1,"status":"paid"}`)}
+	record := &Response{Status: http.StatusCreated,
+		Header: http.Header{"Content-Type": {"application/json"}},
+		Body:   []byte(`{"id":1,"account":1,"amount":1,"status":"paid"}`)}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, key := r.Context(), r.Header.Get("Idempotency-Key")
-		c := &claimArgs{scope: scopeHash("", "", route, key), route: route, key: key,
-			fp: make([]byte, 32), retention: DefaultRetention}
+		c := &Claim{Scope: scopeHash("", "", route, key), Route: route, Key: key,
+			Digest: make([]byte, 32), DigestAlg: fingerprintAlg, Retention: DefaultRetention}
 		conn, err := pool.Acquire(ctx)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)

@@ -79,10 +79,12 @@ func (s *PostgresStore) offset() time.Duration {
 	return s.clock()
 }
 
-func (s *PostgresStore) claim(ctx context.Context, c *claimArgs) (claimResult, error) {
-	var res claimResult
+// Claim claims c's key: in a transaction that the handler shares
+// (Transactional), or in statements that commit on their own (Leased).
+func (s *PostgresStore) Claim(ctx context.Context, c *Claim) (ClaimResult, error) {
+	var res ClaimResult
 	var err error
-	if c.mode == Leased {
+	if c.Mode == Leased {
 		res, err = s.claimLeased(ctx, c)
 	} else {
 		res, err = s.claimTx(ctx, c)
@@ -91,9 +93,9 @@ func (s *PostgresStore) claim(ctx context.Context, c *claimArgs) (claimResult, e
 	// the first request's transaction is still open), or for a connection
 	// while an attempt of the key runs on this node, is in flight.
 	pgErr := (*pgconn.PgError)(nil)
-	if errors.As(err, &pgErr) && pgErr.Code == "55P03" || errors.Is(err, errPoolBusy) && s.local.has(c.scope) {
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" || errors.Is(err, errPoolBusy) && s.local.has(c.Scope) {
 		res = inFlight(0)
-		res.waited = true
+		res.Waited = true
 		return res, nil
 	}
 	return res, err
@@ -105,28 +107,28 @@ func (s *PostgresStore) claim(ctx context.Context, c *claimArgs) (claimResult, e
 // runs. As in a Transactional claim, the wait bound covers the wait for
 // the connection and for the scope's lock together: the statements wait
 // for the lock at most what the pool wait left.
-func (s *PostgresStore) claimLeased(ctx context.Context, c *claimArgs) (claimResult, error) {
-	deadline := s.timeNow().Add(c.wait)
-	conn, err := s.acquire(ctx, c.wait)
+func (s *PostgresStore) claimLeased(ctx context.Context, c *Claim) (ClaimResult, error) {
+	deadline := s.timeNow().Add(c.Wait)
+	conn, err := s.acquire(ctx, c.Wait)
 	if err != nil {
-		return claimResult{}, err
+		return ClaimResult{}, err
 	}
 	defer conn.Release()
-	if c.wait > 0 {
+	if c.Wait > 0 {
 		left := *c
-		left.wait = max(deadline.Sub(s.timeNow()), time.Millisecond)
+		left.Wait = max(deadline.Sub(s.timeNow()), time.Millisecond)
 		c = &left
 	}
 	token := uuid.New()
 	inserted, err := s.insert(ctx, conn, c, token)
 	if err != nil {
-		return claimResult{}, err
+		return ClaimResult{}, err
 	}
 	res, g, err := s.settle(ctx, conn, c, token, inserted)
-	if err != nil || res.verdict != vClaimed {
+	if err != nil || res.Verdict != VerdictClaimed {
 		return res, err
 	}
-	res.att = newLeaseAttempt(pgFence{s: s, scope: c.scope, token: token}, g, c.lease)
+	res.Attempt = &leasedAttempt{fence: pgFence{s: s, scope: c.Scope, token: token}, g: g}
 	return res, nil
 }
 
@@ -149,28 +151,22 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// grant is what a won claim learned.
-type grant struct {
-	attempt  int
-	recovery *Recovery
-}
-
 // settle turns a Leased claim that did not insert into a verdict: it reads
 // the record, and reclaims an expired one or takes over an expired lease,
 // or claims again when the record vanished. Every statement commits on its
 // own.
-func (s *PostgresStore) settle(ctx context.Context, q querier, c *claimArgs, token uuid.UUID, inserted bool) (claimResult, grant, error) {
+func (s *PostgresStore) settle(ctx context.Context, q querier, c *Claim, token uuid.UUID, inserted bool) (ClaimResult, grant, error) {
 	for range maxClaimRounds {
 		if inserted {
-			return claimResult{verdict: vClaimed}, grant{attempt: 1}, nil
+			return ClaimResult{Verdict: VerdictClaimed}, grant{attempt: 1}, nil
 		}
 		f, err := s.read(ctx, q, c)
 		if err != nil {
-			return claimResult{}, grant{}, err
+			return ClaimResult{}, grant{}, err
 		}
 		if f == nil { // swept since the INSERT saw it
 			if inserted, err = s.insert(ctx, q, c, token); err != nil {
-				return claimResult{}, grant{}, err
+				return ClaimResult{}, grant{}, err
 			}
 			continue
 		}
@@ -180,29 +176,29 @@ func (s *PostgresStore) settle(ctx context.Context, q querier, c *claimArgs, tok
 		}
 		g, won, err := s.steal(ctx, q, c, token, f, v)
 		if err != nil {
-			return claimResult{}, grant{}, err
+			return ClaimResult{}, grant{}, err
 		}
 		if won {
-			return claimResult{verdict: vClaimed}, g, nil
+			return ClaimResult{Verdict: VerdictClaimed}, g, nil
 		}
 	}
 	if inserted { // the last round's insert won: the record is this claim's
-		return claimResult{verdict: vClaimed}, grant{attempt: 1}, nil
+		return ClaimResult{Verdict: VerdictClaimed}, grant{attempt: 1}, nil
 	}
-	return claimResult{}, grant{}, errClaimContention
+	return ClaimResult{}, grant{}, errClaimContention
 }
 
 // steal reclaims an expired record or takes over an expired lease; won is
 // false when another request got there first. q is the claim's connection (Leased) or
 // the claim's transaction, which holds the scope's lock (Transactional).
-func (s *PostgresStore) steal(ctx context.Context, q querier, c *claimArgs, token uuid.UUID, f *found, v verdict) (grant, bool, error) {
+func (s *PostgresStore) steal(ctx context.Context, q querier, c *Claim, token uuid.UUID, f *found, v Verdict) (grant, bool, error) {
 	var row pgx.Row
 	if v == vReclaim {
 		row = q.QueryRow(ctx, sqlReclaim, s.claimValues(c, token)...)
 	} else {
 		lockA, lockB := c.lockKeys()
-		row = q.QueryRow(ctx, sqlTakeover, c.scope[:], [16]byte(token), leaseArg(c), s.offset(), [16]byte(f.token),
-			boundArg(c), lockA, lockB, c.retention)
+		row = q.QueryRow(ctx, sqlTakeover, c.Scope[:], [16]byte(token), leaseArg(c), s.offset(), [16]byte(f.token),
+			boundArg(c), lockA, lockB, c.Retention)
 	}
 	var g grant
 	var point *string
@@ -225,35 +221,35 @@ func (s *PostgresStore) steal(ctx context.Context, q querier, c *claimArgs, toke
 
 // leaseArg is the lease length of a claim: NULL in Transactional mode,
 // whose running records no other request ever sees (they commit done).
-func leaseArg(c *claimArgs) any {
-	if c.mode != Leased {
+func leaseArg(c *Claim) any {
+	if c.Mode != Leased {
 		return nil
 	}
-	return c.lease
+	return c.Lease
 }
 
 // boundArg is the wait bound of a claim statement's lock: NULL in
 // Transactional mode, whose reclaims and takeovers hold the lock already.
-func boundArg(c *claimArgs) any {
-	if c.mode != Leased {
+func boundArg(c *Claim) any {
+	if c.Mode != Leased {
 		return nil
 	}
-	return lockTimeout(c.wait)
+	return lockTimeout(c.Wait)
 }
 
 // claimValues are the arguments of sqlInsert and sqlReclaim. Tokens go as
 // [16]byte, which pgx encodes in binary, rather than through uuid.UUID's
 // driver.Valuer text form.
-func (s *PostgresStore) claimValues(c *claimArgs, token uuid.UUID) []any {
+func (s *PostgresStore) claimValues(c *Claim, token uuid.UUID) []any {
 	lockA, lockB := c.lockKeys()
-	return []any{c.scope[:], c.tenant, c.principal, c.route, c.key, fingerprintAlg, c.fp,
-		[16]byte(token), leaseArg(c), c.retention, s.offset(), boundArg(c), lockA, lockB, c.request}
+	return []any{c.Scope[:], c.Tenant, c.Principal, c.Route, c.Key, c.DigestAlg, c.Digest,
+		[16]byte(token), leaseArg(c), c.Retention, s.offset(), boundArg(c), lockA, lockB, c.Request}
 }
 
 // lockKeys are the keys of the scope's advisory lock: the first eight
 // bytes of the scope hash.
-func (c *claimArgs) lockKeys() (int32, int32) {
-	return int32(binary.BigEndian.Uint32(c.scope[0:4])), int32(binary.BigEndian.Uint32(c.scope[4:8]))
+func (c *Claim) lockKeys() (int32, int32) {
+	return int32(binary.BigEndian.Uint32(c.Scope[0:4])), int32(binary.BigEndian.Uint32(c.Scope[4:8]))
 }
 
 // lockTimeout renders a wait bound for lock_timeout, where 0 would mean

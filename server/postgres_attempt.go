@@ -12,7 +12,7 @@ import (
 
 // insert tries to claim the key in Leased mode: true when this request now
 // owns it, false when the key is taken.
-func (s *PostgresStore) insert(ctx context.Context, q querier, c *claimArgs, token uuid.UUID) (bool, error) {
+func (s *PostgresStore) insert(ctx context.Context, q querier, c *Claim, token uuid.UUID) (bool, error) {
 	var inserted bool
 	err := q.QueryRow(ctx, sqlInsert, s.claimValues(c, token)...).Scan(&inserted)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -24,8 +24,8 @@ func (s *PostgresStore) insert(ctx context.Context, q querier, c *claimArgs, tok
 // read reads the record as it stands, in a statement of its own so that it
 // sees a claim that committed while an earlier statement waited; nil when
 // there is none.
-func (s *PostgresStore) read(ctx context.Context, q querier, c *claimArgs) (*found, error) {
-	return scanFound(q.QueryRow(ctx, sqlRead, c.scope[:], s.offset()))
+func (s *PostgresStore) read(ctx context.Context, q querier, c *Claim) (*found, error) {
+	return scanFound(q.QueryRow(ctx, sqlRead, c.Scope[:], s.offset()))
 }
 
 // recordRow is a row of sqlRead, scanned into one value.
@@ -65,7 +65,7 @@ func (r *recordRow) found() (*found, error) {
 		if err != nil {
 			return nil, fmt.Errorf("server: stored headers: %w", err)
 		}
-		f.resp = &response{state: f.state, status: *r.status, header: h, body: r.body}
+		f.resp = &Response{Unavailable: f.state == stateUnavailable, Status: *r.status, Header: h, Body: r.body}
 	}
 	return f, nil
 }
@@ -89,26 +89,26 @@ func (f pgFence) exec(ctx context.Context, sql string, args ...any) error {
 	return nil
 }
 
-func (f pgFence) extend(ctx context.Context, d, margin time.Duration) error {
+func (f pgFence) Extend(ctx context.Context, d, margin time.Duration) error {
 	return f.exec(ctx, sqlExtend, d, f.s.offset(), margin)
 }
 
-func (f pgFence) checkpoint(ctx context.Context, point string, data []byte) error {
+func (f pgFence) Checkpoint(ctx context.Context, point string, data []byte) error {
 	return f.exec(ctx, sqlCheckpoint, point, data)
 }
 
-func (f pgFence) complete(ctx context.Context, res *response) error {
+func (f pgFence) Complete(ctx context.Context, res *Response) error {
 	var status any // NULL for a reconciler's result-unavailable: no response at all
-	if res.status != 0 {
-		status = res.status
+	if res.Status != 0 {
+		status = res.Status
 	}
-	return f.exec(ctx, sqlComplete, string(res.state), status, encodeHeader(res.header), res.body)
+	return f.exec(ctx, sqlComplete, string(res.state()), status, encodeHeader(res.Header), res.Body)
 }
 
 // abort releases the key when the request was refused on a first attempt
 // that recorded no recovery point, and otherwise ends the lease at once so
 // that the next retry takes over and learns what this attempt reached.
-func (f pgFence) abort(ctx context.Context, reject bool) error {
+func (f pgFence) Abort(ctx context.Context, reject bool) error {
 	if reject {
 		if err := f.exec(ctx, sqlRelease); !errors.Is(err, ErrLeaseLost) {
 			return err

@@ -33,11 +33,11 @@ func TestRecordDecodersAgree(t *testing.T) {
 	}
 	header := encodeHeader(http.Header{"Content-Type": {"application/json"}, "X-Two": {"a", "b"}})
 	for name, values := range shapes {
-		c := &claimArgs{scope: scopeHash("", "", "POST /x", name), key: name}
+		c := &Claim{Scope: scopeHash("", "", "POST /x", name), Key: name}
 		_, err := k.pool.Exec(ctx, fmt.Sprintf(`INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key,
     fp_alg, fingerprint, token, attempt, created_at, state, locked_until, status, headers, body, expires_at)
 SELECT $1, '', '', 'POST /x', $2, 'sha256-v3', 'fp'::bytea, gen_random_uuid(), 1, now(), %s
-WHERE $3::bytea IS NOT NULL`, values), c.scope[:], name, header)
+WHERE $3::bytea IS NOT NULL`, values), c.Scope[:], name, header)
 		require.NoError(t, err, name)
 
 		viaPgx, err := s.read(ctx, k.pool, c)
@@ -49,7 +49,7 @@ WHERE $3::bytea IS NOT NULL`, values), c.scope[:], name, header)
 		viaPgx.leaseLeft, viaWire.leaseLeft = 0, 0 // read at two instants
 		assert.Equal(t, viaPgx, viaWire, name)
 	}
-	missing := &claimArgs{scope: scopeHash("", "", "POST /x", "none")}
+	missing := &Claim{Scope: scopeHash("", "", "POST /x", "none")}
 	f, err := s.read(ctx, k.pool, missing)
 	require.NoError(t, err)
 	assert.Nil(t, f)
@@ -58,14 +58,14 @@ WHERE $3::bytea IS NOT NULL`, values), c.scope[:], name, header)
 
 // readOnTheWire reads c's record as a Transactional claim does: sqlRead
 // prepared by name, binary values, decodeRecordRow.
-func readOnTheWire(t *testing.T, s *PostgresStore, pool *pgxpool.Pool, c *claimArgs) *found {
+func readOnTheWire(t *testing.T, s *PostgresStore, pool *pgxpool.Pool, c *Claim) *found {
 	t.Helper()
 	conn, err := pool.Acquire(context.Background())
 	require.NoError(t, err)
 	defer conn.Release()
 	b := newWireBatch(conn.Conn())
 	var f *found
-	require.NoError(t, b.queue(context.Background(), wireRead, newWireParams(2).bytes(c.scope[:]).interval(s.offset()),
+	require.NoError(t, b.queue(context.Background(), wireRead, newWireParams(2).bytes(c.Scope[:]).interval(s.offset()),
 		func(v [][]byte) error {
 			r, err := decodeRecordRow(v)
 			if err == nil {

@@ -41,7 +41,10 @@ const sqlPostpone = `UPDATE idem_records SET locked_until = statement_timestamp(
     reconcile_at = statement_timestamp() + $3::interval + $4::interval
 WHERE scope_hash = $1 AND token = $2 AND state = 'running'`
 
-func (s *PostgresStore) takeAbandoned(ctx context.Context, routes []string, lease time.Duration, limit int) ([]*taken, error) {
+// TakeAbandoned takes over abandoned operations of routes in one
+// statement (sqlTakeAbandoned) that skips the rows another transaction
+// holds.
+func (s *PostgresStore) TakeAbandoned(ctx context.Context, routes []string, lease time.Duration, limit int) ([]*Taken, error) {
 	conn, err := s.db.Acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -54,34 +57,34 @@ func (s *PostgresStore) takeAbandoned(ctx context.Context, routes []string, leas
 	return pgx.CollectRows(rows, s.scanTaken)
 }
 
-func (s *PostgresStore) scanTaken(row pgx.CollectableRow) (*taken, error) {
+func (s *PostgresStore) scanTaken(row pgx.CollectableRow) (*Taken, error) {
 	var (
 		scope, request []byte
 		token          [16]byte
 		point          *string
-		t              taken
+		t              Taken
 		ageMicros      int64
 	)
-	err := row.Scan(&scope, &t.op.Tenant, &t.op.Principal, &t.op.Route, &t.op.Key, &token, &t.op.Attempt,
-		&point, &t.recovery.Data, &request, &ageMicros)
+	err := row.Scan(&scope, &t.Tenant, &t.Principal, &t.Route, &t.Key, &token, &t.Attempt,
+		&point, &t.Recovery.Data, &request, &ageMicros)
 	if err != nil {
 		return nil, err
 	}
 	if point != nil {
-		t.recovery.Point = *point
+		t.Recovery.Point = *point
 	}
-	t.request = request
-	t.age = time.Duration(ageMicros) * time.Microsecond
+	t.Request = request
+	t.Age = time.Duration(ageMicros) * time.Microsecond
 	f := pgFence{s: s, token: uuid.UUID(token)}
 	copy(f.scope[:], scope)
-	t.fence = f
+	t.Settler = f
 	return &t, nil
 }
 
-func (f pgFence) free(ctx context.Context) error {
+func (f pgFence) Free(ctx context.Context) error {
 	return f.exec(ctx, sqlFree)
 }
 
-func (f pgFence) postpone(ctx context.Context, wait time.Duration) error {
+func (f pgFence) Postpone(ctx context.Context, wait time.Duration) error {
 	return f.exec(ctx, sqlPostpone, f.s.offset(), wait)
 }

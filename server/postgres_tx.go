@@ -20,25 +20,25 @@ var errPoolBusy = errors.New("server: no database connection free within the wai
 // record in one round trip (begin); the transaction stays open for the
 // handler when the claim is won. A new key writes nothing until the commit. The
 // wait bound covers the wait for a connection and for the lock together.
-func (s *PostgresStore) claimTx(ctx context.Context, c *claimArgs) (claimResult, error) {
-	deadline := s.timeNow().Add(c.wait)
-	conn, err := s.acquire(ctx, c.wait)
+func (s *PostgresStore) claimTx(ctx context.Context, c *Claim) (ClaimResult, error) {
+	deadline := s.timeNow().Add(c.Wait)
+	conn, err := s.acquire(ctx, c.Wait)
 	if err != nil {
-		return claimResult{}, err
+		return ClaimResult{}, err
 	}
 	locked, f, err := s.begin(ctx, conn.Conn(), c)
-	var res claimResult
+	var res ClaimResult
 	var att *pgTxAttempt
 	if err == nil {
 		res, att, err = s.settleTx(ctx, conn.Conn(), c, locked, f, deadline)
 	}
-	if err != nil || res.verdict != vClaimed {
+	if err != nil || res.Verdict != VerdictClaimed {
 		_ = endTx(ctx, conn)
 		return res, err
 	}
 	att.s, att.conn, att.guard = s, conn, newGuardTx(&connTx{conn: conn.Conn()})
-	s.local.add(c.scope)
-	res.att = att
+	s.local.add(c.Scope)
+	res.Attempt = att
 	return res, nil
 }
 
@@ -97,49 +97,49 @@ func (l *localClaims) has(scope [32]byte) bool {
 // record or lease, which needs the scope's lock. Without it, it waits for
 // the lock (another claim of the scope is running) and looks again. A
 // fencing token is drawn only for a claim: a replay or a refusal needs none.
-func (s *PostgresStore) settleTx(ctx context.Context, conn *pgx.Conn, c *claimArgs, locked bool, f *found, deadline time.Time) (res claimResult, att *pgTxAttempt, err error) {
+func (s *PostgresStore) settleTx(ctx context.Context, conn *pgx.Conn, c *Claim, locked bool, f *found, deadline time.Time) (res ClaimResult, att *pgTxAttempt, err error) {
 	waited := false
-	defer func() { res.waited = waited }()
+	defer func() { res.Waited = waited }()
 	for range maxClaimRounds {
-		v := vClaimed // no record: a new key
+		v := VerdictClaimed // no record: a new key
 		if f != nil {
 			v = decide(f, c)
 		}
 		switch {
-		case v != vClaimed && v != vReclaim && v != vTakeover:
+		case v != VerdictClaimed && v != vReclaim && v != vTakeover:
 			return f.result(v), nil, nil
 		case !locked:
 			waited = true
 			if f, err = s.waitAndRead(ctx, conn, c, deadline.Sub(s.timeNow())); err != nil {
-				return claimResult{}, nil, err
+				return ClaimResult{}, nil, err
 			}
 			locked = true
-		case v == vClaimed:
-			return claimResult{verdict: vClaimed}, &pgTxAttempt{c: c, token: uuid.New(), n: 1, fresh: true}, nil
+		case v == VerdictClaimed:
+			return ClaimResult{Verdict: VerdictClaimed}, &pgTxAttempt{c: c, token: uuid.New(), n: 1, fresh: true}, nil
 		default:
 			token := uuid.New()
 			g, won, err := s.steal(ctx, conn, c, token, f, v)
 			if err != nil {
-				return claimResult{}, nil, err
+				return ClaimResult{}, nil, err
 			}
 			if won {
-				return claimResult{verdict: vClaimed}, &pgTxAttempt{c: c, token: token, n: g.attempt}, nil
+				return ClaimResult{Verdict: VerdictClaimed}, &pgTxAttempt{c: c, token: token, n: g.attempt}, nil
 			}
 			if f, err = s.read(ctx, conn, c); err != nil { // it changed (swept, or completed by its lease)
-				return claimResult{}, nil, err
+				return ClaimResult{}, nil, err
 			}
 		}
 	}
-	return claimResult{}, nil, errClaimContention
+	return ClaimResult{}, nil, errClaimContention
 }
 
 // waitAndRead waits for the scope's lock, at most wait (SQLSTATE 55P03
 // past it), and reads the record again, in one round trip.
-func (s *PostgresStore) waitAndRead(ctx context.Context, conn *pgx.Conn, c *claimArgs, wait time.Duration) (*found, error) {
+func (s *PostgresStore) waitAndRead(ctx context.Context, conn *pgx.Conn, c *Claim, wait time.Duration) (*found, error) {
 	lockA, lockB := c.lockKeys()
 	b := &pgx.Batch{}
 	b.Queue(sqlWaitLock, lockA, lockB, lockTimeout(wait))
-	b.Queue(sqlRead, c.scope[:], s.offset())
+	b.Queue(sqlRead, c.Scope[:], s.offset())
 	br := conn.SendBatch(ctx, b)
 	_, err := br.Exec()
 	var f *found
@@ -159,28 +159,27 @@ type pgTxAttempt struct {
 	s     *PostgresStore
 	conn  *pgxpool.Conn
 	guard *guardTx
-	c     *claimArgs
+	c     *Claim
 	token uuid.UUID
 	n     int
 	fresh bool // a new key: the record is inserted at commit, not updated
 }
 
-func (a *pgTxAttempt) number() int       { return a.n }
+func (a *pgTxAttempt) Number() int       { return a.n }
 func (a *pgTxAttempt) handlerTx() pgx.Tx { return a.guard }
-func (a *pgTxAttempt) lease() *Lease     { return nil }
 
 // complete stores the response and commits in one round trip. Any failure
 // (the handler's statements had aborted the transaction, the commit failed,
 // the connection broke, a record of the key appeared that no lock
 // excluded) is an error: the caller must not send the handler's response,
 // whose effects may not have committed.
-func (a *pgTxAttempt) complete(ctx context.Context, res *response) error {
+func (a *pgTxAttempt) Complete(ctx context.Context, res *Response) error {
 	err := a.guard.close() // ErrTxEnded: the handler ended the transaction
 	if err == nil {
 		err = a.store(ctx, res)
 	}
 	_ = endTx(ctx, a.conn) // rolls back only what did not commit
-	a.s.local.remove(a.c.scope)
+	a.s.local.remove(a.c.Scope)
 	if err != nil {
 		return fmt.Errorf("server: commit: %w", err)
 	}
@@ -188,9 +187,9 @@ func (a *pgTxAttempt) complete(ctx context.Context, res *response) error {
 }
 
 // abort rolls the transaction back: claim and effects vanish together.
-func (a *pgTxAttempt) abort(ctx context.Context, reject bool) error {
+func (a *pgTxAttempt) Abort(ctx context.Context, reject bool) error {
 	err := errors.Join(a.guard.close(), endTx(ctx, a.conn))
-	a.s.local.remove(a.c.scope)
+	a.s.local.remove(a.c.Scope)
 	if err != nil {
 		return fmt.Errorf("server: rollback: %w", err)
 	}
@@ -198,19 +197,19 @@ func (a *pgTxAttempt) abort(ctx context.Context, reject bool) error {
 }
 
 // store writes the record and commits, in one round trip.
-func (a *pgTxAttempt) store(ctx context.Context, res *response) error {
+func (a *pgTxAttempt) store(ctx context.Context, res *Response) error {
 	b := newWireBatch(a.conn.Conn())
 	c := a.c
 	var p *wireParams
 	st := wireComplete
 	if a.fresh {
 		st = wireInsertDone
-		p = newWireParams(14).bytes(c.scope[:]).text(c.tenant).text(c.principal).text(c.route).text(c.key).
-			text(fingerprintAlg).bytes(c.fp).text(string(res.state)).uuid(a.token).interval(a.s.offset()).
-			interval(c.retention).int4(res.status).bytes(encodeHeader(res.header)).bytes(res.body)
+		p = newWireParams(14).bytes(c.Scope[:]).text(c.Tenant).text(c.Principal).text(c.Route).text(c.Key).
+			text(c.DigestAlg).bytes(c.Digest).text(string(res.state())).uuid(a.token).interval(a.s.offset()).
+			interval(c.Retention).int4(res.Status).bytes(encodeHeader(res.Header)).bytes(res.Body)
 	} else {
-		p = newWireParams(6).bytes(c.scope[:]).uuid(a.token).text(string(res.state)).int4(res.status).
-			bytes(encodeHeader(res.header)).bytes(res.body)
+		p = newWireParams(6).bytes(c.Scope[:]).uuid(a.token).text(string(res.state())).int4(res.Status).
+			bytes(encodeHeader(res.Header)).bytes(res.Body)
 	}
 	if err := b.queue(ctx, st, p, nil); err != nil {
 		return err
@@ -236,7 +235,7 @@ func (a *pgTxAttempt) store(ctx context.Context, res *response) error {
 // The handler of a won claim gets the transaction as a connTx over conn,
 // because pgx builds a Tx of its own only with a BEGIN of its own, a round
 // trip more (see connTx).
-func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *claimArgs) (locked bool, f *found, err error) {
+func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *Claim) (locked bool, f *found, err error) {
 	b := newWireBatch(conn)
 	if err = b.queue(ctx, wireBegin, nil, nil); err != nil {
 		return false, nil, err
@@ -249,7 +248,7 @@ func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *claimArgs)
 	if err != nil {
 		return false, nil, err
 	}
-	err = b.queue(ctx, wireRead, newWireParams(2).bytes(c.scope[:]).interval(s.offset()), func(v [][]byte) error {
+	err = b.queue(ctx, wireRead, newWireParams(2).bytes(c.Scope[:]).interval(s.offset()), func(v [][]byte) error {
 		r, err := decodeRecordRow(v)
 		if err == nil {
 			f, err = r.found()

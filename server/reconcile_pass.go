@@ -9,29 +9,6 @@ import (
 	"time"
 )
 
-// taken is an abandoned operation that a store took over for a
-// reconciler, under a token of its own.
-type taken struct {
-	op       Operation
-	recovery Recovery
-	request  []byte        // encodeRequest's form
-	age      time.Duration // since the first claim, by the store's clock
-	fence    settleFence
-}
-
-// settleFence stores a reconciler's answer under the token it took the
-// operation over with; each returns ErrLeaseLost when another attempt
-// owns the operation by then.
-type settleFence interface {
-	// complete stores res (stateDone, or stateUnavailable for MaxAge).
-	complete(ctx context.Context, res *response) error
-	// free deletes the record: a later retry runs afresh.
-	free(ctx context.Context) error
-	// postpone ends the lease now and makes the operation due again after
-	// wait.
-	postpone(ctx context.Context, wait time.Duration) error
-}
-
 // pass takes over and settles abandoned operations, batch after batch,
 // until none is due or ctx is done, and returns how many it took over.
 // An operation answered NotKnown is due again only after its backoff, so
@@ -39,7 +16,7 @@ type settleFence interface {
 func (rc *reconciler) pass(ctx context.Context) (int, error) {
 	total := 0
 	for ctx.Err() == nil {
-		batch, err := rc.store.takeAbandoned(ctx, rc.routes, rc.cfg.Lease, rc.cfg.Batch)
+		batch, err := rc.store.TakeAbandoned(ctx, rc.routes, rc.cfg.Lease, rc.cfg.Batch)
 		if err != nil {
 			return total, fmt.Errorf("server: reconcile: %w", err)
 		}
@@ -55,15 +32,15 @@ func (rc *reconciler) pass(ctx context.Context) (int, error) {
 // settleAll settles batch concurrently, and waits for each operation
 // until its lease and the grace have passed, or the grace once ctx is
 // done: an operation still not settled then is left (see leave).
-func (rc *reconciler) settleAll(ctx context.Context, batch []*taken) {
-	settled := make(chan *taken, len(batch))
+func (rc *reconciler) settleAll(ctx context.Context, batch []*Taken) {
+	settled := make(chan *Taken, len(batch))
 	for _, t := range batch {
 		go func() {
 			rc.settle(ctx, t)
 			settled <- t
 		}()
 	}
-	pending := make(map[*taken]bool, len(batch))
+	pending := make(map[*Taken]bool, len(batch))
 	for _, t := range batch {
 		pending[t] = true
 	}
@@ -90,15 +67,15 @@ func (rc *reconciler) settleAll(ctx context.Context, batch []*taken) {
 // operation is settled NotKnown with errStuck, looked at again after its
 // backoff (at once when ctx is done, for another reconciler), unless the
 // function's own answer is stored first; the function runs on.
-func (rc *reconciler) leave(ctx context.Context, t *taken) {
-	wait := rc.backoff(t.op.Attempt)
+func (rc *reconciler) leave(ctx context.Context, t *Taken) {
+	wait := rc.backoff(t.Attempt)
 	if ctx.Err() != nil {
 		wait = 0
 	}
 	wctx, cancel := detached(ctx)
 	defer cancel()
-	ev := ReconcileEvent{Operation: t.op, Answer: NotKnown, Err: errStuck}
-	if err := t.fence.postpone(wctx, wait); err != nil {
+	ev := ReconcileEvent{Operation: t.Operation, Answer: NotKnown, Err: errStuck}
+	if err := t.Settler.Postpone(wctx, wait); err != nil {
 		ev.Err = errors.Join(ev.Err, err)
 	}
 	call(rc.cfg.Hooks.Settled, ctx, ev)
@@ -111,8 +88,8 @@ var errStuck = errors.New("server: the ReconcileFunc did not return within its l
 
 // settle asks the route's function about t and stores its answer. The
 // answer is stored even when ctx is done: the function's work is done.
-func (rc *reconciler) settle(ctx context.Context, t *taken) {
-	ev := ReconcileEvent{Operation: t.op}
+func (rc *reconciler) settle(ctx context.Context, t *Taken) {
+	ev := ReconcileEvent{Operation: t.Operation}
 	call(rc.cfg.Hooks.TakenOver, ctx, ev)
 	rc.log(ctx, slog.LevelWarn, "idem: reconciler took over an abandoned operation", ev, false)
 	st, err := rc.ask(ctx, t)
@@ -122,27 +99,27 @@ func (rc *reconciler) settle(ctx context.Context, t *taken) {
 	switch {
 	case err == nil && st.Answer == Completed:
 		ev.Status = st.Status
-		ev.Err = t.fence.complete(wctx, st.response())
+		ev.Err = t.Settler.Complete(wctx, st.response())
 	case err == nil && st.Answer == NotHappened:
-		ev.Err = t.fence.free(wctx)
-	case t.age >= rc.cfg.MaxAge && ctx.Err() == nil:
+		ev.Err = t.Settler.Free(wctx)
+	case t.Age >= rc.cfg.MaxAge && ctx.Err() == nil:
 		rc.park(ctx, wctx, t, ev)
 		return
 	default:
 		ev.Answer = NotKnown
-		wait := rc.backoff(t.op.Attempt)
+		wait := rc.backoff(t.Attempt)
 		if ctx.Err() != nil {
 			wait = 0 // stopping: due at once, for another reconciler
 		}
-		ev.Err = errors.Join(ev.Err, t.fence.postpone(wctx, wait))
+		ev.Err = errors.Join(ev.Err, t.Settler.Postpone(wctx, wait))
 	}
 	call(rc.cfg.Hooks.Settled, ctx, ev)
 	rc.log(ctx, settledLevel(ev), "idem: reconciled", ev, true)
 }
 
 // park settles an operation still not known at MaxAge as result-unavailable.
-func (rc *reconciler) park(ctx, wctx context.Context, t *taken, ev ReconcileEvent) {
-	if err := t.fence.complete(wctx, &response{state: stateUnavailable}); err != nil {
+func (rc *reconciler) park(ctx, wctx context.Context, t *Taken, ev ReconcileEvent) {
+	if err := t.Settler.Complete(wctx, &Response{Unavailable: true}); err != nil {
 		ev.Err = errors.Join(ev.Err, err)
 		rc.log(ctx, slog.LevelError, "idem: reconciler could not park an operation", ev, false)
 		return
@@ -160,10 +137,10 @@ func settledLevel(ev ReconcileEvent) slog.Level {
 
 // ask runs the route's function on t, bounded by the reconciler's lease,
 // and checks its answer. A panic in the function is an error.
-func (rc *reconciler) ask(ctx context.Context, t *taken) (st Settlement, err error) {
+func (rc *reconciler) ask(ctx context.Context, t *Taken) (st Settlement, err error) {
 	fctx, cancel := context.WithTimeout(ctx, rc.cfg.Lease)
 	defer cancel()
-	r, err := decodeRequest(fctx, t.request)
+	r, err := decodeRequest(fctx, t.Request)
 	if err != nil {
 		return Settlement{}, err
 	}
@@ -172,8 +149,8 @@ func (rc *reconciler) ask(ctx context.Context, t *taken) (st Settlement, err err
 			st, err = Settlement{}, fmt.Errorf("server: ReconcileFunc panicked: %v", p)
 		}
 	}()
-	op := &Abandoned{Operation: t.op, Request: r, Recovery: t.recovery, Age: t.age}
-	st, err = rc.cfg.Routes[t.op.Route](fctx, op)
+	op := &Abandoned{Operation: t.Operation, Request: r, Recovery: t.Recovery, Age: t.Age}
+	st, err = rc.cfg.Routes[t.Route](fctx, op)
 	if err == nil {
 		err = rc.check(st)
 	}
@@ -196,7 +173,7 @@ func (rc *reconciler) check(st Settlement) error {
 
 // response is the stored form of a Completed settlement: its header
 // without what the middleware never stores.
-func (st Settlement) response() *response {
+func (st Settlement) response() *Response {
 	never := headerSet(neverReplayed)
 	h := http.Header{}
 	for name, values := range st.Header {
@@ -204,7 +181,7 @@ func (st Settlement) response() *response {
 			h[canon] = append(h[canon], values...)
 		}
 	}
-	return &response{state: stateDone, status: st.Status, header: h, body: st.Body}
+	return &Response{Status: st.Status, Header: h, Body: st.Body}
 }
 
 // log writes ev; answered says whether ev.Answer is the function's (it is

@@ -55,8 +55,8 @@ func TestAStuckReconcileFuncDoesNotStallThePass(t *testing.T) {
 		time.Sleep(20 * time.Second) // the stuck function answers
 		synctest.Wait()
 		res := leasedClaim(t, k, "k-0", 30*time.Second, time.Hour)
-		require.Equal(t, vReplay, res.verdict, "its late answer is stored: no one took the operation over meanwhile")
-		assert.Equal(t, "k-0", string(res.resp.body))
+		require.Equal(t, VerdictReplay, res.Verdict, "its late answer is stored: no one took the operation over meanwhile")
+		assert.Equal(t, "k-0", string(res.Response.Body))
 	})
 }
 

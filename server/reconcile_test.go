@@ -188,9 +188,9 @@ func TestReconcileParksAtMaxAge(t *testing.T) {
 func TestReconcileLeavesLiveLeasesAndOtherRoutes(t *testing.T) {
 	eachStore(t, func(t *testing.T, k *kit) {
 		live := leasedClaim(t, k, "k-live", 30*time.Second, time.Hour)
-		require.Equal(t, vClaimed, live.verdict)
+		require.Equal(t, VerdictClaimed, live.Verdict)
 		other := leasedClaim(t, k, "k-other", 30*time.Second, time.Hour) // route "POST /v1/charges"
-		require.NoError(t, other.att.abort(context.Background(), false))
+		require.NoError(t, other.Attempt.Abort(context.Background(), false))
 		var calls atomic.Int64
 		rc := testReconciler(t, k, ReconcileConfig{Routes: map[string]ReconcileFunc{
 			"POST /v1/refunds": func(context.Context, *Abandoned) (Settlement, error) { calls.Add(1); return Settlement{}, nil }}})
@@ -252,9 +252,9 @@ func abandon(t *testing.T, k *kit, n int) {
 	t.Helper()
 	for i := range n {
 		res := leasedClaim(t, k, "k-"+strconv.Itoa(i), 30*time.Second, time.Hour)
-		require.Equal(t, vClaimed, res.verdict)
-		require.NoError(t, res.att.lease().Checkpoint(context.Background(), "charged", nil))
-		require.NoError(t, res.att.abort(context.Background(), false))
+		require.Equal(t, VerdictClaimed, res.Verdict)
+		require.NoError(t, res.Attempt.(LeasedAttempt).Checkpoint(context.Background(), "charged", nil))
+		require.NoError(t, res.Attempt.Abort(context.Background(), false))
 	}
 }
 
@@ -330,8 +330,8 @@ func TestReconcilerKilledMidSettlement(t *testing.T) {
 		assert.EqualValues(t, 1, stored.Load())
 
 		res := leasedClaim(t, k, "k-0", 30*time.Second, time.Hour)
-		require.Equal(t, vReplay, res.verdict)
-		assert.Equal(t, "alive", string(res.resp.body))
+		require.Equal(t, VerdictReplay, res.Verdict)
+		assert.Equal(t, "alive", string(res.Response.Body))
 	})
 }
 

@@ -18,22 +18,26 @@ type runner struct {
 	h       *handler
 	w       http.ResponseWriter
 	cw      *capture
-	att     attempt
-	c       *claimArgs
+	att     Attempt
+	ls      *Lease // Leased mode: the handler's view of att
+	c       *Claim
 	ctx     context.Context
 	ev      Event
 	settled bool // att completed or aborted: never touch it again
 }
 
-func (h *handler) run(w http.ResponseWriter, r *http.Request, ev Event, c *claimArgs, att attempt) {
+func (h *handler) run(w http.ResponseWriter, r *http.Request, ev Event, c *Claim, att Attempt) {
 	x := &runner{h: h, w: w, att: att, c: c, ev: ev}
+	if c.Mode == Leased {
+		x.ls = newLease(leasedOf(att), c.Lease)
+	}
 	x.ctx = context.WithValue(r.Context(), runnerKey{}, x)
-	x.ev.Attempt = att.number()
+	x.ev.Attempt = att.Number()
 	x.cw = newCapture(w, h.s.MaxResponseBytes)
 	x.cw.onStream = x.settleEarly
 	defer x.onPanic() // also for a hook that panics
 	call(h.s.Hooks.Claimed, x.ctx, x.ev)
-	if att.number() > 1 {
+	if att.Number() > 1 {
 		h.s.log(x.ctx, slog.LevelWarn, "idem: took over an expired lease", x.ev)
 	} else {
 		h.s.log(x.ctx, slog.LevelDebug, "idem: claimed", x.ev)
@@ -91,7 +95,7 @@ func (x *runner) complete(state recordState) error {
 	ctx, cancel := detached(x.ctx)
 	defer cancel()
 	start := time.Now()
-	err := x.att.complete(ctx, x.cw.response(state, x.h.s.allow))
+	err := x.att.Complete(ctx, x.cw.response(state, x.h.s.allow))
 	x.settled, x.ev.Elapsed = true, time.Since(start)
 	if err != nil {
 		return err
@@ -124,7 +128,7 @@ func (x *runner) release(reject bool, cause error) {
 	ctx, cancel := detached(x.ctx)
 	defer cancel()
 	start := time.Now()
-	x.ev.Err = errors.Join(cause, x.att.abort(ctx, reject))
+	x.ev.Err = errors.Join(cause, x.att.Abort(ctx, reject))
 	x.settled, x.ev.Elapsed = true, time.Since(start)
 	call(x.h.s.Hooks.Released, x.ctx, x.ev)
 	level := slog.LevelInfo
@@ -145,4 +149,18 @@ func (x *runner) onPanic() {
 		x.release(false, fmt.Errorf("server: handler panicked: %v", p))
 	}
 	panic(p)
+}
+
+// leasedOf is att as the LeasedAttempt that a store must give a Leased
+// claim; a store that does not breaks its contract, and the request
+// panics (net/http recovers it) after the attempt is aborted.
+func leasedOf(att Attempt) LeasedAttempt {
+	a, ok := att.(LeasedAttempt)
+	if !ok {
+		ctx, cancel := detached(context.Background())
+		defer cancel()
+		_ = att.Abort(ctx, true)
+		panic(fmt.Sprintf("server: a store answered a Leased claim with a %T, which is not a LeasedAttempt", att))
+	}
+	return a
 }

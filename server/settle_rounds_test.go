@@ -50,10 +50,10 @@ func (r scannedRow) Scan(dest ...any) error {
 // (internal/model/idem.pml) returns claimed there, as the code now does.
 func TestSettleWinsWithItsLastRoundsInsert(t *testing.T) {
 	q := &churnQuerier{inserts: []bool{false, false, false, true}}
-	c := &claimArgs{mode: Leased, fp: []byte{1}}
+	c := &Claim{Mode: Leased, Digest: []byte{1}, DigestAlg: fingerprintAlg}
 	res, g, err := (&PostgresStore{}).settle(context.Background(), q, c, [16]byte{1}, false)
 	require.NoError(t, err, "statements sent: %v", q.sent)
-	require.Equal(t, vClaimed, res.verdict)
+	require.Equal(t, VerdictClaimed, res.Verdict)
 	require.Equal(t, 1, g.attempt)
 	require.Len(t, q.sent, 2*maxClaimRounds, "one read and one insert per round")
 }
@@ -63,7 +63,7 @@ func TestSettleWinsWithItsLastRoundsInsert(t *testing.T) {
 // contention and owns nothing.
 func TestSettleGivesUpWhenTheRecordKeepsChanging(t *testing.T) {
 	q := &churnQuerier{inserts: []bool{false, false, false, false}}
-	c := &claimArgs{mode: Leased, fp: []byte{1}}
+	c := &Claim{Mode: Leased, Digest: []byte{1}, DigestAlg: fingerprintAlg}
 	_, _, err := (&PostgresStore{}).settle(context.Background(), q, c, [16]byte{1}, false)
 	require.True(t, errors.Is(err, errClaimContention), "err = %v", err)
 }

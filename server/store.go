@@ -8,77 +8,305 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
-// Store keeps idempotency records. The package has two: PostgresStore and
-// MemoryStore. Most callers only construct one and hand it to Middleware,
-// RunSweeper and RunReconciler. The interface is sealed (its claim methods
-// are unexported) because the middleware relies on exact semantics, which
-// this comment states for the maintainers of a store; the conformance suite
-// that every store must pass is the set of tests of this package that run
-// on each store (eachStore in helpers_test.go: a new store joins its list).
+// Store keeps idempotency records. The package has two, [PostgresStore]
+// and [MemoryStore]; the nested module idemredis has a third, on Redis.
+// Most callers only construct one and hand it to [Middleware],
+// [RunSweeper] and [RunReconciler]. The rest of this comment is for the
+// authors of a store: the middleware relies on exact semantics, stated
+// here, and package storetest checks them (storetest.Run, one call, runs
+// every area a store must pass; both stores of this package pass it).
 //
-// A store must give each claim of a scope (tenant, principal, route, key)
-// exactly one verdict, as decide states them, and must exclude every other
-// claim of the scope while an attempt that claimed it runs:
+// A store must give each [Claim] of a scope (tenant, principal, route,
+// key: [Claim.Scope]) exactly one [Verdict], by these rules, and must
+// exclude every other claim of the scope while an attempt that claimed it
+// runs:
 //
+//   - Verdict. A claim that finds no record, or one whose retention has
+//     passed and whose lease is not live, must claim it afresh (attempt
+//     1). Otherwise a record whose digest the claim does not match
+//     ([Claim.Matches]) must answer [VerdictMismatch]; a completed one
+//     [VerdictReplay] with its [Response]; one completed as unavailable
+//     [VerdictUnavailable]; a running one whose lease is live
+//     [VerdictInFlight]; and a running one whose lease ended must be taken
+//     over. In Transactional mode a running attempt is waited for first,
+//     whatever its digest, as the Exclusion rule says.
 //   - Exclusion. At most one attempt of a scope runs at a time. In
 //     Transactional mode a second claim must wait for the running attempt,
-//     at most claimArgs.wait (covering its wait for a connection too), and
+//     at most [Claim.Wait] (covering its wait for a connection too), and
 //     then judge the record anew: replay what committed, claim what was
 //     released, or answer in flight when the wait ran out. In Leased mode a
 //     claim that finds a live lease must answer in flight at once, with the
-//     time left on the lease.
+//     time left on the lease ([ClaimResult.RetryAfter]).
 //   - Fencing. A Leased claim, a takeover and a reconciler's takeover must
 //     each draw a new token and add one to the attempt number, atomically
 //     with the check that the lease ended; every later write of an attempt
-//     (complete, extend, checkpoint, abort, a reconciler's settlement) must
-//     change nothing and return ErrLeaseLost unless its token is current.
-//   - Durability. A Transactional attempt's complete must make the handler's
-//     mutations and the record durable together or not at all, and must
-//     report an error when it cannot tell; a Leased claim must be durable
-//     before the handler runs.
+//     (Complete, Extend, Checkpoint, Abort, a [Settler]'s settlement) must
+//     change nothing and return [ErrLeaseLost] unless its token is current.
+//   - Durability. A Transactional attempt's Complete must make the
+//     handler's mutations and the record durable together or not at all,
+//     and must report an error when it cannot tell; a Leased claim must be
+//     durable before the handler runs (a replicated store says what a
+//     failover can lose).
 //   - Time. Leases and retention are judged by one clock for every node
 //     (the database's, for PostgresStore). A record whose lease is live
 //     must never be treated as expired or swept; a takeover must extend the
 //     record's expiry to a full retention; an extension must keep it at
 //     least one lease past the lease's new end.
 //   - Fingerprint. A record must keep its digest with the name of the
-//     algorithm that made it (claimArgs.matches compares the two).
+//     algorithm that made it ([Claim.DigestAlg]), and judge a later claim
+//     by [Claim.Matches] on the two.
 //
-// Both stores are safe for concurrent use.
+// A store should be safe for concurrent use (both of this package's are),
+// and must be when several nodes or goroutines share it.
 type Store interface {
+	// CheckMode returns nil when the store can claim keys in mode, and
+	// otherwise an error that says why not: Middleware panics with it,
+	// so that a route the store cannot protect is refused when it is
+	// mounted, not at its first request.
+	CheckMode(mode Mode) error
+
+	// Claim judges the record of c's scope and claims it when the request
+	// may run ([VerdictClaimed], with the [Attempt]), by the rules above.
+	// ctx governs the claim; an error means nothing was claimed.
+	Claim(ctx context.Context, c *Claim) (ClaimResult, error)
+
+	// TakeAbandoned takes over at most limit abandoned operations of
+	// routes (running in Leased mode, lease ended, due for a reconciler,
+	// within retention), oldest lease first, each under a new token, the
+	// next attempt number and a lease of its own, skipping any that
+	// another claim or reconciler holds. ctx governs the call.
+	TakeAbandoned(ctx context.Context, routes []string, lease time.Duration, limit int) ([]*Taken, error)
+
 	// Sweep deletes at most limit records whose retention has passed and
 	// returns how many it deleted. ctx governs the call. It must never wait
 	// for a record that a request holds, and must keep a record whose lease
-	// is live.
+	// is live. A store whose records expire by themselves (Redis's key
+	// expiry) may delete none.
 	Sweep(ctx context.Context, limit int) (int, error)
 
 	// Stats counts the records in flight and the age of the oldest (see
 	// StoreStats), for a gauge. ctx governs the call. It must not wait for
 	// a record that a request holds.
 	Stats(ctx context.Context) (StoreStats, error)
-
-	// claim judges the record of c's scope and claims it when the request
-	// may run (verdict vClaimed, with the attempt), by the rules above.
-	// ctx governs the claim; an error means nothing was claimed.
-	claim(ctx context.Context, c *claimArgs) (claimResult, error)
-	// takeAbandoned takes over at most limit abandoned operations of
-	// routes (running in Leased mode, lease ended, due for a reconciler,
-	// within retention), each under a new token and a lease of its own,
-	// skipping any that another claim or reconciler holds.
-	takeAbandoned(ctx context.Context, routes []string, lease time.Duration, limit int) ([]*taken, error)
 }
 
 // ErrLeaseLost is returned by Lease methods, and reported to hooks as a
 // stale completion, when another attempt has taken the key over (or the
-// record expired): this attempt no longer owns the operation.
+// record expired): this attempt no longer owns the operation. A store's
+// fenced writes ([Attempt], [LeasedAttempt], [Settler]) return it for a
+// stale token.
 var ErrLeaseLost = errors.New("server: lease lost: another attempt owns the key")
 
 // errClaimContention is returned when a claim kept finding the record
 // changed under it (deleted, taken over) and gave up.
 var errClaimContention = errors.New("server: claim did not settle: the record kept changing")
+
+// Claim is everything a store needs to claim one request's key, as
+// [Middleware] hands it to [Store.Claim]. A store must not change it.
+type Claim struct {
+	// Scope identifies the record: a SHA-256 of Tenant, Principal, Route
+	// and Key. A store keys its records by it.
+	Scope [32]byte
+	// Tenant, Principal, Route and Key name the operation (see
+	// [Operation]); a store keeps them for [Taken.Operation].
+	Tenant, Principal, Route, Key string
+	// Digest is the request's fingerprint, made by the algorithm named
+	// DigestAlg; a new record keeps both.
+	Digest    []byte
+	DigestAlg string
+	// Mode is the route's mode: Transactional or Leased.
+	Mode Mode
+	// Lease is the length of a Leased attempt's lease.
+	Lease time.Duration
+	// Retention is how long the record answers retries.
+	Retention time.Duration
+	// Wait bounds a Transactional claim's wait for a running attempt of
+	// the scope and for a connection; 0: no wait.
+	Wait time.Duration
+	// Request is the stored form of the request (Leased mode, nil
+	// otherwise), which a store keeps for [Taken.Request].
+	Request []byte
+
+	in *fpInput // for a record stored by another algorithm
+}
+
+// Matches reports whether a stored digest made with the algorithm alg is
+// this request's. A digest made by an algorithm this version does not know
+// (a newer node's) is accepted: refusing it would turn honest retries into
+// 422s.
+func (c *Claim) Matches(alg string, stored []byte) bool {
+	digest, known := c.DigestWith(alg)
+	return !known || bytes.Equal(digest, stored)
+}
+
+// DigestWith returns the request's digest by the algorithm alg, and false
+// when this version does not know alg (Matches then accepts). A store that
+// compares digests where Go cannot run (a Redis script) compares the one
+// this returns for the record's algorithm.
+func (c *Claim) DigestWith(alg string) ([]byte, bool) {
+	if alg == c.DigestAlg {
+		return c.Digest, true
+	}
+	if c.in == nil {
+		return nil, false
+	}
+	return fingerprintWith(alg, c.in)
+}
+
+// Verdict is what a claim gets from a record.
+type Verdict int
+
+const (
+	// VerdictClaimed: this request owns the key; the handler runs under
+	// ClaimResult.Attempt.
+	VerdictClaimed Verdict = iota
+	// VerdictReplay: the stored ClaimResult.Response answers the request.
+	VerdictReplay
+	// VerdictInFlight: another attempt runs (409 key-in-flight), for
+	// ClaimResult.RetryAfter more.
+	VerdictInFlight
+	// VerdictMismatch: the key was used for another request (422
+	// key-reused).
+	VerdictMismatch
+	// VerdictUnavailable: the operation's effects happened, its response
+	// was not stored (500 result-unavailable).
+	VerdictUnavailable
+)
+
+// The judgements of decide that are not a final Verdict.
+const (
+	vReclaim  Verdict = iota + 100 // expired: claim afresh
+	vWait                          // an open transaction holds it: wait, then look again
+	vTakeover                      // an expired lease: take it over
+)
+
+// ClaimResult is the answer of [Store.Claim].
+type ClaimResult struct {
+	Verdict Verdict
+	// Response is the stored response (VerdictReplay).
+	Response *Response
+	// RetryAfter is the time left on the lease that answered
+	// VerdictInFlight; 0 when unknown (the middleware then says 1 s).
+	RetryAfter time.Duration
+	// Attempt is the claimed attempt (VerdictClaimed). In Leased mode it
+	// must be a [LeasedAttempt].
+	Attempt Attempt
+	// Waited reports a claim that waited for a running duplicate (see
+	// Event.Waited).
+	Waited bool
+}
+
+// inFlight is the 409 answer, to retry after left (at least a second).
+func inFlight(left time.Duration) ClaimResult {
+	return ClaimResult{Verdict: VerdictInFlight, RetryAfter: left}
+}
+
+// Response is a handler's response as a store keeps and replays it.
+type Response struct {
+	// Unavailable marks an operation whose effects happened but whose
+	// response was not stored (it streamed, or outgrew
+	// Config.MaxResponseBytes, or a reconciler parked it): a later claim
+	// gets VerdictUnavailable. Header and Body are then empty, and Status
+	// is the one the handler chose (0 for a parked operation).
+	Unavailable bool
+	Status      int
+	// Header holds the response headers the route replays. A replay hands
+	// its slices to a ResponseWriter: a store that keeps records in
+	// memory must give each claim a copy (the body is never written).
+	Header http.Header
+	Body   []byte
+}
+
+// state is the record state r completes.
+func (r *Response) state() recordState {
+	if r.Unavailable {
+		return stateUnavailable
+	}
+	return stateDone
+}
+
+// ownHeader returns r with a header of its own: a replay hands the header's
+// slices to a ResponseWriter, and a record kept in memory must not change
+// with them. The body is shared: nothing writes to it.
+func (r *Response) ownHeader() *Response {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Header = r.Header.Clone()
+	return &c
+}
+
+// Attempt is one claimed run of the handler, as a store hands it to the
+// middleware. The middleware calls exactly one of Complete and Abort,
+// once, after the handler returned or started streaming, and nothing of
+// the attempt after that.
+type Attempt interface {
+	// Number is 1 for a first claim, n for the n-th attempt after
+	// takeovers.
+	Number() int
+	// Complete stores res and makes the attempt durable: commit, or
+	// completion under the current token ([ErrLeaseLost] when it is
+	// stale). Any error means the caller must not send the handler's
+	// response. ctx governs the call.
+	Complete(ctx context.Context, res *Response) error
+	// Abort ends a failed attempt: rollback (Transactional), or in Leased
+	// mode the release of the key (the record is deleted) when reject (the
+	// request was refused) and the attempt is a first one that recorded no
+	// recovery point, else the end of the lease now, keeping the record and
+	// its recovery point for the next attempt to take over. ctx governs the
+	// call.
+	Abort(ctx context.Context, reject bool) error
+}
+
+// LeasedAttempt is the Attempt of a Leased claim: the token-fenced writes
+// behind the handler's [Lease] ([ErrLeaseLost] for a stale token).
+type LeasedAttempt interface {
+	Attempt
+	// Recovery is what the attempt that this one took over left (Point ""
+	// when it recorded none), and false on a first attempt.
+	Recovery() (Recovery, bool)
+	// Extend makes the lease end d from now, and the record's expiry at
+	// least margin after that.
+	Extend(ctx context.Context, d, margin time.Duration) error
+	// Checkpoint records a recovery point (data nil for none), which a
+	// later takeover's Recovery returns. A point recorded, even "", keeps
+	// a refused first attempt's Abort from releasing the key.
+	Checkpoint(ctx context.Context, point string, data []byte) error
+}
+
+// Taken is an abandoned operation that [Store.TakeAbandoned] took over for
+// a reconciler, under a token of its own.
+type Taken struct {
+	// Operation names it; Attempt is the reconciler's new attempt number.
+	Operation
+	// Recovery is the last recovery point an attempt recorded.
+	Recovery Recovery
+	// Request is the stored request ([Claim.Request]).
+	Request []byte
+	// Age is the time since the operation was first claimed, by the
+	// store's clock.
+	Age time.Duration
+	// Settler stores the reconciler's answer under the token it took the
+	// operation over with.
+	Settler Settler
+}
+
+// Settler stores a reconciler's answer about a [Taken] operation; each
+// method must change nothing and return [ErrLeaseLost] when another
+// attempt owns the operation by then. ctx governs each call.
+type Settler interface {
+	// Complete stores res, a response or, Unavailable, a parked
+	// operation's result-unavailable.
+	Complete(ctx context.Context, res *Response) error
+	// Free deletes the record: a later retry runs afresh.
+	Free(ctx context.Context) error
+	// Postpone ends the lease now and makes the operation due for a
+	// reconciler again after wait.
+	Postpone(ctx context.Context, wait time.Duration) error
+}
 
 // recordState is the state column of a record.
 type recordState string
@@ -89,51 +317,6 @@ const (
 	stateUnavailable recordState = "unavailable" // effects committed, response not stored
 )
 
-// claimArgs is everything a store needs to claim one request's key.
-type claimArgs struct {
-	scope                         [32]byte
-	tenant, principal, route, key string
-	fp                            []byte   // fingerprintAlg digest of in
-	in                            *fpInput // for a record stored by another algorithm
-	mode                          Mode
-	lease, retention, wait        time.Duration
-	request                       []byte // Leased mode: the stored request (encodeRequest), for a reconciler
-}
-
-// matches reports whether a stored digest made with alg is this request's.
-// A digest made by an algorithm this version does not know (a newer node's)
-// is accepted: refusing it would turn honest retries into 422s.
-func (c *claimArgs) matches(alg string, stored []byte) bool {
-	digest := c.fp
-	if alg != fingerprintAlg {
-		var known bool
-		if digest, known = fingerprintWith(alg, c.in); !known {
-			return true
-		}
-	}
-	return bytes.Equal(digest, stored)
-}
-
-// response is a captured handler response, as stored and replayed.
-type response struct {
-	state  recordState // stateDone or stateUnavailable
-	status int
-	header http.Header
-	body   []byte
-}
-
-// ownHeader returns r with a header of its own: a replay hands the header's
-// slices to a ResponseWriter, and a record kept in memory must not change
-// with them. The body is shared: nothing writes to it.
-func (r *response) ownHeader() *response {
-	if r == nil {
-		return nil
-	}
-	c := *r
-	c.header = r.header.Clone()
-	return &c
-}
-
 // found is an existing record as a store read it, judged at the store's now.
 type found struct {
 	fpAlg     string
@@ -143,7 +326,7 @@ type found struct {
 	open      bool          // running in an open in-memory transaction: wait for it
 	leaseLeft time.Duration // running under a lease: time left (<= 0: expired)
 	token     uuid.UUID
-	resp      *response
+	resp      *Response
 }
 
 // leased reports a running record whose lease is live: its attempt may be
@@ -154,87 +337,44 @@ func (f *found) leased() bool {
 	return f.state == stateRunning && f.leaseLeft > 0
 }
 
-// verdict is what a request gets from a record.
-type verdict int
-
-const (
-	vClaimed     verdict = iota // this request owns the key: run the handler
-	vReplay                     // replay the stored response
-	vInFlight                   // 409 key-in-flight
-	vMismatch                   // 422 key-reused
-	vUnavailable                // 500 result-unavailable
-	vReclaim                    // expired: claim afresh
-	vWait                       // an open transaction holds it: wait, then look again
-	vTakeover                   // an expired lease: take it over
-)
-
 // decide judges a found record for c. A request waits for an open attempt
 // whatever its fingerprint, as it waits for a Postgres transaction's lock:
 // a corrected retry of a request that ends in a rejection status is then
 // processed instead of refused with 422 (docs/CONTRACT.md §4).
-func decide(f *found, c *claimArgs) verdict {
+func decide(f *found, c *Claim) Verdict {
 	switch {
 	case f.expired && !f.open && !f.leased():
 		return vReclaim
 	case f.open:
 		return vWait
-	case !c.matches(f.fpAlg, f.fp):
-		return vMismatch
+	case !c.Matches(f.fpAlg, f.fp):
+		return VerdictMismatch
 	case f.state == stateDone:
-		return vReplay
+		return VerdictReplay
 	case f.state == stateUnavailable:
-		return vUnavailable
+		return VerdictUnavailable
 	case f.leaseLeft > 0:
-		return vInFlight
+		return VerdictInFlight
 	default:
 		return vTakeover
 	}
 }
 
-// claimResult is the answer of Store.claim.
-type claimResult struct {
-	verdict    verdict // vClaimed, vReplay, vInFlight, vMismatch or vUnavailable
-	resp       *response
-	retryAfter time.Duration
-	att        attempt // set with vClaimed
-	waited     bool    // the claim waited for a running duplicate
-}
-
-// inFlight is the 409 answer, to retry after left (at least a second).
-func inFlight(left time.Duration) claimResult {
-	return claimResult{verdict: vInFlight, retryAfter: left}
-}
-
-// result turns a final verdict on f (not vWait) into a claimResult.
-func (f *found) result(v verdict) claimResult {
+// result turns a final verdict on f (not vWait) into a ClaimResult.
+func (f *found) result(v Verdict) ClaimResult {
 	switch v {
-	case vReplay:
-		return claimResult{verdict: vReplay, resp: f.resp}
-	case vInFlight:
+	case VerdictReplay:
+		return ClaimResult{Verdict: VerdictReplay, Response: f.resp}
+	case VerdictInFlight:
 		return inFlight(f.leaseLeft)
 	default:
-		return claimResult{verdict: v}
+		return ClaimResult{Verdict: v}
 	}
 }
 
-// attempt is one claimed run of the handler.
-// The middleware calls exactly one of complete and abort, once, after the
-// handler returned or started streaming, and nothing of the attempt after
-// that.
-type attempt interface {
-	// number is 1 for a first claim, n for the n-th attempt after takeovers.
-	number() int
-	// handlerTx is the transaction the handler works in, or nil.
-	handlerTx() pgx.Tx
-	// lease is the Leased-mode API, or nil.
-	lease() *Lease
-	// complete stores res and makes the attempt durable: commit, or
-	// completion under the current token (ErrLeaseLost when it is stale).
-	// Any error means the caller must not send the handler's response.
-	complete(ctx context.Context, res *response) error
-	// abort ends a failed attempt: rollback (Transactional), or in Leased
-	// mode the release of the key when reject (the request was refused) and
-	// the attempt is a first one that recorded no recovery point, else the
-	// end of the lease now, keeping the record and its recovery point.
-	abort(ctx context.Context, reject bool) error
-}
+// CheckMode accepts both modes: the store joins a Transactional
+// handler's database transaction (Tx).
+func (s *PostgresStore) CheckMode(Mode) error { return nil }
+
+// CheckMode accepts both modes; a Transactional claim is held in memory.
+func (m *MemoryStore) CheckMode(Mode) error { return nil }

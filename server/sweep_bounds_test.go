@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -142,6 +143,18 @@ func keysLeft(t *testing.T, k *kit) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// storeRecords completes n requests with keys prefix0.. through a
+// middleware with the given retention.
+func storeRecords(t *testing.T, k *kit, retention time.Duration, prefix string, n int) {
+	t.Helper()
+	mux, _ := payServer(t, k, Config{Retention: retention})
+	srv := serve(t, mux)
+	for i := range n {
+		r := post(t, srv, "/v1/payments", fmt.Sprintf("%s%d", prefix, i), `{"amount": 1}`)
+		require.Equal(t, http.StatusCreated, r.status, r.body)
+	}
 }
 
 // countingStore counts the Sweep calls made to its Store.

@@ -20,3 +20,18 @@ func Build(pkg, bin string) error {
 	}
 	return nil
 }
+
+// BuildIn is Build run in the directory dir: the way to build a program of
+// a nested module (cd idemredis && go build ./example/server).
+func BuildIn(dir, pkg, bin string) error {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("the go command is needed to build %s: %w", pkg, err)
+	}
+	cmd := exec.Command(goBin, "build", "-o", bin, pkg)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s in %s: %w\n%s", pkg, dir, err, out)
+	}
+	return nil
+}

@@ -30,6 +30,13 @@ type Config struct {
 	// again.
 	Store server.Store
 
+	// ChargesStore keeps the idempotency records of POST /v1/charges, a
+	// Leased route, whose effect leaves the database: any store that
+	// serves Leased mode, such as idemredis.Store on Redis (the charge
+	// and its credit still commit in the Backend). Nil: Store. Run the
+	// reconciler (ReconcileRoutes) on this store.
+	ChargesStore server.Store
+
 	// Keys says what POST /v1/payments does without an Idempotency-Key.
 	// Zero: server.KeyRequired, a 400 key-missing. server.KeyOptional runs
 	// such a request unprotected (the demo's naive client needs it); keyed
@@ -139,7 +146,11 @@ func New(cfg Config) http.Handler {
 	if cfg.GatewayURL != "" {
 		a.gateway = newGatewayClient(cfg.GatewayURL, cfg.GatewayClient)
 		mw.Keys, mw.Mode = server.KeyRequired, server.Leased
-		mux.Handle("POST /v1/charges", authenticate(server.Middleware(cfg.Store, mw)(http.HandlerFunc(a.createCharge))))
+		charges := cfg.ChargesStore
+		if charges == nil {
+			charges = cfg.Store
+		}
+		mux.Handle("POST /v1/charges", authenticate(server.Middleware(charges, mw)(http.HandlerFunc(a.createCharge))))
 	}
 	return problemMux(mux)
 }

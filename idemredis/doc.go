@@ -1,0 +1,55 @@
+// Package idemredis keeps idem's idempotency records in Redis (or Valkey),
+// for Leased routes: operations whose effect leaves the database (a call
+// to a card network, Stripe, a bank), whose teams often keep their locks
+// in Redis already. It is a module of its own
+// (github.com/idemkit/idem/idemredis), so that users of idem who do not
+// want go-redis do not get it.
+//
+//	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+//	store, err := idemredis.New(ctx, rdb, idemredis.Config{})
+//	charges := server.Middleware(store, server.Config{Mode: server.Leased})
+//	mux.Handle("POST /v1/charges", charges(chargeHandler))
+//	go server.RunReconciler(ctx, store, server.ReconcileConfig{Routes: ...})
+//
+// [Store] is a [server.Store] and passes its conformance suite
+// (server/storetest) on one node and on a three-master Redis Cluster. It
+// takes go-redis v9's UniversalClient: one node, Sentinel (a failover
+// client) or Cluster.
+//
+// # What it promises
+//
+// Leased mode only: a Transactional route on a Redis store is refused
+// when the middleware is built (server.Middleware panics with
+// [ErrTransactional]), because Redis cannot join the handler's database
+// transaction. Every transition of a record (claim, takeover, extension,
+// recovery point, completion, abort, a reconciler's take and its
+// settlement) is one Lua script, judged by Redis's own clock (TIME, one
+// clock for every node of the service), under a fencing token per
+// attempt: a stale token changes nothing, and its write returns
+// server.ErrLeaseLost (docs/CONTRACT.md §5, §10).
+//
+// # Keys
+//
+// A scope's keys share one hash tag, so that each script touches one
+// cluster slot: the tag of its bucket, one of 16 per Config.Prefix,
+// drawn from the scope's hash. A bucket holds its records (hashes), one
+// due index per route (a sorted set of the running records by the time
+// their lease ends or their reconciler's wait passes), which the
+// reconciler reads instead of scanning the keyspace, and one running
+// index (by first claim) for Stats. Retention is key expiry: a record
+// expires at the later of its retention and its lease's end, so Redis
+// never deletes a record that still answers, and Sweep deletes none (it
+// clears the indexes of records left running past their retention).
+//
+// # Durability
+//
+// New refuses a server whose maxmemory-policy is not noeviction
+// ([ErrEviction]; Config.AllowEviction overrides): an evicted record lets
+// a retry run the operation again. Redis replicates asynchronously: a
+// failover to a replica that had not received a claim loses it, and the
+// retry runs the operation again beside the attempt that already acted.
+// Config.Replicas makes each claim and recovery point WAIT for that many
+// replicas before the handler runs on it (see Config.Replicas for what
+// is still lost without and with it). BENCHMARKS.md's Redis failover
+// section counts the operations run twice downstream with and without it.
+package idemredis

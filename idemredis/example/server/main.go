@@ -1,0 +1,238 @@
+// Command server runs the payments API of the idem example
+// (examples/payments/api) with its card charges, POST /v1/charges (a
+// Leased route: the gateway's charge leaves the database), kept on Redis
+// by a flag:
+//
+//	cd idemredis && go run ./example/server -redis 127.0.0.1:6379
+//	cd idemredis && go run ./example/server -redis 127.0.0.1:6379 -db 'postgres://localhost/test'
+//
+// It is examples/payments/server's API with a -redis flag. It lives in
+// the idemredis module, not beside examples/payments/server, so that the
+// idem module itself needs no go-redis: that program cannot import it.
+// It has that program's main flags, not its crash switch or
+// notifications:
+//
+//	-addr             listen address of the API (default 127.0.0.1:8080)
+//	-db               Postgres URL of the accounts, payments and charges;
+//	                  empty (the default) keeps them in memory
+//	-redis            Redis address(es), comma-separated (several: a
+//	                  Cluster): the records of POST /v1/charges go there
+//	                  (idemredis.Store); empty keeps them with the payments'
+//	-redis-prefix     the store's key prefix (default "idem")
+//	-replicas         WAIT for this many Redis replicas before a claim
+//	                  counts (idemredis.Config.Replicas; default 0)
+//	-lease            the lease of a POST /v1/charges attempt (default 30s)
+//	-gateway          base URL of the card gateway; empty starts one in
+//	                  this process
+//	-gateway-timeout  0 (the default): the gateway client is idem's, which
+//	                  retries; above 0, a plain client makes one attempt of
+//	                  at most this, and a failed call ends the lease (502)
+//	-reconcile        run a reconciler over the charges' store at this
+//	                  interval (default 0: none)
+//	-grace            how long a shutdown waits for the requests in flight
+//
+// It prints
+//
+//	payments server: listening on http://127.0.0.1:8080
+//
+// to stdout once it accepts connections; SIGINT or SIGTERM shuts it down.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/idemredis"
+	"github.com/idemkit/idem/server"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); {
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "payments server:", err)
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+type options struct {
+	addr, db, redis, prefix, gateway string
+	replicas                         int
+	lease, gatewayTimeout, reconcile time.Duration
+	grace                            time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen `address` of the API")
+	fs.StringVar(&o.db, "db", "", "Postgres `URL`; empty keeps everything in memory")
+	fs.StringVar(&o.redis, "redis", "", "Redis `addresses`, comma-separated, for the records of POST /v1/charges")
+	fs.StringVar(&o.prefix, "redis-prefix", "", "the Redis store's key `prefix` (empty: idem)")
+	fs.IntVar(&o.replicas, "replicas", 0, "WAIT for this many Redis replicas before a claim counts")
+	fs.DurationVar(&o.lease, "lease", server.DefaultLease, "the lease of a POST /v1/charges attempt")
+	fs.StringVar(&o.gateway, "gateway", "", "card gateway base `URL`; empty starts one in this process")
+	fs.DurationVar(&o.gatewayTimeout, "gateway-timeout", 0, "above 0: a plain gateway client making one attempt of at most this")
+	fs.DurationVar(&o.reconcile, "reconcile", 0, "run a reconciler at this `interval` (0: none)")
+	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long a shutdown waits for the requests in flight")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, errUsage
+	}
+	if fs.NArg() > 0 || o.lease <= 0 || o.grace <= 0 || o.gatewayTimeout < 0 || o.reconcile < 0 || o.replicas < 0 {
+		fmt.Fprintln(stderr, "server: no arguments are taken; -lease and -grace must be positive, the others not negative")
+		return o, errUsage
+	}
+	return o, nil
+}
+
+// run is the program: it returns when ctx is done (after a graceful
+// shutdown) or when serving fails.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg := api.Config{Lease: o.lease, GatewayURL: o.gateway, Logger: log}
+	if o.gatewayTimeout > 0 {
+		cfg.GatewayClient = &http.Client{Timeout: o.gatewayTimeout}
+	}
+	closeDB, err := openBackend(ctx, o.db, &cfg)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	closeRedis, err := openRedis(ctx, o, &cfg)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	go func() { _ = server.RunSweeper(ctx, cfg.Store, server.SweepConfig{Logger: log}) }()
+	if cfg.GatewayURL == "" {
+		gw, err := serve(ctx, "127.0.0.1:0", api.NewGateway(api.GatewayConfig{Logger: log}), o.grace)
+		if err != nil {
+			return fmt.Errorf("in-process gateway: %w", err)
+		}
+		defer gw.stop()
+		cfg.GatewayURL = "http://" + gw.addr
+	}
+	if o.reconcile > 0 {
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = server.RunReconciler(rctx, cfg.ChargesStore, server.ReconcileConfig{Routes: api.ReconcileRoutes(cfg),
+				Interval: o.reconcile, Lease: o.lease, Logger: log})
+		}()
+		defer func() { cancel(); <-done }()
+	}
+	srv, err := serve(ctx, o.addr, api.New(cfg), o.grace)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "payments server: listening on http://%s\n", srv.addr)
+	log.Info("payments server started", "addr", srv.addr, "charges", chargesStore(o))
+	<-ctx.Done()
+	srv.stop()
+	return srv.err
+}
+
+func chargesStore(o options) string {
+	if o.redis == "" {
+		return "the payments' store"
+	}
+	return "redis " + o.redis
+}
+
+// openBackend sets cfg's Backend and Store: Postgres at url (after
+// applying the schema), or memory when url is empty.
+func openBackend(ctx context.Context, url string, cfg *api.Config) (closeDB func(), err error) {
+	if url == "" {
+		cfg.Backend, cfg.Store = api.NewMemoryBackend(), server.NewMemoryStore()
+		return func() {}, nil
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("-db: %w", err)
+	}
+	if err := api.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("-db: %w", err)
+	}
+	cfg.Backend, cfg.Store = api.NewPostgresBackend(pool), server.NewPostgresStore(pool)
+	return pool.Close, nil
+}
+
+// openRedis sets cfg.ChargesStore: an idemredis.Store at -redis, or the
+// payments' store when -redis is empty.
+func openRedis(ctx context.Context, o options, cfg *api.Config) (func(), error) {
+	if o.redis == "" {
+		cfg.ChargesStore = cfg.Store
+		return func() {}, nil
+	}
+	rdb := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(o.redis, ",")})
+	store, err := idemredis.New(ctx, rdb, idemredis.Config{Prefix: o.prefix, Replicas: o.replicas})
+	if err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("-redis: %w", err)
+	}
+	cfg.ChargesStore = store
+	return func() { _ = rdb.Close() }, nil
+}
+
+// served is a server running on a listener of its own.
+type served struct {
+	addr string
+	stop func()
+	err  error
+}
+
+// serve serves h on addr until stop, which shuts it down gracefully
+// within grace.
+func serve(ctx context.Context, addr string, h http.Handler, grace time.Duration) (*served, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s := &served{addr: ln.Addr().String()}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			s.err = err
+		}
+	}()
+	s.stop = func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+		<-done
+	}
+	return s, nil
+}

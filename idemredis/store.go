@@ -1,0 +1,194 @@
+package idemredis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemkit/idem/idemredis/internal/lua"
+	"github.com/idemkit/idem/server"
+)
+
+// Store keeps idempotency records of Leased routes in Redis (or Valkey).
+// It is a [server.Store]: hand it to server.Middleware for Leased routes,
+// and to server.RunReconciler. It is safe for concurrent use, and several
+// nodes over one Redis share its records.
+type Store struct {
+	c   redis.UniversalClient
+	cfg Config
+	// offset is added to Redis's clock by every script; tests move time
+	// with it. Nil means zero.
+	offset func() time.Duration
+}
+
+var _ server.Store = (*Store)(nil)
+
+// ErrTransactional is the error of CheckMode, and of Claim, for a
+// Transactional route.
+var ErrTransactional = errors.New("idemredis: a Transactional route needs a store that joins the handler's database " +
+	"transaction, and Redis cannot: mount the route with Mode: server.Leased, or on a server.PostgresStore")
+
+// ErrEviction is returned by New for a server that may evict keys.
+var ErrEviction = errors.New("idemredis: Redis may evict keys (maxmemory-policy is not noeviction), " +
+	"and an evicted record lets a retry run its operation again: set maxmemory-policy noeviction, or Config.AllowEviction")
+
+// ErrNotReplicated is returned by a claim or a Checkpoint that fewer than
+// Config.Replicas replicas acknowledged within Config.ReplicaTimeout.
+var ErrNotReplicated = errors.New("idemredis: not acknowledged by Config.Replicas replicas within Config.ReplicaTimeout")
+
+// New returns a store on c: a one-node, Sentinel (failover) or Cluster
+// client of go-redis. It checks each master's maxmemory-policy (see
+// Config.AllowEviction) and returns ErrEviction when one may evict keys.
+// ctx governs the check. New does not close c.
+func New(ctx context.Context, c redis.UniversalClient, cfg Config) (*Store, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if _, ring := c.(*redis.Ring); ring && cfg.Replicas > 0 {
+		return nil, errors.New("idemredis: Config.Replicas needs a one-node, Sentinel or Cluster client, not a Ring")
+	}
+	s := &Store{c: c, cfg: cfg}
+	if !cfg.AllowEviction {
+		if err := s.checkEviction(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// checkEviction reads maxmemory-policy on every master.
+func (s *Store) checkEviction(ctx context.Context) error {
+	check := func(ctx context.Context, node redis.Cmdable) error {
+		policy, err := node.ConfigGet(ctx, "maxmemory-policy").Result()
+		if err != nil {
+			return fmt.Errorf("%w (CONFIG GET maxmemory-policy: %w)", ErrEviction, err)
+		}
+		if p := policy["maxmemory-policy"]; p != "noeviction" {
+			return fmt.Errorf("%w: it is %q", ErrEviction, p)
+		}
+		return nil
+	}
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return check(ctx, node) })
+	}
+	return check(ctx, s.c)
+}
+
+// CheckMode accepts Leased mode only (ErrTransactional).
+func (s *Store) CheckMode(m server.Mode) error {
+	if m != server.Leased {
+		return ErrTransactional
+	}
+	return nil
+}
+
+func (s *Store) millis() int64 {
+	if s.offset == nil {
+		return 0
+	}
+	return s.offset().Milliseconds()
+}
+
+// Claim judges and claims c's record in one script (lua.Claim), by Redis's
+// clock, and with Config.Replicas waits for the replicas before the
+// handler runs.
+func (s *Store) Claim(ctx context.Context, c *server.Claim) (server.ClaimResult, error) {
+	if c.Mode != server.Leased {
+		return server.ClaimResult{}, ErrTransactional
+	}
+	k := keysOf(s.cfg.Prefix, c.Scope, c.Route)
+	f := &fence{s: s, k: k, token: uuid.NewString()}
+	var alt [3]any // the record's algorithm, the digest by it, unknown ('1')
+	for range 2 {
+		v, err := s.run(ctx, lua.Claim, []string{k.record, k.due, k.running}, true,
+			s.millis(), f.token, c.DigestAlg, c.Digest, c.Lease.Milliseconds(), c.Retention.Milliseconds(),
+			k.dueMember, k.runMember, c.Tenant, c.Principal, c.Route, c.Key, c.Request, alt[0], alt[1], alt[2])
+		reply, _ := v.([]any)
+		kind, _ := at(reply, 0).(string)
+		switch {
+		case errors.Is(err, ErrNotReplicated) && kind == "claimed":
+			return s.notReplicated(err, f)
+		case err != nil && !errors.Is(err, ErrNotReplicated):
+			return server.ClaimResult{}, fmt.Errorf("idemredis: claim: %w", err)
+		case kind != "alg":
+			return f.verdict(kind, reply) // a replay or a refusal wrote nothing to wait for
+		}
+		alg, _ := at(reply, 1).(string)
+		digest, known := c.DigestWith(alg)
+		alt = [3]any{alg, digest, map[bool]string{true: "0", false: "1"}[known]}
+	}
+	return server.ClaimResult{}, errors.New("idemredis: the record's digest algorithm changed under the claim")
+}
+
+// notReplicated gives back a claim that the replicas did not acknowledge
+// (as a refused attempt would: the key is released unless an earlier
+// attempt left a recovery point), and returns err: the handler never runs.
+func (s *Store) notReplicated(err error, f *fence) (server.ClaimResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ReplicaTimeout)
+	defer cancel()
+	_ = f.Abort(ctx, true)
+	return server.ClaimResult{}, err
+}
+
+// verdict turns the claim script's reply into a ClaimResult.
+func (f *fence) verdict(kind string, reply []any) (server.ClaimResult, error) {
+	switch kind {
+	case "claimed":
+		n, _ := at(reply, 1).(int64)
+		f.n = int(n)
+		if n > 1 {
+			f.rec = &server.Recovery{}
+			f.rec.Point, _ = at(reply, 2).(string)
+			if data, ok := at(reply, 3).(string); ok {
+				f.rec.Data = json.RawMessage(data)
+			}
+		}
+		return server.ClaimResult{Verdict: server.VerdictClaimed, Attempt: f}, nil
+	case "replay":
+		res, err := decodeResponse(reply[1:])
+		return server.ClaimResult{Verdict: server.VerdictReplay, Response: res}, err
+	case "inflight":
+		left, _ := at(reply, 1).(int64)
+		return server.ClaimResult{Verdict: server.VerdictInFlight, RetryAfter: time.Duration(left) * time.Millisecond}, nil
+	case "mismatch":
+		return server.ClaimResult{Verdict: server.VerdictMismatch}, nil
+	case "unavailable":
+		return server.ClaimResult{Verdict: server.VerdictUnavailable}, nil
+	}
+	return server.ClaimResult{}, fmt.Errorf("idemredis: the claim script answered %q", kind)
+}
+
+// at is reply[i], or nil past its end.
+func at(reply []any, i int) any {
+	if i < len(reply) {
+		return reply[i]
+	}
+	return nil
+}
+
+// decodeResponse reads a stored status, header and body.
+func decodeResponse(v []any) (*server.Response, error) {
+	status, header, body := str(at(v, 0)), str(at(v, 1)), str(at(v, 2))
+	res := &server.Response{Header: http.Header{}, Body: []byte(body)}
+	if _, err := fmt.Sscan(status, &res.Status); err != nil {
+		return nil, fmt.Errorf("idemredis: stored status %q: %w", status, err)
+	}
+	if header != "" {
+		if err := json.Unmarshal([]byte(header), &res.Header); err != nil {
+			return nil, fmt.Errorf("idemredis: stored header: %w", err)
+		}
+	}
+	return res, nil
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}

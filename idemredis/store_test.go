@@ -1,0 +1,79 @@
+package idemredis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/idemredis/internal/redistest"
+	"github.com/idemkit/idem/server"
+	"github.com/idemkit/idem/server/storetest"
+)
+
+func TestNewRefusesEviction(t *testing.T) {
+	ctx := context.Background()
+	for _, policy := range []string{"allkeys-lru", "volatile-ttl"} {
+		srv := redistest.Start(t, "--maxmemory-policy", policy)
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+		t.Cleanup(func() { _ = c.Close() })
+		_, err := New(ctx, c, Config{})
+		assert.ErrorIs(t, err, ErrEviction, policy)
+		assert.ErrorContains(t, err, policy)
+		_, err = New(ctx, c, Config{AllowEviction: true})
+		assert.NoError(t, err, "%s, told to allow it", policy)
+	}
+	_, err := New(ctx, redis.NewClient(&redis.Options{Addr: redistest.Addr(t)}), Config{Prefix: "a{b}"})
+	assert.ErrorIs(t, err, errPrefix)
+}
+
+func TestTransactionalRoutesAreRefused(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+	t.Cleanup(func() { _ = c.Close() })
+	s := newTestStore(t, c, Config{}, &storetest.Clock{})
+	assert.ErrorIs(t, s.CheckMode(server.Transactional), ErrTransactional)
+	assert.NoError(t, s.CheckMode(server.Leased))
+	func() {
+		defer func() {
+			err, _ := recover().(error)
+			assert.ErrorIs(t, err, ErrTransactional, "Middleware refuses the route when it is built")
+		}()
+		server.Middleware(s, server.Config{})
+		t.Error("a Transactional route was mounted on a Redis store")
+	}()
+	_, err := s.Claim(context.Background(), &server.Claim{Mode: server.Transactional})
+	assert.ErrorIs(t, err, ErrTransactional)
+}
+
+// With Config.Replicas, a claim that the replica does not acknowledge (it
+// is stalled) fails and is given back; one it acknowledges counts.
+func TestReplicasAcknowledgeClaims(t *testing.T) {
+	master := redistest.Start(t)
+	replica := redistest.Replica(t, master)
+	c := redis.NewClient(&redis.Options{Addr: master.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	s := newTestStore(t, c, Config{Replicas: 1, ReplicaTimeout: 200 * time.Millisecond}, &storetest.Clock{})
+	ctx := context.Background()
+	claim := func(key string) (server.ClaimResult, error) {
+		return s.Claim(ctx, &server.Claim{Scope: [32]byte{byte(len(key)), key[0]}, Route: "POST /v1/charges", Key: key,
+			Digest: []byte{1}, DigestAlg: "t", Mode: server.Leased, Lease: time.Minute, Retention: time.Hour})
+	}
+	res, err := claim("acked")
+	require.NoError(t, err)
+	require.Equal(t, server.VerdictClaimed, res.Verdict)
+	require.NoError(t, res.Attempt.(server.LeasedAttempt).Checkpoint(ctx, "p", nil))
+
+	require.NoError(t, replica.Stop())
+	t.Cleanup(func() { _ = replica.Continue() })
+	_, err = claim("stalled")
+	assert.ErrorIs(t, err, ErrNotReplicated, "a claim the replica did not acknowledge")
+	assert.ErrorIs(t, res.Attempt.(server.LeasedAttempt).Checkpoint(ctx, "q", nil), ErrNotReplicated)
+	require.NoError(t, replica.Continue())
+	again, err := claim("stalled")
+	require.NoError(t, err)
+	assert.Equal(t, server.VerdictClaimed, again.Verdict, "the unacknowledged claim was given back")
+	assert.Equal(t, 1, again.Attempt.Number())
+}

@@ -1,0 +1,31 @@
+// Package storetest checks that a [server.Store] keeps the contract the
+// middleware relies on (see server.Store's doc), the way testing/fstest
+// checks an fs.FS and River's riverdrivertest a driver: one call, [Run],
+// runs every area a store must pass, on real requests through
+// server.Middleware and on the store's own methods.
+//
+// A store's test gives Run a [Harness], whose one required field makes a
+// fresh store whose clock the suite can move:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, storetest.Harness{
+//			New: func(t *testing.T, clock *storetest.Clock) server.Store {
+//				return mystore.New(mystore.Config{Prefix: uniquePrefix(t), Offset: clock.Offset})
+//			},
+//		})
+//	}
+//
+// The suite moves time by hours without sleeping: a store judges leases
+// and retention by its own clock plus [Clock.Offset] (a test-only hook of
+// the store; the offset only ever grows). Areas that need a mode the store
+// refuses (server.Store.CheckMode) are not run, and the log says so: a
+// Leased-only store passes the suite without its Transactional areas.
+//
+// The areas: replay (byte for byte, headers, fingerprints, scopes,
+// rejections, failures, retention, streamed results), leases (in flight,
+// takeover with the recovery point, fencing of a stale attempt, extension,
+// expiry margins), waits for a running Transactional attempt, sweeps and
+// stats, and the reconciler's side of the store (TakeAbandoned and the
+// Settler: disjoint takers, due times, fencing, age). Each test runs in
+// parallel with the others, each on a store of its own.
+package storetest
