@@ -180,15 +180,34 @@ func Replica(tb testing.TB, master *Server) *Server {
 	defer c.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
+		// The replica's link is up on its side before the master counts it
+		// for WAIT: wait for both, so that a first WAIT sees the replica.
 		info, err := c.Info(context.Background(), "replication").Result()
 		if err == nil && linkUp(info) {
-			return r
+			if synced(m) {
+				return r
+			}
 		}
 		if time.Now().After(deadline) {
 			tb.Fatalf("the replica at %s did not sync with %s within 20s: %v\n%s", r.Addr, master.Addr, err, info)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// synced reports whether a replica acknowledges a write on the master m
+// within 100 ms (WAIT counts the acknowledgements of this connection's
+// own writes, so it needs one).
+func synced(m *redis.Client) bool {
+	ctx := context.Background()
+	var wait *redis.Cmd
+	_, err := m.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "redistest:synced", "1", time.Minute)
+		wait = p.Do(ctx, "wait", 1, 100)
+		return nil
+	})
+	n, _ := wait.Int64()
+	return err == nil && n >= 1
 }
 
 func linkUp(info string) bool {
