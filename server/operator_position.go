@@ -18,11 +18,11 @@ func positionOf(rec Record) Position {
 
 // positionText is the JSON of a Position's text form.
 type positionText struct {
-	T          time.Time `json:"t"`
-	Tenant     string    `json:"te,omitempty"`
-	Principal  string    `json:"p,omitempty"`
-	Route      string    `json:"r"`
-	Key        string    `json:"k"`
+	T         time.Time `json:"t"`
+	Tenant    string    `json:"te,omitempty"`
+	Principal string    `json:"p,omitempty"`
+	Route     string    `json:"r"`
+	Key       string    `json:"k"`
 }
 
 // String is p's text form (URL-safe base64), "" for the zero Position.
