@@ -79,7 +79,6 @@ func charges(t *testing.T, pool *pgxpool.Pool, keys ...string) {
 
 var scope = []string{"-tenant", "acme", "-principal", "alice", "-route", "POST /v1/charges"}
 
-
 func withScope(cmd string, rest ...string) []string {
 	return append(append([]string{cmd}, scope...), rest...)
 }
