@@ -194,7 +194,7 @@ func (h *handler) send(w http.ResponseWriter, r *http.Request, status int, name 
 // fail renders an error page.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	h.send(w, r, status, "error.html", view{Prefix: h.cfg.Prefix, Title: http.StatusText(status),
-		HasOutbox: h.cfg.Outbox != nil, Err: msg})
+		Writes: h.cfg.AllowWrites, HasOutbox: h.cfg.Outbox != nil, Err: msg})
 }
 
 // notices are the messages a redirect after an action may show, by code:

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
@@ -152,6 +153,10 @@ func TestPagesShowRecordsAndTheStuckOnes(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	assert.Contains(t, body, `<tr data-key="stuck-1" class="stuck">`)
 	assert.NotContains(t, body, "done-1")
+	link := regexp.MustCompile(`href="(/admin/key\?[^"]+)"`).FindStringSubmatch(body)
+	require.NotNil(t, link, "the row links to the key's page")
+	status, _ = get(t, srv, html.UnescapeString(link[1]))
+	assert.Equal(t, http.StatusOK, status, "the link names the record: %s", link[1])
 
 	status, body = get(t, srv, "/admin/key?"+scopeForm("done-1").Encode()+"&payload=1")
 	require.Equal(t, http.StatusOK, status)
@@ -159,6 +164,12 @@ func TestPagesShowRecordsAndTheStuckOnes(t *testing.T) {
 	assert.Contains(t, body, "ch_1")
 	assert.NotContains(t, body, "s3cret", "the capture never stored Set-Cookie, and the page would not show it")
 	assert.NotContains(t, body, "Evict", "read-only: no action")
+
+	status, body = get(t, srv, "/admin/key?"+scopeForm("stuck-1").Encode())
+	require.Equal(t, http.StatusOK, status)
+	assert.Contains(t, body, `<span class="state stuck">stuck</span>`)
+	assert.Contains(t, body, "gateway-called")
+	assert.Contains(t, body, "</html>", "the whole page rendered")
 
 	status, _ = get(t, srv, "/admin/key?"+scopeForm("nope").Encode())
 	assert.Equal(t, http.StatusNotFound, status)

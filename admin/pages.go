@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/idemkit/idem/internal/opsview"
 	"github.com/idemkit/idem/outbox"
@@ -19,10 +20,12 @@ var funcs = template.FuncMap{
 	"body":      func(b []byte) string { return opsview.Body(b) },
 	"msgHeader": func(h http.Header) http.Header { shown, _ := opsview.Header(h); return shown },
 	"withheld":  func(h http.Header) []string { _, names := opsview.Header(h); return names },
-	"scope":     scopeQuery,
+	"scope":     func(op server.Operation) template.URL { return template.URL(scopeQuery(op)) },
+	"ago":       func(d time.Duration) string { return opsview.Duration(-d) },
 }
 
-// scopeQuery is the query string that names op's record.
+// scopeQuery is the query string that names op's record (escaped: the
+// templates insert it as a template.URL, not to escape it twice).
 func scopeQuery(op server.Operation) string {
 	return url.Values{"tenant": {op.Tenant}, "principal": {op.Principal}, "route": {op.Route}, "key": {op.Key}}.Encode()
 }
@@ -126,7 +129,7 @@ type inflightData struct {
 	Page  server.InFlightPage
 	Stuck bool
 	Route string
-	Next  string
+	Next  template.URL // the next page's query, escaped
 }
 
 func (h *handler) inflight(w http.ResponseWriter, r *http.Request) {
@@ -149,7 +152,7 @@ func (h *handler) inflight(w http.ResponseWriter, r *http.Request) {
 		if query.Stuck {
 			next.Set("stuck", "1")
 		}
-		d.Next = next.Encode()
+		d.Next = template.URL(next.Encode())
 	}
 	title := "In flight"
 	if query.Stuck {
