@@ -212,11 +212,7 @@ func (q *Memory) Parked(_ context.Context, after int64, limit int) ([]ParkedMess
 	var out []ParkedMessage
 	for id, m := range q.msgs {
 		if id > after && m.state == memParked {
-			out = append(out, q.s.parked(ParkedMessage{
-				ID: id, Message: m.msg.clone(), Reason: Reason(m.rec.Outcome), Attempts: m.attempts - m.rec.Base,
-				Status: m.rec.Status, Header: m.rec.Header, Body: m.rec.Body, Err: m.rec.Error,
-				EnqueuedAt: m.enqueuedAt, ParkedAt: m.parkedAt,
-			}, m.rec))
+			out = append(out, q.parkedLocked(id, m))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

@@ -57,6 +57,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[jobArgs]) error {
 	if win.Since.IsZero() {
 		win.Since = job.CreatedAt
 	}
+	win = w.o.s.reopened(win, job.Attempt) // parked, then retried from River UI: see operator_retry.go
 	msg := job.Args.message()
 	t := w.o.s.dispatch(ctx, job.ID, &msg, job.Attempt-win.Base, win)
 	switch {

@@ -31,6 +31,13 @@
 //	            refuse to start unless the database's durability report
 //	            (server.CheckDurability) is clean: no setting lets a crash
 //	            or a failover lose a payment already answered
+//	-admin-token
+//	            serve the operators' pages behind HTTP Basic authentication
+//	            whose password is this token: idem's admin page at /admin/
+//	            (package admin) and, on Postgres, River UI at /riverui/
+//	            (see admin.go and docs/operations.md)
+//	-admin-write
+//	            let /admin/ evict records and re-drive parked messages
 //
 // Metrics for Prometheus (/metrics) are served by the telemetry module's
 // build of this API, which this module cannot hold without depending on
@@ -144,6 +151,8 @@ type options struct {
 	readTimeout, idleTimeout   time.Duration
 	reconcile, reconcileMaxAge time.Duration
 	requireDurable             bool
+	adminToken                 string
+	adminWrite                 bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -163,6 +172,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"how long a charge may stay unknown before the reconciler settles it as result-unavailable")
 	fs.StringVar(&o.notify, "notify", "", "receiver base `URL`: payments notify it through the outbox")
 	fs.BoolVar(&o.requireDurable, "require-durable", false, "refuse to start unless the database's durability report is clean")
+	fs.StringVar(&o.adminToken, "admin-token", "", "serve the operators' pages (/admin/, and /riverui/ on Postgres) to HTTP Basic auth with this `password`")
+	fs.BoolVar(&o.adminWrite, "admin-write", false, "let /admin/ evict records and re-drive messages")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -172,6 +183,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	switch {
 	case fs.NArg() > 0 || o.retention <= 0 || o.lease <= 0 || o.grace <= 0 || o.readTimeout <= 0 || o.idleTimeout <= 0 || o.reconcile < 0:
 		fmt.Fprintln(stderr, "server: no arguments are taken, the durations must be positive, and -reconcile not negative")
+		return o, errUsage
+	case o.adminWrite && o.adminToken == "":
+		fmt.Fprintln(stderr, "server: -admin-write needs -admin-token: the operators' pages are served only behind it")
 		return o, errUsage
 	case o.requireDurable && o.db == "":
 		fmt.Fprintln(stderr, "server: -require-durable needs -db: in memory, a restart loses every payment and its record")
@@ -203,7 +217,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return err
 	}
 	defer closeDB()
-	stopNotify, err := startNotify(ctx, o, &cfg, log)
+	ob, stopNotify, err := startNotify(ctx, o, &cfg, log)
 	if err != nil {
 		return err
 	}
@@ -223,14 +237,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return err
 	}
 	defer stopReconciler() // before the gateway stops and the pool closes
+	h, stopAdmin, err := withAdmin(ctx, o, api.New(cfg), cfg.Store, ob, log)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "payments server: listening on http://%s\n", ln.Addr())
 	log.Info("payments server started", "addr", ln.Addr().String(), "store", storeName(o.db),
-		"gateway", cfg.GatewayURL, "retention", o.retention, "lease", o.lease)
-	return httpserve.Run(ctx, ln, api.New(cfg), o.grace, o.timeouts(), log)
+		"gateway", cfg.GatewayURL, "retention", o.retention, "lease", o.lease, "admin", o.adminToken != "")
+	return httpserve.Run(ctx, ln, h, o.grace, o.timeouts(), log)
 }
 
 // timeouts are the API's bounds on a client (see the package doc): the

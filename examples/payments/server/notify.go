@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemkit/idem/admin"
 	"github.com/idemkit/idem/examples/payments/api"
 	"github.com/idemkit/idem/outbox"
 )
@@ -16,10 +17,11 @@ import (
 // (in memory: atomically with it), and a dispatcher in this process
 // delivers them until ctx is done or stop is called. With Postgres, more dispatchers may
 // run beside it (go run ./examples/payments/dispatcher). stop waits for
-// the dispatcher to finish.
-func startNotify(ctx context.Context, o options, cfg *api.Config, log *slog.Logger) (stop func(), err error) {
+// the dispatcher to finish. ob is the outbox, for the admin page; nil
+// without -notify.
+func startNotify(ctx context.Context, o options, cfg *api.Config, log *slog.Logger) (ob admin.Outbox, stop func(), err error) {
 	if o.notify == "" {
-		return func() {}, nil
+		return nil, func() {}, nil
 	}
 	run := func(ctx context.Context) error { return nil }
 	closePool := func() {}
@@ -27,19 +29,19 @@ func startNotify(ctx context.Context, o options, cfg *api.Config, log *slog.Logg
 	case *api.MemoryBackend:
 		q := outbox.NewMemory(outbox.Config{Logger: log})
 		b.NotifyTo(q, o.notify)
-		run = q.Run
+		run, ob = q.Run, q
 	case *api.PostgresBackend:
 		pool, err := pgxpool.New(ctx, o.db)
 		if err != nil {
-			return nil, fmt.Errorf("-notify: %w", err)
+			return nil, nil, fmt.Errorf("-notify: %w", err)
 		}
-		ob, err := openOutbox(ctx, pool, log)
+		pg, err := openOutbox(ctx, pool, log)
 		if err != nil {
 			pool.Close()
-			return nil, fmt.Errorf("-notify: %w", err)
+			return nil, nil, fmt.Errorf("-notify: %w", err)
 		}
-		b.NotifyTo(ob, o.notify)
-		run, closePool = ob.Run, pool.Close
+		b.NotifyTo(pg, o.notify)
+		run, closePool, ob = pg.Run, pool.Close, pg
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -49,7 +51,7 @@ func startNotify(ctx context.Context, o options, cfg *api.Config, log *slog.Logg
 			log.Error("payments server: dispatcher", "error", err)
 		}
 	}()
-	return func() { cancel(); <-done; closePool() }, nil
+	return ob, func() { cancel(); <-done; closePool() }, nil
 }
 
 func openOutbox(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (*outbox.Outbox, error) {

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/idemkit/idem/server"
+)
+
+func runKey(ctx context.Context, t *tool, args []string) error {
+	fs := t.flags("key")
+	op := scopeFlags(fs)
+	payload := fs.Bool("payload", false, "show the stored request and response (never a sensitive header)")
+	if err := parse(fs, args, 1); err != nil {
+		return err
+	}
+	op.Key = fs.Arg(0)
+	rec, err := t.ops.Lookup(ctx, *op, *payload)
+	if err != nil {
+		return err
+	}
+	return t.printRecord(rec)
+}
+
+func runInFlight(ctx context.Context, t *tool, args []string) error {
+	fs := t.flags("inflight")
+	var q server.InFlightQuery
+	fs.BoolVar(&q.Stuck, "stuck", false, "only the stuck ones: lease ended, not yet settled")
+	fs.StringVar(&q.Route, "route", "", "only this route")
+	fs.IntVar(&q.Limit, "limit", 50, "the most records to print (at most 1000)")
+	after := fs.String("after", "", "continue after this position (printed after a full page)")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	var err error
+	if q.After, err = server.ParsePosition(*after); err != nil {
+		fmt.Fprintln(t.e.stderr, "idemctl inflight: -after:", err)
+		return errUsage
+	}
+	page, err := t.ops.InFlight(ctx, q)
+	if err != nil {
+		return err
+	}
+	return t.printInFlight(page)
+}
+
+func runEvict(ctx context.Context, t *tool, args []string) error {
+	fs := t.flags("evict")
+	op := scopeFlags(fs)
+	force := fs.Bool("force", false, "evict even while the record's lease is live (an attempt may be running)")
+	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	if err := parse(fs, args, 1); err != nil {
+		return err
+	}
+	op.Key = fs.Arg(0)
+	rec, err := t.ops.Lookup(ctx, *op, false) // a bad scope or an unknown key asks nothing
+	if err != nil {
+		return err
+	}
+	if !*yes {
+		q := fmt.Sprintf("Evict the %s record of key %q on %q (tenant %q, principal %q)? The next request with this key runs the handler again.",
+			rec.State, op.Key, op.Route, op.Tenant, op.Principal)
+		if err := t.confirm(q); err != nil {
+			return err
+		}
+	}
+	rec, err = t.ops.Evict(ctx, *op, *force)
+	if err != nil {
+		return err
+	}
+	if t.g.json {
+		return t.printJSON(map[string]any{"evicted": recordJSON(rec)})
+	}
+	fmt.Fprintf(t.e.stdout, "evicted: %s %q (%s, attempt %d): the next request with this key runs the handler again\n",
+		op.Route, op.Key, rec.State, rec.Attempt)
+	return nil
+}
+
+func runParked(ctx context.Context, t *tool, args []string) error {
+	fs := t.flags("parked")
+	after := fs.Int64("after", 0, "list the messages whose ID is over this one")
+	limit := fs.Int("limit", 50, "the most messages to print")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := t.needOutbox(ctx); err != nil {
+		return err
+	}
+	msgs, err := t.outbox.Parked(ctx, *after, max(*limit, 1))
+	if err != nil {
+		return err
+	}
+	return t.printParked(msgs, *limit)
+}
+
+func runMessage(ctx context.Context, t *tool, args []string) error {
+	fs := t.flags("message")
+	key := fs.String("key", "", "the message's Idempotency-Key instead of its ID")
+	if err := parse(fs, args, -1); err != nil {
+		return err
+	}
+	if want := map[bool]int{true: 0, false: 1}[*key != ""]; fs.NArg() != want {
+		fmt.Fprintln(t.e.stderr, "idemctl message: give a message ID or -key, not both")
+		return errUsage
+	}
+	if err := t.needOutbox(ctx); err != nil {
+		return err
+	}
+	if *key != "" {
+		st, err := t.outbox.LookupKey(ctx, *key)
+		if err != nil {
+			return err
+		}
+		return t.printMessage(st)
+	}
+	id, err := messageID(t, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	st, err := t.outbox.Lookup(ctx, id)
+	if err != nil {
+		return err
+	}
+	return t.printMessage(st)
+}
+
+func runRedrive(ctx context.Context, t *tool, args []string) error {
+	fs := t.flags("redrive")
+	past := fs.Bool("past-retention", false, "send it even when the downstream may have forgotten its key (may run the operation twice)")
+	yes := fs.Bool("yes", false, "with -past-retention, do not ask for confirmation")
+	if err := parse(fs, args, 1); err != nil {
+		return err
+	}
+	id, err := messageID(t, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if err := t.needOutbox(ctx); err != nil {
+		return err
+	}
+	if *past {
+		if !*yes {
+			q := fmt.Sprintf("Re-drive message %d even if the downstream may have forgotten its key? It may run the operation a second time there.", id)
+			if err := t.confirm(q); err != nil {
+				return err
+			}
+		}
+		err = t.outbox.RedrivePastRetention(ctx, id)
+	} else {
+		err = t.outbox.Redrive(ctx, id)
+	}
+	if err != nil {
+		return err
+	}
+	if t.g.json {
+		return t.printJSON(map[string]any{"redriven": id})
+	}
+	fmt.Fprintf(t.e.stdout, "redriven: message %d is due again, with its key and a new retry window\n", id)
+	return nil
+}
+
+func runStats(ctx context.Context, t *tool, args []string) error {
+	if err := parse(t.flags("stats"), args, 0); err != nil {
+		return err
+	}
+	counts, err := t.ops.Counts(ctx)
+	if err != nil {
+		return err
+	}
+	s := stats{Records: counts}
+	if ok, err := t.hasTable(ctx, t.g.outboxSchema, "river_job"); err != nil {
+		return err
+	} else if ok {
+		st, err := t.outbox.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		s.Outbox = &st
+	}
+	return t.printStats(s)
+}
+
+// messageID reads a message ID argument.
+func messageID(t *tool, arg string) (int64, error) {
+	id, err := strconv.ParseInt(arg, 10, 64)
+	if err != nil || id <= 0 {
+		fmt.Fprintf(t.e.stderr, "idemctl: %q is not a message ID\n", arg)
+		return 0, errUsage
+	}
+	return id, nil
+}

@@ -1,0 +1,159 @@
+// Command idemctl answers an operator's questions about a service that runs
+// idem on Postgres: what became of a key, what is in flight or stuck, which
+// outbox messages were parked, and it evicts a record or re-drives a
+// message.
+//
+//	idemctl [-db URL] [-json] <command> [flags] [args]
+//
+//	key      -route R [-tenant T] [-principal P] [-payload] KEY   look a record up
+//	inflight [-stuck] [-route R] [-limit N] [-after POS]          the operations in flight, oldest first
+//	evict    -route R [-tenant T] [-principal P] [-force] [-yes] KEY
+//	parked   [-after ID] [-limit N]                               the outbox's parked messages
+//	message  ID | -key K                                          one outbox message, in any state
+//	redrive  [-past-retention] [-yes] ID                          send a parked message again
+//	stats                                                         counts of records and messages
+//
+// The database is -db, or DATABASE_URL; the tables are those of the URL's
+// search_path (server.Migrate's idem_records, River's river_job).
+// -key-retention must be the dispatchers' outbox Config.KeyRetention
+// (default 24h): redrive refuses a message a delivery of which may have
+// taken effect longer ago. -replay-headers names the routes'
+// server.Config.ReplayHeaders, shown with -payload; Set-Cookie,
+// authentication and connection headers are never shown.
+//
+// Output is a table for people, or JSON with -json. Exit status: 0 done;
+// 1 the database or the outbox failed; 2 bad usage or a bad scope (nothing
+// read or changed); 3 not found (no record for the key, no such message);
+// 4 refused, nothing changed (a live lease without -force, a message not
+// parked or past its key retention without -past-retention, or a
+// confirmation not given).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// The exit statuses.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitNotFound = 3
+	exitRefused  = 4
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}))
+}
+
+// env is the program's world, for tests.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// globals are the flags before the command.
+type globals struct {
+	db            string
+	json          bool
+	timeout       time.Duration
+	keyRetention  time.Duration
+	outboxSchema  string
+	replayHeaders string
+}
+
+// command is one of idemctl's commands: it parses its flags from args and
+// runs against a connected tool.
+type command struct {
+	name, usage string
+	run         func(ctx context.Context, t *tool, args []string) error
+}
+
+var commands = []command{
+	{"key", "-route R [-tenant T] [-principal P] [-payload] KEY", runKey},
+	{"inflight", "[-stuck] [-route R] [-limit N] [-after POS]", runInFlight},
+	{"evict", "-route R [-tenant T] [-principal P] [-force] [-yes] KEY", runEvict},
+	{"parked", "[-after ID] [-limit N]", runParked},
+	{"message", "ID | -key K", runMessage},
+	{"redrive", "[-past-retention] [-yes] ID", runRedrive},
+	{"stats", "", runStats},
+}
+
+// run is the program; it returns the exit status.
+func run(ctx context.Context, args []string, e env) int {
+	g, rest, err := parseGlobals(args, e)
+	if err != nil {
+		return exitUsage
+	}
+	if len(rest) == 0 {
+		usage(e.stderr)
+		return exitUsage
+	}
+	var cmd *command
+	for i := range commands {
+		if commands[i].name == rest[0] {
+			cmd = &commands[i]
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(e.stderr, "idemctl: unknown command %q\n", rest[0])
+		usage(e.stderr)
+		return exitUsage
+	}
+	if g.db == "" {
+		fmt.Fprintln(e.stderr, "idemctl: no database: set -db or DATABASE_URL")
+		return exitUsage
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	t, err := connect(ctx, g, e)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "idemctl:", err)
+		return exitFailed
+	}
+	defer t.close()
+	err = cmd.run(ctx, t, rest[1:])
+	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errReported) {
+		fmt.Fprintln(e.stderr, "idemctl:", err)
+	}
+	return exitStatus(err)
+}
+
+func parseGlobals(args []string, e env) (globals, []string, error) {
+	g := globals{}
+	fs := flag.NewFlagSet("idemctl", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { usage(e.stderr); fs.PrintDefaults() }
+	fs.StringVar(&g.db, "db", e.getenv("DATABASE_URL"), "Postgres `URL` (default $DATABASE_URL)")
+	fs.BoolVar(&g.json, "json", false, "print JSON instead of a table")
+	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "bound on the whole command")
+	fs.DurationVar(&g.keyRetention, "key-retention", 24*time.Hour, "the dispatchers' outbox Config.KeyRetention")
+	fs.StringVar(&g.outboxSchema, "outbox-schema", "", "the outbox's Config.Schema (default: the search_path's)")
+	fs.StringVar(&g.replayHeaders, "replay-headers", "", "comma-separated server.Config.ReplayHeaders of the routes")
+	if err := fs.Parse(args); err != nil {
+		return g, nil, err
+	}
+	if g.timeout <= 0 || g.keyRetention <= 0 {
+		fmt.Fprintln(e.stderr, "idemctl: -timeout and -key-retention must be positive")
+		return g, nil, errUsage
+	}
+	return g, fs.Args(), nil
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: idemctl [-db URL] [-json] <command> [flags] [args]")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.usage)
+	}
+}

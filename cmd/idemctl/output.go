@@ -1,0 +1,248 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/idemkit/idem/internal/opsview"
+	"github.com/idemkit/idem/outbox"
+	"github.com/idemkit/idem/server"
+)
+
+// recordView is a record as -json prints it: times in RFC 3339, durations
+// in seconds.
+type recordView struct {
+	Tenant         string                `json:"tenant"`
+	Principal      string                `json:"principal"`
+	Route          string                `json:"route"`
+	Key            string                `json:"key"`
+	State          string                `json:"state"`
+	Stuck          bool                  `json:"stuck"`
+	Expired        bool                  `json:"expired"`
+	Mode           string                `json:"mode"`
+	Attempt        int                   `json:"attempt"`
+	Status         int                   `json:"status,omitempty"`
+	LeaseLeftSecs  *float64              `json:"lease_left_seconds,omitempty"`
+	AgeSecs        float64               `json:"age_seconds"`
+	CreatedAt      time.Time             `json:"created_at"`
+	ExpiresAt      time.Time             `json:"expires_at"`
+	ReconcileAt    *time.Time            `json:"reconcile_at,omitempty"`
+	Recovery       *server.Recovery      `json:"recovery,omitempty"`
+	FingerprintAlg string                `json:"fingerprint_alg"`
+	Request        *server.StoredRequest `json:"request,omitempty"`
+	Header         http.Header           `json:"header,omitempty"`
+	Body           *string               `json:"body,omitempty"`
+	Withheld       []string              `json:"withheld,omitempty"`
+}
+
+func recordJSON(r server.Record) recordView {
+	v := recordView{Tenant: r.Tenant, Principal: r.Principal, Route: r.Route, Key: r.Key, State: r.State,
+		Stuck: r.Stuck(), Expired: r.Expired(), Mode: modeName(r.Mode), Attempt: r.Attempt, Status: r.Status,
+		AgeSecs: r.Age().Seconds(), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Recovery: r.Recovery,
+		FingerprintAlg: r.FingerprintAlg, Request: r.Request, Header: r.Header, Withheld: r.Withheld}
+	if !r.LeaseEnds.IsZero() {
+		left := r.LeaseLeft().Seconds()
+		v.LeaseLeftSecs = &left
+	}
+	if !r.ReconcileAt.IsZero() {
+		v.ReconcileAt = &r.ReconcileAt
+	}
+	if r.Header != nil {
+		body := opsview.Body(r.Body)
+		v.Body = &body
+	}
+	return v
+}
+
+func modeName(m server.Mode) string {
+	if m == server.Leased {
+		return "leased"
+	}
+	return "transactional"
+}
+
+func (t *tool) printJSON(v any) error {
+	enc := json.NewEncoder(t.e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// fields prints name/value lines.
+func (t *tool) fields(pairs ...string) {
+	w := tabwriter.NewWriter(t.e.stdout, 0, 4, 2, ' ', 0)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		fmt.Fprintf(w, "%s\t%s\n", pairs[i], pairs[i+1])
+	}
+	_ = w.Flush()
+}
+
+func (t *tool) printRecord(r server.Record) error {
+	if t.g.json {
+		return t.printJSON(recordJSON(r))
+	}
+	state := r.State
+	if r.Stuck() {
+		state += " (stuck: lease ended, not yet settled)"
+	}
+	if r.Expired() {
+		state += " (expired: a retry runs the handler again)"
+	}
+	lease, recovery, status := "-", "none", "none stored"
+	if !r.LeaseEnds.IsZero() {
+		lease = opsview.Duration(r.LeaseLeft()) + " left"
+		if r.LeaseLeft() <= 0 {
+			lease = "ended " + opsview.Duration(-r.LeaseLeft()) + " ago"
+		}
+	}
+	if r.Recovery != nil {
+		recovery = r.Recovery.Point + " " + string(r.Recovery.Data)
+	}
+	if r.Status != 0 {
+		status = fmt.Sprint(r.Status)
+	}
+	t.fields("tenant", r.Tenant, "principal", r.Principal, "route", r.Route, "key", r.Key,
+		"state", state, "mode", modeName(r.Mode), "attempt", fmt.Sprint(r.Attempt), "status", status,
+		"lease", lease, "recovery point", recovery,
+		"created", opsview.Time(r.CreatedAt)+" ("+opsview.Duration(r.Age())+" ago)", "expires", opsview.Time(r.ExpiresAt),
+		"fingerprint", r.FingerprintAlg)
+	if req := r.Request; req != nil {
+		fmt.Fprintf(t.e.stdout, "\nstored request: %s %s\n", req.Method, req.URI)
+		t.printHeader(req.Header)
+		fmt.Fprintln(t.e.stdout, opsview.Body(req.Body))
+	}
+	if r.Header != nil {
+		fmt.Fprintln(t.e.stdout, "\nstored response:")
+		t.printHeader(r.Header)
+		fmt.Fprintln(t.e.stdout, opsview.Body(r.Body))
+	}
+	if len(r.Withheld) > 0 {
+		fmt.Fprintf(t.e.stdout, "withheld (never shown): %s\n", strings.Join(r.Withheld, ", "))
+	}
+	return nil
+}
+
+func (t *tool) printHeader(h http.Header) {
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		for _, v := range h[name] {
+			fmt.Fprintf(t.e.stdout, "  %s: %s\n", name, v)
+		}
+	}
+}
+
+func (t *tool) printInFlight(page server.InFlightPage) error {
+	if t.g.json {
+		views := make([]recordView, 0, len(page.Records))
+		for _, r := range page.Records {
+			views = append(views, recordJSON(r))
+		}
+		out := map[string]any{"records": views}
+		if page.More {
+			out["next"] = page.Next.String()
+		}
+		return t.printJSON(out)
+	}
+	w := tabwriter.NewWriter(t.e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "CREATED\tAGE\tTENANT\tPRINCIPAL\tROUTE\tKEY\tATTEMPT\tLEASE\tRECOVERY")
+	for _, r := range page.Records {
+		lease := opsview.Duration(r.LeaseLeft()) + " left"
+		switch {
+		case r.Stuck():
+			lease = "STUCK " + opsview.Duration(-r.LeaseLeft()) + " ago"
+		case r.LeaseEnds.IsZero():
+			lease = "transaction"
+		}
+		point := "-"
+		if r.Recovery != nil {
+			point = r.Recovery.Point
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", opsview.Time(r.CreatedAt), opsview.Duration(r.Age()),
+			r.Tenant, r.Principal, r.Route, r.Key, r.Attempt, lease, point)
+	}
+	_ = w.Flush()
+	if page.More {
+		fmt.Fprintf(t.e.stdout, "more: idemctl inflight -after %s\n", page.Next.String())
+	}
+	return nil
+}
+
+func (t *tool) printParked(msgs []outbox.ParkedMessage, limit int) error {
+	if t.g.json {
+		return t.printJSON(map[string]any{"parked": msgs})
+	}
+	w := tabwriter.NewWriter(t.e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tNAME\tURL\tREASON\tSTATUS\tATTEMPTS\tPARKED\tREDRIVE BY")
+	for _, p := range msgs {
+		by := "any time"
+		if !p.RedriveBy.IsZero() {
+			by = opsview.Time(p.RedriveBy)
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s %s\t%s\t%d\t%d\t%s\t%s\n", p.ID, p.Message.Name, p.Message.Method, p.Message.URL,
+			p.Reason, p.Status, p.Attempts, opsview.Time(p.ParkedAt), by)
+	}
+	_ = w.Flush()
+	if len(msgs) == limit {
+		fmt.Fprintf(t.e.stdout, "more: idemctl parked -after %d\n", msgs[len(msgs)-1].ID)
+	}
+	return nil
+}
+
+func (t *tool) printMessage(st outbox.MessageStatus) error {
+	shown, withheld := opsview.Header(st.Message.Header)
+	st.Message.Header = shown
+	if t.g.json {
+		return t.printJSON(map[string]any{"message": st, "withheld": withheld})
+	}
+	state := string(st.State)
+	if st.Reason != "" {
+		state += " (" + string(st.Reason) + ")"
+	}
+	by := "any time (no delivery reached the downstream)"
+	if !st.RedriveBy.IsZero() {
+		by = opsview.Time(st.RedriveBy)
+	}
+	t.fields("id", fmt.Sprint(st.ID), "state", state, "name", st.Message.Name,
+		"request", st.Message.Method+" "+st.Message.URL, "key", st.Message.Key, "attempts", fmt.Sprint(st.Attempts),
+		"enqueued", opsview.Time(st.EnqueuedAt), "next delivery", opsview.Time(st.NextAttempt),
+		"delivered", opsview.Time(st.DeliveredAt), "parked", opsview.Time(st.ParkedAt),
+		"first delivery that may have acted", opsview.Time(st.FirstAttempt), "redrive by", by,
+		"last status", fmt.Sprint(st.Status), "last error", st.Err)
+	if st.Status != 0 {
+		fmt.Fprintln(t.e.stdout, "\nlast response:")
+		resp, _ := opsview.Header(st.Header)
+		t.printHeader(resp)
+		fmt.Fprintln(t.e.stdout, opsview.Body(st.Body))
+	}
+	if len(withheld) > 0 {
+		fmt.Fprintf(t.e.stdout, "withheld (never shown): %s\n", strings.Join(withheld, ", "))
+	}
+	return nil
+}
+
+// stats is what the stats command prints.
+type stats struct {
+	Records server.RecordCounts `json:"records"`
+	Outbox  *outbox.Stats       `json:"outbox,omitempty"`
+}
+
+func (t *tool) printStats(s stats) error {
+	if t.g.json {
+		return t.printJSON(s)
+	}
+	c := s.Records
+	t.fields("records (estimate)", fmt.Sprint(c.Records),
+		"in flight", fmt.Sprintf("%d (oldest %s)", c.Running, opsview.Duration(c.OldestRunning)),
+		"stuck", fmt.Sprintf("%d (oldest %s)", c.Stuck, opsview.Duration(c.OldestStuck)))
+	if o := s.Outbox; o != nil {
+		t.fields("outbox pending", fmt.Sprintf("%d (oldest %s)", o.Pending, opsview.Duration(o.OldestPending)),
+			"outbox parked", fmt.Sprint(o.Parked))
+	} else {
+		t.fields("outbox", "none (no river_job table)")
+	}
+	return nil
+}
