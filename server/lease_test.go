@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -47,6 +49,15 @@ func (c *charge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusCreated)
 	_, _ = fmt.Fprintf(w, `{"attempt":%d}`, ls.Attempt())
+}
+
+// leaseServer serves c under the middleware in Leased mode on k's store.
+func leaseServer(t *testing.T, k *kit, c *charge, hooks Hooks) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	cfg := Config{Mode: Leased, Lease: 30 * time.Second, Hooks: hooks}
+	mux.Handle("POST /v1/charges", Middleware(k.store, quiet(cfg))(c))
+	return serve(t, mux)
 }
 
 func TestCheckpointRejectsBadData(t *testing.T) {

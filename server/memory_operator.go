@@ -119,7 +119,7 @@ func (r *memRecord) record(now time.Time) Record {
 		out.LeaseEnds = r.lockedUntil
 	}
 	if r.resp != nil {
-		out.Status = r.resp.status
+		out.Status = r.resp.Status
 	}
 	if r.point != nil {
 		out.Recovery = &Recovery{Point: r.point.Point, Data: r.point.Data}
@@ -137,7 +137,7 @@ func (r *memRecord) setPayload(out *Record) error {
 		out.Request = req
 	}
 	if r.resp != nil {
-		out.Header, out.Body = r.resp.header.Clone(), r.resp.body
+		out.Header, out.Body = r.resp.Header.Clone(), r.resp.Body
 	}
 	return nil
 }

@@ -98,7 +98,7 @@ func setStoredHeader(t *testing.T, k *kit, op Operation, h http.Header) {
 	m := k.store.(*MemoryStore)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.recs[scope].resp.header = h
+	m.recs[scope].resp.Header = h
 }
 
 func TestOperatorFindsAndEvictsAStuckLease(t *testing.T) {
