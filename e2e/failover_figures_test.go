@@ -74,10 +74,18 @@ func (r *failoverRun) failed() int {
 }
 
 // failedOutlastingOutage counts the load's undesigned failures whose
-// deadline outlasted the outage (the kill to the API serving again).
+// deadline outlasted the outage (the kill to the API serving again) and
+// the Retry-After that the API sent throughout it (apiRetryAfter): a
+// client that honours it learns that the API serves again up to that long
+// after it does, so a call whose deadline comes sooner cannot be expected
+// to complete (an impatient caller that meets the last 503).
 func (r *failoverRun) failedOutlastingOutage() int {
-	return failedOutlasting(r.ops, r.load, r.payer.deadlineOf, r.faults.serving)
+	return failedOutlasting(r.ops, r.load, r.payer.deadlineOf, r.faults.serving.Add(apiRetryAfter))
 }
+
+// apiRetryAfter is the Retry-After of the payments API's 503
+// store-unavailable (examples/payments/api).
+const apiRetryAfter = time.Second
 
 // replayedResends counts the resent operations that had taken effect
 // (their resend was answered with the stored response).
@@ -99,7 +107,7 @@ func (r *failoverRun) logFigures(t *testing.T) {
 	first, last, off := failureWindow(r.ops, r.load, at.killed)
 	breaker, budget, other := r.failureReasons()
 	t.Logf("failover (%s): %d payments, one every %v, %d workers; outage kill->serving %.2fs, promotion->serving %.2fs (promoted %.2fs after the kill); "+
-		"ok %d, failed %d (deadline past the outage: %d; breaker open %d, budget spent %d, other %d), unknown %d resent with their key (%d had taken effect and replayed, %d ran then); "+
+		"ok %d, failed %d (deadline past the outage and its Retry-After: %d; breaker open %d, budget spent %d, other %d), unknown %d resent with their key (%d had taken effect and replayed, %d ran then); "+
 		"lost ok %d, doubles %d; the clients saw failures: %d payments ended otherwise than designed, from %+.2fs to %+.2fs after the kill; longest payment %.2fs; %d retried",
 		mode, len(r.ops), failoverPace, failoverWorkers, at.serving.Sub(at.killed).Seconds(), at.serving.Sub(at.promotion).Seconds(),
 		at.promoted.Sub(at.killed).Seconds(), countKind(r.load, testserver.OutcomeOK), r.failed(), r.failedOutlastingOutage(), breaker, budget, other,
