@@ -27,9 +27,10 @@
 // result commit together. The claim is a transaction-level advisory lock
 // on the key's scope (in the two-int4 key space, see PostgresStore) and
 // the record is written once, as the transaction commits. The response is
-// held until then: a handler's 201 never reaches the client
-// when the commit failed (it gets 500 commit-failed instead). A 2xx, 3xx
-// or 4xx such as 402 commits and is stored; a 5xx or a panic rolls back
+// held until then: a handler's 201 never reaches the client when the
+// commit failed (it gets commit-failed instead: 503 with Retry-After when
+// the store was lost, as in a failover, else 500). A 2xx, 3xx or 4xx such
+// as 402 commits and is stored; a 5xx or a panic rolls back
 // (then the 5xx goes out, or the panic goes on); a rejection status (400,
 // 404, 422, ... see Config.RejectStatuses) rolls back and stores nothing,
 // so a corrected retry is processed. A duplicate that arrives while the

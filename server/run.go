@@ -119,7 +119,7 @@ func (x *runner) commitFailed(err error) {
 	x.ev.Problem = problemCommitFailed
 	call(x.h.s.Hooks.Released, x.ctx, x.ev)
 	x.h.s.log(x.ctx, slog.LevelError, "idem: commit failed", x.ev)
-	x.h.s.writeProblem(x.w, commitFailed())
+	x.h.s.writeProblem(x.w, commitFailed(err))
 }
 
 // release rolls the attempt back (Transactional), or releases the key or
