@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -163,6 +164,26 @@ func (f durabilityFacts) commitFinding() DurabilityFinding {
 	return d
 }
 
+// requiredStandbys is how many synchronous standbys a commit waits for by
+// synchronous_standby_names: num_sync in "FIRST num_sync (names)", "ANY
+// num_sync (names)" and "num_sync (names)", and 1 for a plain list of
+// names (PostgreSQL's grammar for the setting).
+func requiredStandbys(names string) int {
+	s := strings.TrimSpace(names)
+	if keyword, rest, ok := strings.Cut(s, " "); ok && (strings.EqualFold(keyword, "FIRST") || strings.EqualFold(keyword, "ANY")) {
+		s = strings.TrimSpace(rest)
+	}
+	digits := len(s) - len(strings.TrimLeft(s, "0123456789"))
+	if digits == 0 || !strings.HasPrefix(strings.TrimSpace(s[digits:]), "(") {
+		return 1
+	}
+	n, err := strconv.Atoi(s[:digits])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
 // waitsForStandbys reports whether commits wait for the named standbys.
 func (f durabilityFacts) waitsForStandbys() bool {
 	return f.syncNames != "" && f.syncCommit != "off" && f.syncCommit != "local"
@@ -189,6 +210,11 @@ func (f durabilityFacts) replication() DurabilityFinding {
 		d.Risk = true
 		d.Meaning = "synchronous standbys are named but none is connected in sync: every commit waits until one is (the API stalls), " +
 			"and a commit whose wait is cancelled is committed here alone: answered to its retry, it is lost by a failover"
+	case f.synchronous < requiredStandbys(f.syncNames):
+		d.Risk = true
+		d.Meaning = fmt.Sprintf("%d synchronous standbys are required but only %d is connected in sync: every commit waits "+
+			"until enough are (the API stalls), and a commit whose wait is cancelled is committed here alone: answered to its retry, "+
+			"it is lost by a failover", requiredStandbys(f.syncNames), f.synchronous)
 	default:
 		d.Meaning = "synchronous replication: an operation is answered only once a synchronous standby has it, so a failover " +
 			"to a synchronous standby loses none (the HA manager must choose one of them, and fence this server)"
