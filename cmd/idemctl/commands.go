@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/idemkit/idem/outbox"
 	"github.com/idemkit/idem/server"
 )
 
@@ -138,6 +139,14 @@ func runRedrive(ctx context.Context, t *tool, args []string) error {
 	}
 	if err := t.needOutbox(ctx); err != nil {
 		return err
+	}
+	// An unknown or unparked message is refused before the question.
+	st, err := t.outbox.Lookup(ctx, id)
+	if err != nil {
+		return err
+	}
+	if st.State != outbox.StateParked {
+		return fmt.Errorf("%w: message %d is %s", outbox.ErrNotParked, id, st.State)
 	}
 	if *past {
 		if !*yes {
