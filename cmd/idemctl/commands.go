@@ -16,6 +16,9 @@ func runKey(ctx context.Context, t *tool, args []string) error {
 	if err := parse(fs, args, 1); err != nil {
 		return err
 	}
+	if err := t.needRecords(ctx); err != nil {
+		return err
+	}
 	op.Key = fs.Arg(0)
 	rec, err := t.ops.Lookup(ctx, *op, *payload)
 	if err != nil {
@@ -39,6 +42,9 @@ func runInFlight(ctx context.Context, t *tool, args []string) error {
 		fmt.Fprintln(t.e.stderr, "idemctl inflight: -after:", err)
 		return errUsage
 	}
+	if err := t.needRecords(ctx); err != nil {
+		return err
+	}
 	page, err := t.ops.InFlight(ctx, q)
 	if err != nil {
 		return err
@@ -52,6 +58,9 @@ func runEvict(ctx context.Context, t *tool, args []string) error {
 	force := fs.Bool("force", false, "evict even while the record's lease is live (an attempt may be running)")
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	if err := parse(fs, args, 1); err != nil {
+		return err
+	}
+	if err := t.needRecords(ctx); err != nil {
 		return err
 	}
 	op.Key = fs.Arg(0)
@@ -171,6 +180,9 @@ func runRedrive(ctx context.Context, t *tool, args []string) error {
 
 func runStats(ctx context.Context, t *tool, args []string) error {
 	if err := parse(t.flags("stats"), args, 0); err != nil {
+		return err
+	}
+	if err := t.needRecords(ctx); err != nil {
 		return err
 	}
 	counts, err := t.ops.Counts(ctx)

@@ -145,6 +145,17 @@ func TestKeyInFlightAndEvict(t *testing.T) {
 	assert.Contains(t, out, "none (no river_job table)")
 }
 
+// A database without the records' table (a wrong -db or search_path)
+// is named as such, not as an SQL error.
+func TestNoRecordsTable(t *testing.T) {
+	db := pgtest.SchemaURL(t)
+	for _, args := range [][]string{withScope("key", "k"), {"inflight"}, withScope("evict", "-yes", "k"), {"stats"}} {
+		code, _, errOut := ctl(t, db, "", args...)
+		assert.Equal(t, exitFailed, code, "%v", args)
+		assert.Contains(t, errOut, "no idem_records table", "%v", args)
+	}
+}
+
 func TestParkedMessageAndRedrive(t *testing.T) {
 	db := pgtest.SchemaURL(t)
 	pool := pgtest.NewPool(t, db)
