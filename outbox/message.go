@@ -19,9 +19,9 @@ const MaxBodyBytes = 256 << 10
 // lengths of its names and values added up, a name counted once per value.
 // MaxHeaders is the most values it may hold: 100. A name without values
 // counts as one empty value (it is stored with the message, though no
-// request carries it). A request whose headers
-// are larger is one most servers refuse (HTTP/1.1 servers commonly allow
-// 8 to 16 KiB in all), and every byte is stored with the message.
+// request carries it). A request whose headers are larger is one most
+// servers refuse (HTTP/1.1 servers commonly allow 8 to 16 KiB in all),
+// and every byte is stored with the message.
 const (
 	MaxHeaderBytes = 16 << 10
 	MaxHeaders     = 100
