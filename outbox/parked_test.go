@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,4 +95,51 @@ func TestParkedRecordIsBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Listing parked messages allocates for the messages it returns, whatever
+// their history: River keeps an error per delivery in the job's errors
+// column (up to a KiB each here, the cut error of the record), which
+// grows by up to MaxAttempts with each re-drive, and Parked does not read
+// it. Ten parked messages are each given 2,000 such errors, what 80
+// re-drives of 25 failed deliveries leave, 2 MB a row; listing them
+// allocates about 15 KB a message (through River's JobList, which decodes
+// the column, it allocated 6.3 MB a message).
+func TestParkedAllocatesForWhatItReturns(t *testing.T) {
+	cfg := fastConfig(&events{})
+	tg, o, pool := postgresTarget(t, cfg)
+	d := newDownstream(t, func(string, int) (int, http.Header, string) {
+		return http.StatusBadRequest, http.Header{"Content-Type": {"text/plain"}}, strings.Repeat("b", 10_000)
+	})
+	ctx := context.Background()
+	for i := range 10 {
+		m := d.message("event")
+		m.Key = "history-" + strconv.Itoa(i)
+		_, err := tg.enqueue(ctx, m)
+		require.NoError(t, err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- tg.run(runCtx) }()
+	tg.waitParked(t, 10, "the ten refused messages are parked")
+	stop()
+	require.NoError(t, <-done)
+	_, err := pool.Exec(ctx, `UPDATE river_job SET errors = array_fill(jsonb_build_object('at', now(), 'attempt', 1,
+		'error', repeat('e', 1024), 'trace', ''), ARRAY[2000])`)
+	require.NoError(t, err)
+	var column int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT min(octet_length(errors::text)) FROM river_job").Scan(&column))
+	require.Greater(t, column, 2_000_000, "bytes of each row's errors")
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	parked, err := o.Parked(ctx, 0, 10)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Len(t, parked, 10)
+	perMessage := int(after.TotalAlloc-before.TotalAlloc) / len(parked)
+	t.Logf("Parked(0, 10) allocated %d bytes a message", perMessage)
+	assert.Less(t, perMessage, 64<<10, "bytes allocated a message returned, for a record of %d bytes of body",
+		len(parked[0].Body))
 }
