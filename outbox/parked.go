@@ -10,23 +10,50 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
+// sqlParked lists parked messages from River's job table (%[1]s): $1
+// queue, $2 kind, $3 the parked states (cast to River's state type,
+// %[2]s), ID over $4, the first $5 by ID. It reads what a ParkedMessage
+// shows, the message and the outbox's record of its last delivery, and
+// not River's errors column, which holds an error per delivery and grows
+// with each re-drive: a listing allocates in proportion to the messages
+// it returns, whatever their history.
+const sqlParked = `SELECT id, args, jsonb_build_object('output', metadata->'output'), attempt, created_at, finalized_at, state::text
+FROM %[1]s WHERE state = ANY($3::text[]::%[2]s[]) AND queue = $1 AND kind = $2 AND id > $4
+ORDER BY id LIMIT $5`
+
 // Parked returns up to limit parked messages whose ID is over after,
 // oldest first (after 0 starts the list; pass the last ID to page on).
-// Parked messages are kept until they are re-driven.
+// Parked messages are kept until they are re-driven. ctx governs the
+// call.
 func (o *Outbox) Parked(ctx context.Context, after int64, limit int) ([]ParkedMessage, error) {
-	params := river.NewJobListParams().Kinds(kind).Queues(queueName).
-		States(rivertype.JobStateCancelled, rivertype.JobStateDiscarded).
-		OrderBy(river.JobListOrderByID, river.SortOrderAsc).
-		Where("id > @after", river.NamedArgs{"after": after}).First(max(limit, 1))
-	res, err := o.client.JobList(ctx, params)
+	table, state := o.tables()
+	rows, err := o.pool.Query(ctx, fmt.Sprintf(sqlParked, table, state), queueName, kind, parkedStates, after, max(limit, 1))
 	if err != nil {
 		return nil, fmt.Errorf("outbox: parked: %w", err)
 	}
-	out := make([]ParkedMessage, 0, len(res.Jobs))
-	for _, job := range res.Jobs {
+	jobs, err := pgx.CollectRows(rows, scanParked)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: parked: %w", err)
+	}
+	out := make([]ParkedMessage, 0, len(jobs))
+	for _, job := range jobs {
 		out = append(out, o.parkedFrom(job))
 	}
 	return out, nil
+}
+
+// scanParked reads a row of sqlParked into the fields of River's JobRow
+// that parkedFrom reads, its times in UTC as River gives them.
+func scanParked(row pgx.CollectableRow) (*rivertype.JobRow, error) {
+	var job rivertype.JobRow
+	var state string
+	err := row.Scan(&job.ID, &job.EncodedArgs, &job.Metadata, &job.Attempt, &job.CreatedAt, &job.FinalizedAt, &state)
+	job.State, job.CreatedAt = rivertype.JobState(state), job.CreatedAt.UTC()
+	if job.FinalizedAt != nil {
+		utc := job.FinalizedAt.UTC()
+		job.FinalizedAt = &utc
+	}
+	return &job, err
 }
 
 func (o *Outbox) parkedFrom(job *rivertype.JobRow) ParkedMessage {
