@@ -30,7 +30,7 @@ var build struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Main(m)
 	if build.dir != "" {
 		_ = os.RemoveAll(build.dir)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/idemkit/idem/examples/payments/api"
 	"github.com/idemkit/idem/internal/gobuild"
+	"github.com/idemkit/idem/internal/pgtest"
 )
 
 // build is the program, compiled once for all the tests of the package
@@ -33,7 +34,7 @@ var build struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Main(m)
 	if build.dir != "" {
 		_ = os.RemoveAll(build.dir)
 	}
