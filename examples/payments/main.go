@@ -55,6 +55,8 @@ import (
 	"os"
 	"os/signal"
 	"time"
+
+	"github.com/idemkit/idem/internal/dbflag"
 )
 
 func main() {
@@ -126,7 +128,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.Uint64Var(&o.seed, "seed", uint64(time.Now().UnixNano()%1_000_000), "seed of the faults and the payments")
 	fs.IntVar(&o.concurrency, "concurrency", 32, "payments in flight at once")
 	fs.StringVar(&o.faults, "faults", "default", "share of attempts that meet a fault (0 to 1), or none, light, default, heavy")
-	fs.StringVar(&o.db, "db", getenv("DATABASE_URL"), "Postgres `URL`; empty runs in memory")
+	dbflag.Var(fs, &o.db, getenv, dbflag.Memory)
 	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", 500*time.Millisecond, "the clients' bound on each attempt")
 	fs.DurationVar(&o.storeLatency, "store-latency", 0, "make each payment's store call take about this long (0.8x to 1.2x), as a loaded machine's store does; 0: as fast as it is")
 	if err := fs.Parse(args); err != nil {
