@@ -35,8 +35,8 @@ func (r result) exitCode() int {
 const settleTimeout = time.Minute
 
 // run is the demo: it makes the payments with both clients and prints the
-// report on out, and a progress line on progress.
-func run(ctx context.Context, o options, out, progress io.Writer) (result, error) {
+// report on out, and its progress on pr.
+func run(ctx context.Context, o options, out io.Writer, pr progress) (result, error) {
 	rate, err := parseFaults(o.faults)
 	if err != nil {
 		return result{}, err
@@ -73,7 +73,7 @@ func run(ctx context.Context, o options, out, progress io.Writer) (result, error
 
 	t := trial{
 		ops: ops, seed: o.seed, rules: faultRules(o.seed, rate, o.attemptTimeout, ops),
-		concurrency: o.concurrency, backend: st.backend, store: st.idem, stripKeys: o.stripKeys, progress: progress,
+		concurrency: o.concurrency, backend: st.backend, store: st.idem, stripKeys: o.stripKeys, progress: pr,
 	}
 	var res result
 	base := transport(o.concurrency)
@@ -101,7 +101,12 @@ func runNotifiedTrial(ctx context.Context, t trial, nt *notifier) (column, error
 	if err != nil {
 		return c, err
 	}
+	stop := t.progress.show(t.name+", notifications", func() string {
+		now := nt.now(before)
+		return fmt.Sprintf("%d delivered, %d parked", now.delivered, now.parked)
+	})
 	c.notes, err = nt.settle(ctx, t.backend, t.tenant, before, settleTimeout)
+	stop()
 	return c, err
 }
 

@@ -40,8 +40,9 @@
 //	                   (0.8x to 1.2x), as a loaded machine's store does (default 0)
 //
 // The exit status is 1 when the idem column has any violation (a double
-// payment, a lost ok, ...), 2 for bad flags. While it runs, a progress
-// line on stderr (when it is a terminal) counts the payments made. The naive column's double
+// payment, a lost ok, ...), 2 for bad flags. While it runs, stderr shows
+// its progress (the payments made, then the notifications delivered): on
+// a terminal one line that redraws itself, elsewhere a line every 5 s. The naive column's double
 // payments are expected: they are printed, not failed on.
 package main
 
@@ -69,21 +70,12 @@ func main() {
 	case err != nil:
 		os.Exit(2)
 	}
-	res, err := run(ctx, o, os.Stdout, progressWriter())
+	res, err := run(ctx, o, os.Stdout, newProgress(os.Stderr))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "payments:", err)
 		os.Exit(1)
 	}
 	os.Exit(res.exitCode())
-}
-
-// progressWriter is stderr when it is a terminal, where the progress line
-// redraws itself, and io.Discard otherwise (a log file wants no redraws).
-func progressWriter() io.Writer {
-	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		return os.Stderr
-	}
-	return io.Discard
 }
 
 // options are the demo's flags.
