@@ -63,13 +63,7 @@ func run(ctx context.Context, o options, out io.Writer, pr progress) (result, er
 
 	ops := workload(o.seed, o.n)
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
-	fmt.Fprintf(out, "idem demo: %d payments, made twice through a fault-injecting proxy\n", o.n)
-	fmt.Fprintf(out, "seed %d (rerun: %s)\n", o.seed, o.command())
-	fmt.Fprintln(out, "A rerun meets the same fault at every (payment, attempt) and makes the same payments. Timing is not replayed:\n"+
-		"which retries the idem client's budget allows and when its breaker opens depend on it, so under heavy faults\n"+
-		"the idem column's counts may differ by a few; its promises (no double payment, no lost ok) hold in every run.")
-	fmt.Fprintf(out, "faults %s: %.0f%% of attempts, and 503 bursts for %.1f%% of payments; store %s, concurrency %d\n\n",
-		o.faults, 100*rate, 100*rate*burstShare, st.name, o.concurrency)
+	printHeader(out, o, rate, st.name)
 
 	t := trial{
 		ops: ops, seed: o.seed, rules: faultRules(o.seed, rate, o.attemptTimeout, ops),
@@ -91,6 +85,17 @@ func run(ctx context.Context, o options, out io.Writer, pr progress) (result, er
 	}
 	printReport(out, res)
 	return res, nil
+}
+
+// printHeader prints what the demo is about to do, and how to run it again.
+func printHeader(out io.Writer, o options, rate float64, store string) {
+	fmt.Fprintf(out, "idem demo: %d payments, made twice through a fault-injecting proxy\n", o.n)
+	fmt.Fprintf(out, "seed %d (rerun: %s)\n", o.seed, o.command())
+	fmt.Fprintln(out, "A rerun meets the same fault at every (payment, attempt) and makes the same payments. Timing is not replayed:\n"+
+		"which retries the idem client's budget allows and when its breaker opens depend on it, so under heavy faults\n"+
+		"the idem column's counts may differ by a few; its promises (no double payment, no lost ok) hold in every run.")
+	fmt.Fprintf(out, "faults %s: %.0f%% of attempts, and 503 bursts for %.1f%% of payments; store %s, concurrency %d\n\n",
+		o.faults, 100*rate, 100*rate*burstShare, store, o.concurrency)
 }
 
 // runNotifiedTrial runs the trial, then waits for its payments'
