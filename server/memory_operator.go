@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/idemkit/idem/internal/fingerprint"
 )
 
 // ReadRecord returns the record of op's scope (see RecordStore).
@@ -16,7 +18,7 @@ func (m *MemoryStore) ReadRecord(ctx context.Context, op Operation, payload bool
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	rec := m.recs[scopeHash(op.Tenant, op.Principal, op.Route, op.Key)]
+	rec := m.recs[fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)]
 	if rec == nil {
 		return Record{}, fmt.Errorf("%w (%s)", ErrUnknownKey, describe(op))
 	}
@@ -69,7 +71,7 @@ func (m *MemoryStore) DeleteRecord(ctx context.Context, op Operation, force bool
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	scope := scopeHash(op.Tenant, op.Principal, op.Route, op.Key)
+	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
 	rec := m.recs[scope]
 	if rec == nil {
 		return Record{}, fmt.Errorf("%w (%s)", ErrUnknownKey, describe(op))

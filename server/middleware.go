@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idemkit/idem/internal/fingerprint"
 	"github.com/idemkit/idem/internal/wire"
 )
 
@@ -121,11 +122,11 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *Claim, answe
 
 func (h *handler) claim(r *http.Request, ev Event, body []byte) *Claim {
 	tenant, principal, route, key := ev.Tenant, ev.Principal, ev.Route, ev.Key
-	in := newFPInput(r, route, body, h.s.fpHeaders)
+	in := fingerprint.NewInput(r, route, body, h.s.fpHeaders)
 	c := &Claim{
-		Scope:  scopeHash(tenant, principal, route, key),
+		Scope:  fingerprint.Scope(tenant, principal, route, key),
 		Tenant: tenant, Principal: principal, Route: route, Key: key,
-		Digest: fingerprint(in), DigestAlg: fingerprintAlg, in: in, Mode: h.s.Mode,
+		Digest: fingerprint.Sum(in), DigestAlg: fingerprint.Alg, in: in, Mode: h.s.Mode,
 		Lease: h.s.Lease, Retention: h.s.Retention, Wait: h.s.waitBound(),
 	}
 	if c.Mode == Leased {

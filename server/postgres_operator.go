@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/internal/fingerprint"
 )
 
 // The SQL of PostgresStore's RecordStore methods. Like the claims, they
@@ -66,7 +68,7 @@ const evictLockTimeout = "2s"
 // ReadRecord returns the record of op's scope (see RecordStore), in one
 // index lookup.
 func (s *PostgresStore) ReadRecord(ctx context.Context, op Operation, payload bool) (Record, error) {
-	scope := scopeHash(op.Tenant, op.Principal, op.Route, op.Key)
+	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
 	var request, header, body []byte
 	var rec Record
 	err := s.withConn(ctx, func(conn *pgxpool.Conn) error {
@@ -115,7 +117,7 @@ func (s *PostgresStore) ListRunning(ctx context.Context, q InFlightQuery) ([]Rec
 // statement, which waits at most 2 s for a request that holds its row,
 // then reports the record as held (ErrLeaseLive).
 func (s *PostgresStore) DeleteRecord(ctx context.Context, op Operation, force bool) (Record, error) {
-	scope := scopeHash(op.Tenant, op.Principal, op.Route, op.Key)
+	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
 	var rec Record
 	var deleted bool
 	err := s.withConn(ctx, func(conn *pgxpool.Conn) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/internal/fingerprint"
 	"github.com/idemkit/idem/internal/pgtest"
 	"github.com/idemkit/idem/internal/wire"
 )
@@ -263,8 +264,8 @@ func TestRecordOfFingerprintV1IsComparedWithV1(t *testing.T) {
 	mux, p := payServer(t, k, Config{})
 	srv := serve(t, mux)
 	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-v1", `{"amount": 1}`).status)
-	v1 := fingerprintV1(&fpInput{method: "POST", route: "POST /v1/payments", body: []byte(`{"amount": 1}`)})
-	_, err := k.pool.Exec(context.Background(), `UPDATE idem_records SET fp_alg = $1, fingerprint = $2`, fingerprintAlgV1, v1)
+	v1 := sumWith(t, fingerprint.AlgV1, &fingerprint.Input{Method: "POST", Route: "POST /v1/payments", Body: []byte(`{"amount": 1}`)})
+	_, err := k.pool.Exec(context.Background(), `UPDATE idem_records SET fp_alg = $1, fingerprint = $2`, fingerprint.AlgV1, v1)
 	require.NoError(t, err)
 	r := post(t, srv, "/v1/payments", "k-v1", ` {"amount":1}`)
 	assert.True(t, r.replayed(), "an honest retry of a v1 record replays: %d %s", r.status, r.body)
@@ -432,13 +433,13 @@ func TestMigrateConvertsATableOfAnOlderVersion(t *testing.T) {
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, string(old))
 	require.NoError(t, err)
-	scope := scopeHash("", "", "POST /v1/payments", "k-old")
-	fp := fingerprintV1(&fpInput{method: "POST", route: "POST /v1/payments", body: []byte(`{"amount": 1}`)})
+	scope := fingerprint.Scope("", "", "POST /v1/payments", "k-old")
+	fp := sumWith(t, fingerprint.AlgV1, &fingerprint.Input{Method: "POST", Route: "POST /v1/payments", Body: []byte(`{"amount": 1}`)})
 	_, err = pool.Exec(ctx, `INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key, fp_alg,
 		fingerprint, state, token, attempt, created_at, expires_at, status, headers, body)
 		VALUES ($1, '', '', 'POST /v1/payments', 'k-old', $2, $3, 'done', gen_random_uuid(), 1, now(),
 		now() + interval '1 hour', 201, '{"X-Trace": ["a", "b"], "Content-Type": ["application/json"]}', '{"old":true}')`,
-		scope[:], fingerprintAlgV1, fp)
+		scope[:], fingerprint.AlgV1, fp)
 	require.NoError(t, err)
 
 	k := postgresKitOn(t, pool) // runs Migrate

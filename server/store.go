@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/idemkit/idem/internal/fingerprint"
 )
 
 // Store keeps idempotency records. The package has two, [PostgresStore]
@@ -129,7 +131,7 @@ type Claim struct {
 	// otherwise), which a store keeps for [Taken.Request].
 	Request []byte
 
-	in *fpInput // for a record stored by another algorithm
+	in *fingerprint.Input // for a record stored by another algorithm
 }
 
 // Matches reports whether a stored digest made with the algorithm alg is
@@ -152,7 +154,7 @@ func (c *Claim) DigestWith(alg string) ([]byte, bool) {
 	if c.in == nil {
 		return nil, false
 	}
-	return fingerprintWith(alg, c.in)
+	return fingerprint.SumWith(alg, c.in)
 }
 
 // Verdict is what a claim gets from a record.

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/http"
+
+	"github.com/idemkit/idem/internal/fingerprint"
 )
 
 // requestFormat is the first byte of a stored request (the request column
@@ -41,7 +43,7 @@ func encodeRequest(r *http.Request, fpHeaders []string, body []byte) []byte {
 	b = appendString(b, r.URL.RequestURI())
 	b = appendString(b, r.Pattern)
 	var values [][2]string
-	for _, name := range wildcards(r.Pattern) {
+	for _, name := range fingerprint.Wildcards(r.Pattern) {
 		values = append(values, [2]string{name, r.PathValue(name)})
 	}
 	b = binary.AppendUvarint(b, uint64(len(values)))

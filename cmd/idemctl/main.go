@@ -40,6 +40,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/idemkit/idem/internal/dbflag"
 )
 
 // The exit statuses.
@@ -136,7 +138,7 @@ func parseGlobals(args []string, e env) (globals, []string, error) {
 	fs := flag.NewFlagSet("idemctl", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() { usage(e.stderr); fs.PrintDefaults() }
-	fs.StringVar(&g.db, "db", e.getenv("DATABASE_URL"), "Postgres `URL` (default $DATABASE_URL)")
+	dbflag.Var(fs, &g.db, e.getenv, dbflag.Required)
 	fs.BoolVar(&g.json, "json", false, "print JSON instead of a table")
 	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "bound on the whole command")
 	fs.DurationVar(&g.keyRetention, "key-retention", 24*time.Hour, "the dispatchers' outbox Config.KeyRetention")

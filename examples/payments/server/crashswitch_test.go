@@ -110,14 +110,14 @@ func TestReconcileFlags(t *testing.T) {
 		{[]string{"-reconcile-max-age", "48h"}, true}, // no reconciler: unused
 	}
 	for _, c := range cases {
-		_, err := parseFlags(c.args, io.Discard)
+		_, err := parseFlags(c.args, io.Discard, noEnv)
 		if c.ok {
 			assert.NoError(t, err, "%q", c.args)
 		} else {
 			assert.ErrorIs(t, err, errUsage, "%q", c.args)
 		}
 	}
-	o, err := parseFlags([]string{"-reconcile", "10s"}, io.Discard)
+	o, err := parseFlags([]string{"-reconcile", "10s"}, io.Discard, noEnv)
 	require.NoError(t, err)
 	assert.Equal(t, server.DefaultReconcileMaxAge, o.reconcileMaxAge)
 }
