@@ -14,8 +14,9 @@ import (
 // breaker (which attempts are failures of the host). A [Classifier]
 // ([Config.Classifier], [WithClassifier]) is asked before the table and may
 // choose another verdict; the breaker and "may have acted" always follow
-// the table. The tables of README.md and docs/CONTRACT.md §8 and the one
-// below are tested against outcomes (outcomes_test.go).
+// the table. The tables of docs/client.md and docs/CONTRACT.md §8 and the
+// one below are tested against outcomes (outcomes_test.go), and so is
+// README.md's sentence on the breaker's last row.
 //
 //	outcome of an attempt      verdict                breaker  may have acted
 //	not sent                   Retry                  failure  no
@@ -39,8 +40,8 @@ import (
 // breaker does not let through is not in the table: it is not sent and not
 // counted, and the call waits for the host within its deadline or, when
 // that cannot succeed or the call is fail-fast, ends with [ErrCircuitOpen]
-// ([BreakerConfig]); the contract tables of README.md and docs/CONTRACT.md
-// give it a last row of its own.
+// ([BreakerConfig]); the contract tables of docs/client.md and
+// docs/CONTRACT.md give it a last row of its own.
 
 // rule is a row of the table: the outcomes it covers and what follows them.
 type rule struct {
@@ -56,7 +57,7 @@ type rule struct {
 	acted    bool    // the server may have acted on the operation
 
 	// The row's name in the table above, and its text in the contract
-	// tables of README.md and docs/CONTRACT.md.
+	// tables of docs/client.md and docs/CONTRACT.md.
 	name, outcome, client string
 }
 

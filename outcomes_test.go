@@ -21,8 +21,10 @@ import (
 )
 
 // The tables of the client's contract are the outcome table (issue 18):
-// the doc comment of outcomes.go, README.md's contract table and
+// the doc comment of outcomes.go, docs/client.md's contract table and
 // docs/CONTRACT.md §8 render the rows of outcomes, and nothing else.
+// README.md keeps the table's last row, what an open breaker does, as a
+// sentence: its words are the row's (issue 26).
 func TestOutcomeTableDocs(t *testing.T) {
 	src, err := os.ReadFile("outcomes.go")
 	require.NoError(t, err)
@@ -30,7 +32,7 @@ func TestOutcomeTableDocs(t *testing.T) {
 		"outcomes.go's doc table; the want side is what it should read")
 
 	for _, doc := range []struct{ path, section string }{
-		{"README.md", "## The contract in one table"},
+		{"docs/client.md", "## The contract in one table"},
 		{"docs/CONTRACT.md", "## 8. The client"},
 	} {
 		text, err := os.ReadFile(doc.path)
@@ -38,6 +40,11 @@ func TestOutcomeTableDocs(t *testing.T) {
 		assert.Equal(t, renderMarkdown(), markdownTable(t, string(text), doc.section),
 			"%s, the first table under %q", doc.path, doc.section)
 	}
+
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(strings.Fields(string(readme)), " "), notLetThroughClient,
+		"README.md's client section says what the client does with an attempt its breaker does not let through, in the table's words")
 }
 
 // Two sentences restate columns of the table in words: the package doc's
@@ -132,11 +139,14 @@ func renderMarkdown() string {
 }
 
 // notLetThrough is the docs' last row: an attempt that its host's breaker
-// does not let through, which no rule of the table sees.
-const notLetThrough = "not let through: the host's breaker is open, or its probe is out " +
-	"| sends nothing and waits for the host (oldest first, within the deadline and `MaxWait`), then sends; " +
-	"`ErrCircuitOpen` at once when the open period outlasts the deadline or the call is fail-fast (`FailFast`, `WithFailFast`), " +
-	"or when the wait ends first | not counted | no"
+// does not let through, which no rule of the table sees;
+// notLetThroughClient is its cell for what the client does.
+const (
+	notLetThroughClient = "sends nothing and waits for the host (oldest first, within the deadline and `MaxWait`), then sends; " +
+		"`ErrCircuitOpen` at once when the open period outlasts the deadline or the call is fail-fast (`FailFast`, `WithFailFast`), " +
+		"or when the wait ends first"
+	notLetThrough = "not let through: the host's breaker is open, or its probe is out | " + notLetThroughClient + " | not counted | no"
+)
 
 // markdownTable returns the first table after the line heading in text.
 func markdownTable(t *testing.T, text, heading string) string {

@@ -13,7 +13,7 @@ import (
 	"github.com/idemkit/idem/server"
 )
 
-// idem's own attribute keys (the README's telemetry table lists where each
+// idem's own attribute keys (docs/telemetry.md's table lists where each
 // appears). OpenTelemetry's semantic conventions name the others.
 const (
 	keyCertainty      = attribute.Key("idem.certainty")

@@ -23,7 +23,7 @@
 //     ob.ObserveStats(outbox): deliveries by outcome, the depth, the age of
 //     the oldest pending message and the parked messages.
 //
-// README.md's Telemetry section lists every instrument, its unit and its
+// docs/telemetry.md lists every instrument, its unit and its
 // attributes. Attributes stay low-cardinality: hosts, route patterns,
 // methods, statuses, outcomes; never a key, a tenant, a principal or a
 // path with IDs in it (a request that no pattern routed, with the

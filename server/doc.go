@@ -6,13 +6,22 @@
 // # Mounting
 //
 // Wrap each handler, so that the ServeMux has set r.Pattern when the
-// middleware runs (the route is the method plus the pattern):
+// middleware runs (the route is the method plus the pattern), and scope
+// the keys by the caller ([Config.Scope]):
 //
 //	pool, _ := pgxpool.New(ctx, url)
 //	_ = server.Migrate(ctx, pool)
 //	store := server.NewPostgresStore(pool)
 //	idem := server.Middleware(store, server.Config{Scope: tenantAndUser})
 //	mux.Handle("POST /v1/payments", idem(createPayment))
+//
+//	// tenantAndUser gives the tenant and the user a request is made for.
+//	// In real code, take them from the verified credentials.
+//	func tenantAndUser(r *http.Request) (tenant, principal string) {
+//		return r.Header.Get("X-Tenant"), r.Header.Get("X-User")
+//	}
+//
+// ExampleTx is this, compiled, with its createPayment.
 //
 // A route that needs another policy (KeyOptional) or mode (Leased) gets a
 // middleware of its own over the same store.

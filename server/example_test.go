@@ -71,10 +71,10 @@ func ExampleTx() {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"id":%d}`, id)
 	})
-	scope := func(r *http.Request) (tenant, principal string) {
+	tenantAndUser := func(r *http.Request) (tenant, principal string) {
 		return r.Header.Get("X-Tenant"), r.Header.Get("X-User") // in real code: from the verified credentials
 	}
-	idem := server.Middleware(server.NewPostgresStore(pool), server.Config{Scope: scope})
+	idem := server.Middleware(server.NewPostgresStore(pool), server.Config{Scope: tenantAndUser})
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/payments", idem(createPayment))
 	go func() { _ = server.RunSweeper(ctx, server.NewPostgresStore(pool), server.SweepConfig{}) }()

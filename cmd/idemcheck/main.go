@@ -16,8 +16,8 @@
 // exits 0 when every required check passes, 1 when one fails, 2 for bad
 // flags. It sends requests only to loopback hosts and to hosts named with
 // -allow-host, follows no redirect, and bounds its requests (-concurrency,
-// -n) and its time (-timeout). See the README section "Conformance checker
-// (idemcheck)" for what each check proves and cannot prove.
+// -n) and its time (-timeout). See docs/testing.md, "The conformance
+// checker: idemcheck", for what each check proves and cannot prove.
 package main
 
 import (

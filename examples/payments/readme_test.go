@@ -19,13 +19,23 @@ import (
 	"github.com/idemkit/idem/testserver"
 )
 
-// The walk-throughs in the READMEs run on a fresh machine: they need no
-// uuidgen (a machine may lack it, and the header then goes out empty), the
-// command they give for a key makes a valid one, and they write no file
-// into the repository.
+// walkThroughDocs are the documents with walk-throughs and samples of
+// the demo: this README, the repository's, and its guides in docs/.
+func walkThroughDocs(t *testing.T) []string {
+	t.Helper()
+	guides, err := filepath.Glob("../../docs/*.md")
+	require.NoError(t, err)
+	require.NotEmpty(t, guides)
+	return append([]string{"README.md", "../../README.md"}, guides...)
+}
+
+// The walk-throughs in the READMEs and the guides run on a fresh machine:
+// they need no uuidgen (a machine may lack it, and the header then goes
+// out empty), the command they give for a key makes a valid one, and they
+// write no file into the repository.
 func TestWalkThroughsRunOnAFreshMachine(t *testing.T) {
 	var docs strings.Builder
-	for _, path := range []string{"README.md", "../../README.md"} {
+	for _, path := range walkThroughDocs(t) {
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
 		docs.Write(b)
@@ -117,11 +127,8 @@ func sampleBlocks(t *testing.T, path string) [][]string {
 // some of them, in order).
 func TestDocsSampleIsTheDemosOutput(t *testing.T) {
 	labels := reportLabels(t)
-	paths := []string{"README.md", "../../README.md"}
-	docs, err := filepath.Glob("../../docs/*.md")
-	require.NoError(t, err)
 	n := 0
-	for _, path := range append(paths, docs...) {
+	for _, path := range walkThroughDocs(t) {
 		for _, block := range sampleBlocks(t, path) {
 			n++
 			at := slices.Index(block, tableHeader)

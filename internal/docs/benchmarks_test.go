@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -218,26 +219,28 @@ func TestBenchmarksLinksResolve(t *testing.T) {
 }
 
 // anchor returns the fragment GitHub gives a heading: lower case, spaces
-// to hyphens, punctuation other than hyphens and underscores dropped.
+// to hyphens, letters, digits, hyphens and underscores kept, the rest
+// (punctuation, symbols such as §) dropped.
 func anchor(heading string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(heading) {
 		switch {
 		case r == ' ':
 			b.WriteByte('-')
-		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
 }
 
-// TestReadmeBenchmarkIndex checks that each row of README's Benchmarks
-// index gives a command of the section it links to, as BENCHMARKS.md
-// writes it (a block's `cd dir` line joined to the next with &&; a `|` of
-// the command escaped as `\|`, as a table cell needs), so that the index
-// and the sections cannot drift apart.
-func TestReadmeBenchmarkIndex(t *testing.T) {
+// TestBenchmarksIndex checks that each row of the index at the top of
+// BENCHMARKS.md gives a command of the section it links to, as the
+// section writes it (a block's `cd dir` line joined to the next with &&;
+// a `|` of the command escaped as `\|`, as a table cell needs), and that
+// every section has its row, so that the index and the sections cannot
+// drift apart.
+func TestBenchmarksIndex(t *testing.T) {
 	commandsOf := map[string][]string{} // by the section's anchor
 	for _, s := range benchmarkSections(t) {
 		a := anchor(strings.TrimPrefix(s.title, "## "))
@@ -252,23 +255,26 @@ func TestReadmeBenchmarkIndex(t *testing.T) {
 			}
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	b, err := os.ReadFile(filepath.Join(root, "BENCHMARKS.md"))
 	require.NoError(t, err)
-	row := regexp.MustCompile("^\\| [^|]+ \\| `(.+)` \\| \\[[^]]+\\]\\(BENCHMARKS\\.md#([\\w-]+)\\) \\|$")
-	_, index, found := strings.Cut(string(b), "\n## Benchmarks\n")
-	require.True(t, found, "README.md has no Benchmarks section")
-	index, _, _ = strings.Cut(index, "\n## ")
+	preamble, _, _ := strings.Cut(string(b), "\n## ")
+	_, index, found := strings.Cut(preamble, "\n| what | command | section |\n")
+	require.True(t, found, "BENCHMARKS.md has no index (| what | command | section |) before its first section")
+	row := regexp.MustCompile("^\\| [^|]+ \\| `(.+)` \\| \\[[^]]+\\]\\(#([\\w-]+)\\) \\|$")
 	n := 0
 	for _, line := range strings.Split(index, "\n") {
-		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| what |") {
-			continue // not a row, or the header
+		if !strings.HasPrefix(line, "|") {
+			break // the table's end
+		}
+		if strings.HasPrefix(line, "|---") {
+			continue
 		}
 		m := row.FindStringSubmatch(line)
-		if !assert.NotNil(t, m, "README's Benchmarks index: a row not in the form | what | `command` | [§](BENCHMARKS.md#section) |: %s", line) {
+		if !assert.NotNil(t, m, "BENCHMARKS.md's index: a row not in the form | what | `command` | [§](#section) |: %s", line) {
 			continue
 		}
 		n++
-		assert.Contains(t, commandsOf[m[2]], strings.ReplaceAll(m[1], `\|`, "|"), "README's index row for #%s: its command is not one of that section's", m[2])
+		assert.Contains(t, commandsOf[m[2]], strings.ReplaceAll(m[1], `\|`, "|"), "the index's row for #%s: its command is not one of that section's", m[2])
 	}
-	assert.Len(t, benchmarkSections(t), n, "README's Benchmarks index has a row per section of BENCHMARKS.md")
+	assert.Len(t, benchmarkSections(t), n, "BENCHMARKS.md's index has a row per section")
 }
