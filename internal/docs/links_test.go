@@ -133,11 +133,11 @@ func TestDocsLinksResolve(t *testing.T) {
 // The link checker sees what GitHub renders: links over two lines,
 // images, fragments of repeated headings, and no link inside code.
 func TestLinksParse(t *testing.T) {
-	doc := "# A title\n\n## Run `go test`\n\n## Run `go test`\n\n[CONTRACT.md\n§10](docs/CONTRACT.md#10-x) ![svg](a.svg)\n`[no](link)`\n```sh\n[no](link)\n# no heading\n```\n"
+	doc := "# A title\n\n## Run `go test`\n\n## Run `go test`\n\n[GUIDE.md\n§2](docs/GUIDE.md#2-x) ![svg](a.svg)\n`[no](link)`\n```sh\n[no](link)\n# no heading\n```\n"
 	var got []string
 	for _, m := range mdLink.FindAllStringSubmatch(withoutCode(doc), -1) {
 		got = append(got, m[1])
 	}
-	assert.Equal(t, []string{"docs/CONTRACT.md#10-x", "a.svg"}, got)
+	assert.Equal(t, []string{"docs/GUIDE.md#2-x", "a.svg"}, got)
 	assert.Equal(t, map[string]bool{"a-title": true, "run-go-test": true, "run-go-test-1": true}, headingAnchors(doc))
 }
