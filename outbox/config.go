@@ -171,6 +171,12 @@ const (
 	// key retention (Config.KeyRetention) since its first delivery, when
 	// a delivery could run the operation twice.
 	ReasonRetention Reason = "key-retention"
+	// ReasonKeyConflict: it was enqueued under a key that another message
+	// with other contents had when the relay moved it (a key reused after
+	// the first message was relayed: Enqueue returns ErrKeyConflict only
+	// while the first one waits to be relayed). It was not sent: Redrive
+	// sends it, under that key, if it should be.
+	ReasonKeyConflict Reason = "key-conflict"
 	// ReasonDiscarded: the queue gave up on it by itself (River discarded
 	// the job); should not happen with the outbox's settings.
 	ReasonDiscarded Reason = "discarded"

@@ -33,8 +33,8 @@ func TestStatsCountsPendingAndParked(t *testing.T) {
 				tg, o, _ = postgresTarget(t, cfg)
 				stats = o.Stats
 				age = func() {
-					_, err := o.pool.Exec(ctx, `UPDATE river_job SET created_at = now() - interval '1 minute'
-						WHERE id = (SELECT min(id) FROM river_job)`)
+					_, err := o.pool.Exec(ctx, `UPDATE idem_outbox_enqueued SET enqueued_at = now() - interval '1 minute'
+						WHERE id = (SELECT min(id) FROM idem_outbox_enqueued)`)
 					require.NoError(t, err)
 				}
 			}

@@ -1,0 +1,192 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+)
+
+// The relay moves committed messages from idem_outbox_enqueued into
+// River's queue: in one transaction of its own, it locks up to relayBatch
+// rows (FOR UPDATE SKIP LOCKED, so that the relays of several dispatchers
+// take different rows), inserts them as River jobs with InsertManyTx, and
+// deletes them. A relay that dies at any point before its commit leaves
+// the rows where they were, and no job: another relay (or it, restarted)
+// moves them again. River's unique key on the message's key keeps a key
+// to one job whatever happens: a message enqueued again under a key that
+// was relayed already (a re-run operation, after the first one's row was
+// moved) is folded into the first job when it is the same message, and
+// parked with ReasonKeyConflict when it is not (see relayed).
+//
+// A relay runs when it is woken (see listener), when the batch before it
+// moved rows (again after relayRecheck, doubling up to Config.PollInterval
+// while it finds none: a transaction that enqueued in the same moment as
+// the one that woke it may commit a little later), and every
+// Config.PollInterval.
+const (
+	relayBatch   = 1000
+	relayRecheck = 5 * time.Millisecond
+)
+
+// SQL of the relay's transaction: the rows it takes, in key order (the
+// table's only index), and their delete. %s is the table.
+const (
+	sqlRelayTake   = `SELECT key, id, message, enqueued_at FROM %s ORDER BY key LIMIT $1 FOR UPDATE SKIP LOCKED`
+	sqlRelayDelete = `DELETE FROM %s WHERE key = ANY($1)`
+)
+
+// relay moves committed messages into River's queue until ctx is done.
+// wake receives a token when a message may have been committed.
+func (o *Outbox) relay(ctx context.Context, wake <-chan struct{}) {
+	wait := time.Duration(0)
+	for {
+		moved, err := o.relayOnce(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			o.s.Logger.WarnContext(ctx, "outbox: cannot relay messages", "error", err)
+			wait = o.s.PollInterval
+		case moved == relayBatch:
+			wait = 0
+		case moved > 0:
+			wait = relayRecheck
+		default:
+			wait = min(max(2*wait, relayRecheck), o.s.PollInterval)
+		}
+		if wait > 0 && !sleep(ctx, wake, wait) {
+			return
+		}
+	}
+}
+
+// sleep waits for d, a token of wake, or the end of ctx; it reports
+// whether ctx is still live.
+func sleep(ctx context.Context, wake <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-wake:
+	case <-t.C:
+	}
+	return true
+}
+
+// relayOnce moves up to relayBatch committed messages into River's queue,
+// in one transaction, and returns how many it moved. A batch begun
+// finishes when ctx ends, within Config.StopTimeout.
+func (o *Outbox) relayOnce(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.s.StopTimeout)
+	defer cancel()
+	table, _ := o.enqueuedTables()
+	moved := 0
+	err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, fmt.Sprintf(sqlRelayTake, table), relayBatch)
+		if err != nil {
+			return err
+		}
+		batch, err := pgx.CollectRows(rows, scanRelayed)
+		if err != nil || len(batch) == 0 {
+			return err
+		}
+		if err := o.insertJobs(ctx, tx, batch); err != nil {
+			return err
+		}
+		keys := make([]string, len(batch))
+		for i := range batch {
+			keys[i] = batch[i].Key
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf(sqlRelayDelete, table), keys); err != nil {
+			return err
+		}
+		moved = len(batch)
+		return nil
+	})
+	return moved, err
+}
+
+// scanRelayed reads a row of sqlRelayTake as the job's arguments. A row
+// whose message does not decode (not written by Enqueue) fails the batch,
+// which is retried: it is logged, and stays in the table.
+func scanRelayed(row pgx.CollectableRow) (jobArgs, error) {
+	var key string
+	var raw []byte
+	var id int64
+	var at time.Time
+	if err := row.Scan(&key, &id, &raw, &at); err != nil {
+		return jobArgs{}, err
+	}
+	m, err := decodeArgs(raw)
+	if err != nil {
+		return jobArgs{}, fmt.Errorf("message %d (key %q) in the table does not decode: %w", id, key, err)
+	}
+	a := toArgs(&m)
+	a.Key, a.ID, a.EnqueuedAt = key, id, at
+	return a, nil
+}
+
+// insertOpts are the River options of a message's job: its queue, no
+// attempts limit of River's own (the outbox parks a message itself), and
+// its key unique among the jobs of every state.
+var insertOpts = river.InsertOpts{
+	Queue: queueName, MaxAttempts: riverMaxAttempts,
+	UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: allStates},
+}
+
+// insertJobs inserts batch as River jobs in tx. A message whose key has a
+// job already (see relayed) is folded into it when it is the same, and is
+// inserted without the unique key, to be parked, when it is not.
+func (o *Outbox) insertJobs(ctx context.Context, tx pgx.Tx, batch []jobArgs) error {
+	params := make([]river.InsertManyParams, len(batch))
+	for i := range batch {
+		params[i] = river.InsertManyParams{Args: batch[i], InsertOpts: &insertOpts}
+	}
+	res, err := o.client.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return err
+	}
+	var conflicts []river.InsertManyParams
+	for _, r := range res {
+		if !r.UniqueSkippedAsDuplicate {
+			continue
+		}
+		if c, ok := conflictOf(batch, r.Job.EncodedArgs, r.Job.ID); ok {
+			o.s.Logger.WarnContext(ctx, "outbox: a different message was enqueued under a key already used: parking it",
+				"id", c.ID, "key", c.Key, "first", c.Conflict)
+			conflicts = append(conflicts, river.InsertManyParams{Args: c,
+				InsertOpts: &river.InsertOpts{Queue: queueName, MaxAttempts: riverMaxAttempts}})
+		}
+	}
+	if len(conflicts) > 0 {
+		_, err = o.client.InsertManyTx(ctx, tx, conflicts)
+	}
+	return err
+}
+
+// conflictOf finds the message of batch that River found a job for
+// already (the job's arguments encoded, and its ID), and returns it marked
+// as a conflict when it differs from the job's message; ok is false when
+// it is the same message (it is folded into the job).
+func conflictOf(batch []jobArgs, encoded []byte, jobID int64) (c jobArgs, ok bool) {
+	first, err := decodeJobArgs(encoded)
+	if err != nil {
+		return jobArgs{}, false
+	}
+	for _, a := range batch {
+		if a.Key != first.Key {
+			continue
+		}
+		m, fm := a.message(), first.message()
+		if m.same(&fm) {
+			return jobArgs{}, false
+		}
+		a.Conflict = first.messageID(jobID)
+		return a, true
+	}
+	return jobArgs{}, false
+}
