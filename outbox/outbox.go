@@ -47,7 +47,7 @@ type Outbox struct {
 	s      *settings
 	pool   *pgxpool.Pool
 	client *river.Client[pgx.Tx]
-	waits  sync.Map // job ID -> time.Duration, the wait decided by the last delivery
+	waits  sync.Map     // job ID -> time.Duration, the wait decided by the last delivery
 	woke   atomic.Int64 // when an enqueue last woke the relays, in Unix ns (see wakeDue)
 	// bg counts the releases running (see release), and bgCtx, set by Run
 	// before it starts River, ends them when Run stops.
