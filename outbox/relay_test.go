@@ -237,7 +237,7 @@ func TestRelayInASchema(t *testing.T) {
 	running(t, o.Run)
 	eventually(t, func() bool { // the relay listens
 		var n int
-		err := home.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN "idem_outbox_%'").Scan(&n)
+		err := home.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN "idem_outbox_%'`).Scan(&n)
 		return err == nil && n > 0
 	}, "the relay listens")
 	m := d.message("event")
