@@ -21,7 +21,7 @@ func (o *Outbox) listen(ctx context.Context, wake chan<- struct{}) {
 		}
 		o.s.Logger.WarnContext(ctx, "outbox: the relay cannot listen; it polls until it can", "error", err)
 		poke(wake)
-		if !sleep(ctx, nil, o.s.PollInterval) {
+		if _, live := sleep(ctx, nil, o.s.PollInterval); !live {
 			return
 		}
 	}

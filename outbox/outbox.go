@@ -160,14 +160,16 @@ func (o *Outbox) insert(ctx context.Context, tx pgx.Tx, key string, raw []byte) 
 }
 
 // wakeDue reports whether an enqueue should wake the relays: at most one
-// per Config.FetchCooldown of an Outbox does, as River's inserts wake its
-// dispatchers. A notification goes out when its transaction commits: one
-// that rolls back wakes nobody, and the relays find the messages
-// committed beside it when they look again (see relay.go).
+// per wakeEvery of an Outbox does. A notification goes out when its
+// transaction commits, and every transaction that sends one takes a lock
+// of the database's for its commit (Postgres keeps notifications in commit
+// order), so one per enqueue would cost the payments most of their
+// throughput (BENCHMARKS.md §8). A relay woken stays on the watch for the
+// messages enqueued beside it (see relay.go).
 func (o *Outbox) wakeDue() bool {
-	now := time.Now().UnixNano()
+	now := o.s.now().UnixNano()
 	last := o.woke.Load()
-	return now-last >= int64(o.s.FetchCooldown) && o.woke.CompareAndSwap(last, now)
+	return now-last >= int64(wakeEvery) && o.woke.CompareAndSwap(last, now)
 }
 
 // sameKey looks for the message already enqueued under msg's key, in the

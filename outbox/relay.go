@@ -21,14 +21,22 @@ import (
 // moved) is folded into the first job when it is the same message, and
 // parked with ReasonKeyConflict when it is not (see relayed).
 //
-// A relay runs when it is woken (see listener), when the batch before it
-// moved rows (again after relayRecheck, doubling up to Config.PollInterval
-// while it finds none: a transaction that enqueued in the same moment as
-// the one that woke it may commit a little later), and every
-// Config.PollInterval.
+// A relay runs when it is woken, by a notification that an enqueue sent
+// (see listener), and every Config.PollInterval. An enqueue sends one only
+// when no enqueue of its Outbox did in the last wakeEvery, and a
+// notification that wakes the relay may come before the commits of the
+// messages enqueued just after it: so after a wake or a batch that moved
+// rows, the relay looks again every relayRecheck for 2 x wakeEvery
+// (watch). A message is then relayed within relayRecheck of its commit
+// when its transaction commits within wakeEvery of its Enqueue, or while
+// messages keep coming; otherwise (a transaction that sent the
+// notification rolled back, or one that committed long after its Enqueue
+// in a lull) within Config.PollInterval.
 const (
 	relayBatch   = 1000
 	relayRecheck = 5 * time.Millisecond
+	wakeEvery    = 50 * time.Millisecond
+	watch        = 2 * wakeEvery
 )
 
 // SQL of the relay's transaction: the rows it takes, in key order (the
@@ -41,40 +49,50 @@ const (
 // relay moves committed messages into River's queue until ctx is done.
 // wake receives a token when a message may have been committed.
 func (o *Outbox) relay(ctx context.Context, wake <-chan struct{}) {
-	wait := time.Duration(0)
+	var busy time.Time // the last wake, or batch that moved rows
 	for {
 		moved, err := o.relayOnce(ctx)
+		now := time.Now()
+		if moved > 0 {
+			busy = now
+		}
+		wait := o.s.PollInterval
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
 			o.s.Logger.WarnContext(ctx, "outbox: cannot relay messages", "error", err)
-			wait = o.s.PollInterval
 		case moved == relayBatch:
 			wait = 0
-		case moved > 0:
+		case now.Sub(busy) < watch:
 			wait = relayRecheck
-		default:
-			wait = min(max(2*wait, relayRecheck), o.s.PollInterval)
 		}
-		if wait > 0 && !sleep(ctx, wake, wait) {
+		woken, ok := sleep(ctx, wake, wait)
+		if !ok {
 			return
+		}
+		if woken {
+			busy = time.Now()
 		}
 	}
 }
 
 // sleep waits for d, a token of wake, or the end of ctx; it reports
-// whether ctx is still live.
-func sleep(ctx context.Context, wake <-chan struct{}, d time.Duration) bool {
+// whether a token came, and whether ctx is still live.
+func sleep(ctx context.Context, wake <-chan struct{}, d time.Duration) (woken, live bool) {
+	if d <= 0 {
+		return false, ctx.Err() == nil
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return false
+		return false, false
 	case <-wake:
+		return true, true
 	case <-t.C:
+		return false, true
 	}
-	return true
 }
 
 // relayOnce moves up to relayBatch committed messages into River's queue,

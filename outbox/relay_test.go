@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,11 +163,13 @@ func TestEnqueueIdempotentByKeyAcrossTheRelay(t *testing.T) {
 }
 
 // An enqueue that commits wakes a listening relay, and at most one
-// enqueue per FetchCooldown of an Outbox sends the notification.
+// enqueue per wakeEvery of an Outbox sends the notification.
 func TestEnqueueWakesTheRelay(t *testing.T) {
 	pool := migratedPool(t)
-	o, err := New(pool, Config{Logger: discardLogger(), FetchCooldown: time.Hour, PollInterval: 2 * time.Hour})
+	o, err := New(pool, Config{Logger: discardLogger()})
 	require.NoError(t, err)
+	start, offset := time.Now(), atomic.Int64{} // a clock that moves only when told
+	o.s.now = func() time.Time { return start.Add(time.Duration(offset.Load())) }
 	ctx, cancel := context.WithCancel(context.Background())
 	wake := make(chan struct{}, 1)
 	done := make(chan struct{})
@@ -184,7 +187,10 @@ func TestEnqueueWakesTheRelay(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the commit did not wake the relay")
 	}
-	assert.False(t, o.wakeDue(), "a second enqueue within FetchCooldown sends no notification")
+	offset.Add(int64(wakeEvery - time.Millisecond))
+	assert.False(t, o.wakeDue(), "an enqueue within wakeEvery of the last notification sends none")
+	offset.Add(int64(time.Millisecond))
+	assert.True(t, o.wakeDue(), "one after it does")
 }
 
 // Parked lists by message ID, and pages by it, even when the relay gave
