@@ -36,6 +36,14 @@ func counts(t *testing.T, pool *pgxpool.Pool) (enqueued, jobs int) {
 	return enqueued, jobs
 }
 
+// sqlRelayHeld finds the relay's backend held before its DELETE of the
+// rows it moved (waiting for the test's lock on the search_path's table),
+// and tells whether it wrote River's job table in that transaction.
+const sqlRelayHeld = `SELECT l.pid, EXISTS (SELECT FROM pg_locks r
+    WHERE r.pid = l.pid AND r.relation = 'river_job'::regclass AND r.mode = 'RowExclusiveLock' AND r.granted)
+FROM pg_locks l
+WHERE l.relation = 'idem_outbox_enqueued'::regclass AND l.mode = 'RowExclusiveLock' AND NOT l.granted`
+
 // A relay that dies between moving its rows into River's table and
 // deleting them commits nothing: its rows stay, no job is left, and the
 // next relay moves each message once, carrying its ID. The relay is held
@@ -55,19 +63,16 @@ func TestRelayDyingBeforeItsDeleteLeavesTheRows(t *testing.T) {
 
 	blocker, err := pool.Begin(ctx)
 	require.NoError(t, err)
+	defer func() { _ = blocker.Rollback(ctx) }() // a failed test lets the relay go
 	_, err = blocker.Exec(ctx, "LOCK TABLE idem_outbox_enqueued IN SHARE MODE") // lets SELECT FOR UPDATE by, not DELETE
 	require.NoError(t, err)
 	failed := make(chan error, 1)
 	go func() { _, err := o.relayOnce(ctx); failed <- err }()
 	var pid int
-	eventually(t, func() bool {
-		err := pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity
-			WHERE query LIKE 'DELETE FROM idem_outbox_enqueued%' AND wait_event_type = 'Lock'`).Scan(&pid)
-		return err == nil
-	}, "the relay inserted the jobs and waits to delete the rows")
 	var inserted bool
-	require.NoError(t, pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks
-		WHERE pid = $1 AND relation = 'river_job'::regclass AND mode = 'RowExclusiveLock')`, pid).Scan(&inserted))
+	eventually(t, func() bool {
+		return pool.QueryRow(ctx, sqlRelayHeld).Scan(&pid, &inserted) == nil
+	}, "the relay inserted the jobs and waits to delete the rows")
 	require.True(t, inserted, "the relay wrote River's table")
 	_, err = pool.Exec(ctx, "SELECT pg_terminate_backend($1)", pid)
 	require.NoError(t, err)
