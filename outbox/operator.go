@@ -11,8 +11,10 @@ import (
 )
 
 // ErrUnknownMessage: Lookup or LookupKey named a message that the outbox
-// does not hold: never enqueued (or its transaction rolled back), or
-// delivered more than 24 h ago and deleted.
+// does not hold: never enqueued (or its transaction rolled back),
+// delivered more than 24 h ago and deleted, or (Lookup) enqueued again
+// under the key of a message relayed before it, and folded into that one
+// by the relay (see Outbox.Enqueue).
 var ErrUnknownMessage = errors.New("outbox: no such message")
 
 // MessageState says where a message stands.

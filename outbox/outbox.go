@@ -97,20 +97,22 @@ func New(pool *pgxpool.Pool, cfg Config) (*Outbox, error) {
 // round trip; a dispatcher's relay moves the row into the queue once tx
 // commits (see the package doc, "The queue").
 //
-// Enqueue is idempotent by key: the same message enqueued again under its
-// key (an operation that ran again) adds nothing, and returns the first
-// one's ID while that one waits to be relayed or is in the queue; a
-// different message under a key already used returns ErrKeyConflict. That
-// holds while the first message is kept: until 24 h after its delivery,
-// and for as long as it is parked (send a parked message again with
-// Redrive, not Enqueue). One case is settled by the relay instead: a
-// message enqueued again in a transaction that committed while the relay
-// moved the first one is folded into the first when it is the same (the
-// ID returned then names nothing once it is relayed: LookupKey finds the
-// message), and parked with ReasonKeyConflict when it differs. Errors:
-// ErrNoTx, ErrInvalidMessage (wrapped with the field at fault; nothing is
-// stored), ErrKeyConflict, and the database's. A database error leaves tx
-// aborted, as any failed statement does.
+// Enqueue is idempotent by key, in two steps. While the first message
+// under a key waits to be relayed (within milliseconds of its commit while
+// a dispatcher runs), the same message enqueued again (an operation that
+// ran again) adds nothing and returns the first one's ID, and a different
+// one returns ErrKeyConflict: two messages of one operation under one
+// Name are always refused so. Once the first message is in the queue,
+// until 24 h after its delivery and for as long as it is parked, the relay
+// settles a message enqueued again under its key: the same message is
+// folded into the first, which is delivered once (the ID Enqueue returned
+// for it then names nothing; LookupKey finds the first), and a different
+// one is parked unsent with ReasonKeyConflict, where an operator sees it
+// (Redrive sends it, under that key). Send a parked message again with
+// Redrive, not Enqueue. Errors: ErrNoTx, ErrInvalidMessage (wrapped with
+// the field at fault; nothing is stored), ErrKeyConflict, and the
+// database's. A database error leaves tx aborted, as any failed statement
+// does.
 func (o *Outbox) Enqueue(ctx context.Context, tx pgx.Tx, m Message) (int64, error) {
 	if tx == nil {
 		return 0, ErrNoTx
