@@ -121,8 +121,8 @@ func (e enqueued) status() MessageStatus {
 	return MessageStatus{State: StateEnqueued, ParkedMessage: ParkedMessage{ID: e.id, Message: e.msg, EnqueuedAt: e.at}}
 }
 
-// byKey lists the outbox's jobs whose message has key, oldest first,
-// through River's index on the jobs' arguments.
+// byKey lists the outbox's jobs whose message has key, oldest first (by
+// containment in the jobs' arguments, which River indexes).
 func byKey(key string) *river.JobListParams {
 	return river.NewJobListParams().Kinds(kind).Queues(queueName).
 		Where("args @> jsonb_build_object('key', @key::text)", river.NamedArgs{"key": key})

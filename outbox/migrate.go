@@ -17,7 +17,9 @@ const migrateLock = 0x69646d5f6f757462 // "idm_outb"
 // messages enqueued and not yet relayed, idem_outbox_enqueued (see the
 // package doc, "The queue"). It upgrades an outbox made by an earlier
 // version in place: messages already in River's table keep their IDs and
-// are delivered as before. It is idempotent and safe to call from several
+// are delivered as before. Run it before deploying this version: a
+// message this version enqueues waits in the new table until a dispatcher
+// of this version relays it. It is idempotent and safe to call from several
 // processes at once; ctx governs it. *pgxpool.Pool and *pgx.Conn satisfy
 // db. An Outbox with Config.Schema needs its tables in that schema: run
 // Migrate on a connection whose search_path starts with it.

@@ -19,10 +19,10 @@ import (
 // to one job whatever happens: a message enqueued again under a key that
 // was relayed already (a re-run operation, after the first one's row was
 // moved) is folded into the first job when it is the same message, and
-// parked with ReasonKeyConflict when it is not (see relayed).
+// parked with ReasonKeyConflict when it is not (see insertJobs).
 //
 // A relay runs when it is woken, by a notification that an enqueue sent
-// (see listener), and every Config.PollInterval. An enqueue sends one only
+// (see listen), and every Config.PollInterval. An enqueue sends one only
 // when no enqueue of its Outbox did in the last wakeEvery, and a
 // notification that wakes the relay may come before the commits of the
 // messages enqueued just after it: so after a wake or a batch that moved
@@ -108,9 +108,13 @@ func (o *Outbox) relayOnce(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
-		batch, err := pgx.CollectRows(rows, scanRelayed)
-		if err != nil || len(batch) == 0 {
+		taken, err := pgx.CollectRows(rows, pgx.RowToStructByPos[takenRow])
+		if err != nil {
 			return err
+		}
+		batch := o.decodeTaken(ctx, taken)
+		if len(batch) == 0 {
+			return nil
 		}
 		if err := o.insertJobs(ctx, tx, batch); err != nil {
 			return err
@@ -128,24 +132,31 @@ func (o *Outbox) relayOnce(ctx context.Context) (int, error) {
 	return moved, err
 }
 
-// scanRelayed reads a row of sqlRelayTake as the job's arguments. A row
-// whose message does not decode (not written by Enqueue) fails the batch,
-// which is retried: it is logged, and stays in the table.
-func scanRelayed(row pgx.CollectableRow) (jobArgs, error) {
-	var key string
-	var raw []byte
-	var id int64
-	var at time.Time
-	if err := row.Scan(&key, &id, &raw, &at); err != nil {
-		return jobArgs{}, err
+// takenRow is a row of sqlRelayTake.
+type takenRow struct {
+	Key     string
+	ID      int64
+	Message []byte
+	At      time.Time
+}
+
+// decodeTaken returns the rows taken as the arguments of their jobs. A
+// row whose message does not decode (not one that Enqueue wrote) is
+// logged, and left in the table.
+func (o *Outbox) decodeTaken(ctx context.Context, taken []takenRow) []jobArgs {
+	batch := make([]jobArgs, 0, len(taken))
+	for _, r := range taken {
+		m, err := decodeArgs(r.Message)
+		if err != nil {
+			o.s.Logger.ErrorContext(ctx, "outbox: a message in the table does not decode; it stays there",
+				"id", r.ID, "key", r.Key, "error", err)
+			continue
+		}
+		a := toArgs(&m)
+		a.Key, a.ID, a.EnqueuedAt = r.Key, r.ID, r.At
+		batch = append(batch, a)
 	}
-	m, err := decodeArgs(raw)
-	if err != nil {
-		return jobArgs{}, fmt.Errorf("message %d (key %q) in the table does not decode: %w", id, key, err)
-	}
-	a := toArgs(&m)
-	a.Key, a.ID, a.EnqueuedAt = key, id, at
-	return a, nil
+	return batch
 }
 
 // insertOpts are the River options of a message's job: its queue, no
@@ -157,7 +168,7 @@ var insertOpts = river.InsertOpts{
 }
 
 // insertJobs inserts batch as River jobs in tx. A message whose key has a
-// job already (see relayed) is folded into it when it is the same, and is
+// job already (a message enqueued again after the first was relayed) is folded into it when it is the same, and is
 // inserted without the unique key, to be parked, when it is not.
 func (o *Outbox) insertJobs(ctx context.Context, tx pgx.Tx, batch []jobArgs) error {
 	params := make([]river.InsertManyParams, len(batch))

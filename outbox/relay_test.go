@@ -63,7 +63,7 @@ func TestRelayDyingBeforeItsDeleteLeavesTheRows(t *testing.T) {
 
 	blocker, err := pool.Begin(ctx)
 	require.NoError(t, err)
-	defer func() { _ = blocker.Rollback(ctx) }() // a failed test lets the relay go
+	defer func() { _ = blocker.Rollback(ctx) }()                                // a failed test lets the relay go
 	_, err = blocker.Exec(ctx, "LOCK TABLE idem_outbox_enqueued IN SHARE MODE") // lets SELECT FOR UPDATE by, not DELETE
 	require.NoError(t, err)
 	failed := make(chan error, 1)
