@@ -49,6 +49,9 @@ type Outbox struct {
 	client *river.Client[pgx.Tx]
 	waits  sync.Map     // job ID -> time.Duration, the wait decided by the last delivery
 	woke   atomic.Int64 // when an enqueue last woke the relays, in Unix ns (see wakeDue)
+	// sqlEnqueue and sqlEnqueueNotify are Enqueue's statements, with the
+	// names of Config.Schema.
+	sqlEnqueue, sqlEnqueueNotify string
 	// bg counts the releases running (see release), and bgCtx, set by Run
 	// before it starts River, ends them when Run stops.
 	bg    sync.WaitGroup
@@ -65,6 +68,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Outbox, error) {
 		return nil, err
 	}
 	o := &Outbox{s: s, pool: pool}
+	table, seq := o.enqueuedTables()
+	o.sqlEnqueue = fmt.Sprintf(sqlEnqueue, table, literal(seq))
+	o.sqlEnqueueNotify = fmt.Sprintf(sqlEnqueueNotify, table, literal(seq), literal(table))
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &worker{o: o}); err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
@@ -151,13 +157,12 @@ func wrapEnqueue(err error) error {
 // pgx.ErrNoRows when the key is taken. It wakes the relays (see
 // wakeDue).
 func (o *Outbox) insert(ctx context.Context, tx pgx.Tx, key string, raw []byte) (int64, error) {
-	table, seq := o.enqueuedTables()
 	var id int64
 	if !o.wakeDue() {
-		err := tx.QueryRow(ctx, fmt.Sprintf(sqlEnqueue, table, literal(seq)), key, raw).Scan(&id)
+		err := tx.QueryRow(ctx, o.sqlEnqueue, key, raw).Scan(&id)
 		return id, err
 	}
-	err := tx.QueryRow(ctx, fmt.Sprintf(sqlEnqueueNotify, table, literal(seq), literal(table)), key, raw).Scan(&id, nil)
+	err := tx.QueryRow(ctx, o.sqlEnqueueNotify, key, raw).Scan(&id, nil)
 	return id, err
 }
 
