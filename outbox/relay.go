@@ -25,13 +25,15 @@ import (
 // (see listen), and every Config.PollInterval. An enqueue sends one only
 // when no enqueue of its Outbox did in the last wakeEvery, and a
 // notification that wakes the relay may come before the commits of the
-// messages enqueued just after it: so after a wake or a batch that moved
-// rows, the relay looks again every relayRecheck for 2 x wakeEvery
-// (watch). A message is then relayed within relayRecheck of its commit
-// when its transaction commits within wakeEvery of its Enqueue, or while
-// messages keep coming; otherwise (a transaction that sent the
-// notification rolled back, or one that committed long after its Enqueue
-// in a lull) within Config.PollInterval.
+// messages enqueued just after it: so after a batch that moved rows the
+// relay looks again at once (rows committed while it moved these), and
+// after a wake or such a batch it looks again every relayRecheck for
+// 2 x wakeEvery (watch). A message is then relayed within relayRecheck
+// of its commit (and the relay's transaction) when its transaction
+// commits within wakeEvery of its Enqueue, or while messages keep coming;
+// otherwise (a transaction that sent the notification rolled back, or one
+// that committed long after its Enqueue in a lull) within
+// Config.PollInterval.
 const (
 	relayBatch   = 1000
 	relayRecheck = 5 * time.Millisecond
@@ -62,7 +64,7 @@ func (o *Outbox) relay(ctx context.Context, wake <-chan struct{}) {
 			return
 		case err != nil:
 			o.s.Logger.WarnContext(ctx, "outbox: cannot relay messages", "error", err)
-		case moved == relayBatch:
+		case moved > 0: // more may have committed while it moved these
 			wait = 0
 		case now.Sub(busy) < watch:
 			wait = relayRecheck
