@@ -180,11 +180,40 @@ func TestPagesShowRecordsAndTheStuckOnes(t *testing.T) {
 func TestReadOnlyPageRefusesEveryPost(t *testing.T) {
 	f := newFixture(t)
 	f.call(t, "stuck-ro")
-	srv := f.page(t, Config{})
-	status, _ := postForm(t, srv, "/admin/evict", scopeForm("stuck-ro"))
+	q, id := parkedMessage(t)
+	srv := f.page(t, Config{Outbox: q})
+	status, body := get(t, srv, "/admin/message?id=1")
+	require.Equal(t, http.StatusOK, status)
+	assert.NotContains(t, body, `action="/admin/redrive"`, "read-only: no form")
+
+	status, _ = postForm(t, srv, "/admin/evict", scopeForm("stuck-ro"))
 	assert.Equal(t, http.StatusForbidden, status)
 	_, err := f.lookup("stuck-ro")
 	assert.NoError(t, err, "nothing was evicted")
+	status, _ = postForm(t, srv, "/admin/redrive", url.Values{"id": {"1"}})
+	assert.Equal(t, http.StatusForbidden, status)
+	st, err := q.Lookup(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, outbox.StateParked, st.State, "nothing was re-driven")
+}
+
+// parkedMessage is an outbox whose one message (its ID returned) a
+// downstream refused: parked, with an Authorization header.
+func parkedMessage(t *testing.T) (*outbox.Memory, int64) {
+	t.Helper()
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "unknown event", http.StatusBadRequest)
+	}))
+	t.Cleanup(refusing.Close)
+	q := outbox.NewMemory(outbox.Config{Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = q.Run(ctx) }()
+	id, err := q.Enqueue(ctx, outbox.Message{Name: "payment.created", Method: "POST", URL: refusing.URL + "/hook",
+		Header: http.Header{"Authorization": {"Bearer s3cret"}}, Body: []byte(`{}`), Key: "msg-1"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { p, _ := q.Parked(ctx, 0, 10); return len(p) == 1 }, 10*time.Second, time.Millisecond)
+	return q, id
 }
 
 func TestEvictNeedsTheFormsTokenAndTheSameOrigin(t *testing.T) {
@@ -238,18 +267,8 @@ func TestEvictOfALiveLeaseNeedsForce(t *testing.T) {
 
 func TestParkedMessagesAndRedrive(t *testing.T) {
 	f := newFixture(t)
-	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		http.Error(w, "unknown event", http.StatusBadRequest)
-	}))
-	t.Cleanup(refusing.Close)
-	q := outbox.NewMemory(outbox.Config{Logger: slog.New(slog.DiscardHandler)})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go func() { _ = q.Run(ctx) }()
-	id, err := q.Enqueue(ctx, outbox.Message{Name: "payment.created", Method: "POST", URL: refusing.URL + "/hook",
-		Header: http.Header{"Authorization": {"Bearer s3cret"}}, Body: []byte(`{}`), Key: "msg-1"})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { p, _ := q.Parked(ctx, 0, 10); return len(p) == 1 }, 10*time.Second, time.Millisecond)
+	q, id := parkedMessage(t)
+	ctx := context.Background()
 
 	srv := f.page(t, Config{Outbox: q, AllowWrites: true})
 	status, body := get(t, srv, "/admin/parked")

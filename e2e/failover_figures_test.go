@@ -20,15 +20,18 @@ func undesignedFailure(op operation, v verdict) bool {
 	return v.kind == testserver.OutcomeFailed && v.status != op.want
 }
 
-// failedOutlasting counts the operations of a load that failed (an
-// undesigned definite failure) although the deadline of their call
-// (deadlineOf the operation after its start) ended after outageEnd: a
-// client that waits for a recovering host within the caller's deadline, as
-// a plain retrying client would, fails none of them.
+// failedOutlasting counts the operations of a load that did not end as
+// designed (an undesigned definite failure, or an unknown outcome: a call
+// that gave up, or returned a 5xx, without knowing whether the payment was
+// made) although the deadline of their call (deadlineOf the operation
+// after its start) ended after outageEnd: a client that waits for a
+// recovering host within the caller's deadline, as a plain retrying client
+// would, completes every one of them.
 func failedOutlasting(ops []operation, load []timed, deadlineOf func(operation) time.Duration, outageEnd time.Time) int {
 	var n int
 	for i, tv := range load {
-		if undesignedFailure(ops[i], tv.verdict) && tv.start.Add(deadlineOf(ops[i])).After(outageEnd) {
+		undesigned := undesignedFailure(ops[i], tv.verdict) || tv.kind == testserver.OutcomeUnknown
+		if undesigned && tv.start.Add(deadlineOf(ops[i])).After(outageEnd) {
 			n++
 		}
 	}
@@ -73,8 +76,8 @@ func (r *failoverRun) failed() int {
 	return n
 }
 
-// failedOutlastingOutage counts the load's undesigned failures whose
-// deadline outlasted the outage (the kill to the API serving again) and
+// failedOutlastingOutage counts the load's operations that failed or
+// ended unknown although their deadline outlasted the outage (the kill to the API serving again) and
 // the Retry-After that the API sent throughout it (apiRetryAfter): a
 // client that honours it learns that the API serves again up to that long
 // after it does, so a call whose deadline comes sooner cannot be expected
@@ -107,12 +110,13 @@ func (r *failoverRun) logFigures(t *testing.T) {
 	first, last, off := failureWindow(r.ops, r.load, at.killed)
 	breaker, budget, other := r.failureReasons()
 	t.Logf("failover (%s): %d payments, one every %v, %d workers; outage kill->serving %.2fs, promotion->serving %.2fs (promoted %.2fs after the kill); "+
-		"ok %d, failed %d (deadline past the outage and its Retry-After: %d; breaker open %d, budget spent %d, other %d), unknown %d resent with their key (%d had taken effect and replayed, %d ran then); "+
-		"lost ok %d, doubles %d; the clients saw failures: %d payments ended otherwise than designed, from %+.2fs to %+.2fs after the kill; longest payment %.2fs; %d retried",
+		"ok %d, failed %d (breaker open %d, budget spent %d, other %d), unknown %d resent with their key (%d had taken effect and replayed, %d ran then); "+
+		"lost ok %d, doubles %d; the clients saw failures: %d payments ended otherwise than designed (failed or unknown), from %+.2fs to %+.2fs after the kill, "+
+		"%d of them although their deadline outlasted the outage and its Retry-After; longest payment %.2fs; %d retried",
 		mode, len(r.ops), failoverPace, failoverWorkers, at.serving.Sub(at.killed).Seconds(), at.serving.Sub(at.promotion).Seconds(),
-		at.promoted.Sub(at.killed).Seconds(), countKind(r.load, testserver.OutcomeOK), r.failed(), r.failedOutlastingOutage(), breaker, budget, other,
+		at.promoted.Sub(at.killed).Seconds(), countKind(r.load, testserver.OutcomeOK), r.failed(), breaker, budget, other,
 		len(r.resent), r.replayedResends(), len(r.resent)-r.replayedResends(), r.report.LostOKs, r.report.DoubleEffects,
-		off, first.Seconds(), last.Seconds(), longest(r.load).Seconds(), r.retried)
+		off, first.Seconds(), last.Seconds(), r.failedOutlastingOutage(), longest(r.load).Seconds(), r.retried)
 }
 
 // failureReasons counts the load's undesigned failures by reason: the
@@ -152,11 +156,17 @@ func TestFailedOutlastingAndFailureWindow(t *testing.T) {
 		{verdict: verdict{kind: testserver.OutcomeFailed}, start: t0, end: at(time.Second / 2)},                  // its own deadline ended first
 		{verdict: verdict{kind: testserver.OutcomeFailed, status: 402}, start: t0, end: at(time.Second / 5)},     // designed
 		{verdict: verdict{kind: testserver.OutcomeFailed, status: 503}, start: t0, end: at(3 * time.Second / 2)}, // undesigned
-		{verdict: verdict{kind: testserver.OutcomeUnknown}, start: t0, end: at(3 * time.Second)},                 // unknown, not failed
+		{verdict: verdict{kind: testserver.OutcomeUnknown}, start: t0, end: at(3 * time.Second)},                 // unknown: not completed either
 	}
 	p := &payer{deadline: 10 * time.Second}
-	if n := failedOutlasting(ops, load, p.deadlineOf, at(2*time.Second)); n != 2 {
-		t.Errorf("failedOutlasting = %d, want 2 (a and d)", n)
+	if n := failedOutlasting(ops, load, p.deadlineOf, at(2*time.Second)); n != 3 {
+		t.Errorf("failedOutlasting = %d, want 3 (a, d and e)", n)
+	}
+	// An unknown whose own deadline ended before the outage did is not
+	// counted, as a failure's is not.
+	short := []operation{{key: "f", want: 201, deadline: time.Second}}
+	if n := failedOutlasting(short, []timed{{verdict: verdict{kind: testserver.OutcomeUnknown}, start: t0, end: at(time.Second)}}, p.deadlineOf, at(2*time.Second)); n != 0 {
+		t.Errorf("failedOutlasting = %d, want 0 (f's deadline came first)", n)
 	}
 	if first, last, n := failureWindow(ops, load, t0); first != time.Second/2 || last != 3*time.Second || n != 4 {
 		t.Errorf("failureWindow = %v, %v, %d; want 500ms, 3s, 4", first, last, n)

@@ -14,7 +14,9 @@
 // [Store] is a [server.Store] and passes its conformance suite
 // (server/storetest) on one node and on a three-master Redis Cluster. It
 // takes go-redis v9's UniversalClient: one node, Sentinel (a failover
-// client) or Cluster.
+// client) or Cluster. It needs Redis 5 or later (or Valkey): its scripts
+// write after reading TIME, which a server replicates by the scripts'
+// effects from Redis 5 on, and which an older one refuses.
 //
 // # What it promises
 //
@@ -32,14 +34,19 @@
 //
 // A scope's keys share one hash tag, so that each script touches one
 // cluster slot: the tag of its bucket, one of 16 per Config.Prefix,
-// drawn from the scope's hash. A bucket holds its records (hashes), one
-// due index per route (a sorted set of the running records by the time
-// their lease ends or their reconciler's wait passes), which the
-// reconciler reads instead of scanning the keyspace, and one running
-// index (by first claim) for Stats. Retention is key expiry: a record
-// expires at the later of its retention and its lease's end, so Redis
-// never deletes a record that still answers, and Sweep deletes none (it
-// clears the indexes of records left running past their retention).
+// drawn from the scope's hash. (A tag of each scope's own would keep a
+// record in one slot too, but then a route's index of abandoned leases
+// could not be written by the record's script, and the two could disagree
+// after a failure.) A store's records thus live in 16 cluster slots, on
+// at most 16 masters, spread as the cluster assigns those slots. A bucket
+// holds its records (hashes), one due index per route (a sorted set of
+// the running records by the time their lease ends or their reconciler's
+// wait passes), which the reconciler reads instead of scanning the
+// keyspace, and one running index (by first claim) for Stats. Retention
+// is key expiry: a record expires at the later of its retention and its
+// lease's end, so Redis never deletes a record that still answers, and
+// Sweep deletes none (it clears the indexes of records left running past
+// their retention).
 //
 // # Durability
 //

@@ -77,3 +77,48 @@ func TestReplicasAcknowledgeClaims(t *testing.T) {
 	assert.Equal(t, server.VerdictClaimed, again.Verdict, "the unacknowledged claim was given back")
 	assert.Equal(t, 1, again.Attempt.Number())
 }
+
+// Retention is key expiry: a record's key lives until the later of its
+// retention and its lease's end, and no longer, so that Redis deletes it
+// by itself; a completion leaves it to its retention and takes it out of
+// the indexes.
+func TestRetentionIsKeyExpiry(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+	t.Cleanup(func() { _ = c.Close() })
+	s := newTestStore(t, c, Config{}, &storetest.Clock{})
+	ctx := context.Background()
+	claim := func(key string, lease, retention time.Duration) (server.ClaimResult, keys) {
+		t.Helper()
+		cl := &server.Claim{Scope: [32]byte{byte(len(key)), key[0], key[len(key)-1]}, Route: "POST /v1/charges", Key: key,
+			Digest: []byte{1}, DigestAlg: "t", Mode: server.Leased, Lease: lease, Retention: retention}
+		res, err := s.Claim(ctx, cl)
+		require.NoError(t, err)
+		require.Equal(t, server.VerdictClaimed, res.Verdict)
+		return res, keysOf(s.cfg.Prefix, cl.Scope, cl.Route)
+	}
+	ttl := func(key string) time.Duration {
+		t.Helper()
+		d, err := c.PTTL(ctx, key).Result()
+		require.NoError(t, err)
+		return d
+	}
+	within := func(got, want time.Duration, what string) {
+		t.Helper()
+		assert.True(t, got > want-time.Minute && got <= want, "%s: PTTL %s, want about %s", what, got, want)
+	}
+
+	res, k := claim("k-done", time.Minute, 3*time.Hour)
+	within(ttl(k.record), 3*time.Hour, "a running record lives to its retention")
+	require.NoError(t, res.Attempt.Complete(ctx, &server.Response{Status: 201}))
+	within(ttl(k.record), 3*time.Hour, "a completed record lives to its retention")
+	for _, index := range []string{k.due, k.running} {
+		n, err := c.ZCard(ctx, index).Result()
+		require.NoError(t, err)
+		assert.Zero(t, n, "%s: a completed record leaves the indexes", index)
+	}
+
+	res, k = claim("k-long", 2*time.Hour, time.Hour)
+	within(ttl(k.record), 2*time.Hour, "a lease longer than the retention keeps the record to its end")
+	require.NoError(t, res.Attempt.(server.LeasedAttempt).Extend(ctx, 5*time.Hour, time.Hour))
+	within(ttl(k.record), 6*time.Hour, "an extension keeps it a margin past the lease's new end")
+}

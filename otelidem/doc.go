@@ -27,7 +27,11 @@
 // attributes. Attributes stay low-cardinality: hosts, route patterns,
 // methods, statuses, outcomes; never a key, a tenant, a principal or a
 // path with IDs in it (a request that no pattern routed, with the
-// middleware around the mux, gets no http.route).
+// middleware around the mux, gets no http.route). A host is still a
+// series of each client instrument: a client that sends to many hosts,
+// such as an outbox dispatcher to webhooks, drops server.address and
+// server.port with an SDK view (the outbox package doc, "Telemetry of
+// many destinations", has it).
 //
 // # Wrapping order on the client
 //

@@ -104,7 +104,7 @@
 // Workers is the knob: more workers give every destination more, and the
 // quarter kept for the others grows with them. The order of a FIFO queue
 // still applies: messages enqueued behind a long backlog wait for the
-// dispatcher to pass it (BENCHMARKS.md §8 has the figures, and River's
+// dispatcher to pass it (BENCHMARKS.md §12 has the figures, and River's
 // own bound).
 //
 // # A destination that is down
@@ -135,9 +135,13 @@
 // sends to 100 webhook hosts makes 100 series per client instrument
 // ("idem.client.*"). The outbox's own metrics (otelidem's Outbox) do not
 // name the destination. Where the hosts are many, drop the two attributes
-// with an OpenTelemetry SDK view on the client instruments
-// (sdkmetric.NewView with an attribute.NewDenyKeysFilter of
-// server.address and server.port); the breaker's state per host then
+// with an OpenTelemetry SDK view on the client instruments:
+//
+//	sdkmetric.WithView(sdkmetric.NewView(sdkmetric.Instrument{Name: "idem.client.*"},
+//		sdkmetric.Stream{AttributeFilter: attribute.NewDenyKeysFilter("server.address", "server.port")}))
+//
+// as a MeterProvider option (otelidem's TestOutboxClientMetricsWithoutTheHost
+// checks it: 100 hosts, one series); the breaker's state per host then
 // shows in its logs (Config.Client.Logger) rather than in metrics.
 //
 // # Keys

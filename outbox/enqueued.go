@@ -118,7 +118,7 @@ type querier interface {
 
 // status is the status of a message still in the table.
 func (e enqueued) status() MessageStatus {
-	return MessageStatus{State: StateEnqueued, ParkedMessage: ParkedMessage{ID: e.id, Message: e.msg, EnqueuedAt: e.at}}
+	return MessageStatus{State: StateEnqueued, ParkedMessage: ParkedMessage{ID: e.id, Message: e.msg, EnqueuedAt: e.at.UTC()}}
 }
 
 // byKey lists the outbox's jobs whose message has key, oldest first (by

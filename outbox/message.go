@@ -17,9 +17,11 @@ const MaxBodyBytes = 256 << 10
 
 // MaxHeaderBytes is the most that Message.Header may hold, 16 KiB: the
 // lengths of its names and values added up, a name counted once per value.
-// MaxHeaders is the most values it may hold: 100. A request whose headers
-// are larger is one most servers refuse (HTTP/1.1 servers commonly allow
-// 8 to 16 KiB in all), and every byte is stored with the message.
+// MaxHeaders is the most values it may hold: 100. A name without values
+// counts as one empty value (it is stored with the message, though no
+// request carries it). A request whose headers are larger is one most
+// servers refuse (HTTP/1.1 servers commonly allow 8 to 16 KiB in all),
+// and every byte is stored with the message.
 const (
 	MaxHeaderBytes = 16 << 10
 	MaxHeaders     = 100
@@ -165,9 +167,10 @@ func validHeader(h http.Header) string {
 func headerSize(h http.Header) string {
 	count, size := 0, 0
 	for name, values := range h {
-		count += len(values)
+		count += max(len(values), 1)
+		size += len(name) * max(len(values), 1)
 		for _, v := range values {
-			size += len(name) + len(v)
+			size += len(v)
 		}
 	}
 	switch {

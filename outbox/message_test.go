@@ -47,6 +47,11 @@ func TestMessageValidation(t *testing.T) {
 		{"a 20 MiB header value", func(m *Message) { m.Header.Set("X-Big", strings.Repeat("v", 20<<20)) }, "MaxHeaderBytes"},
 		{"too many header values", func(m *Message) { m.Header = headers(MaxHeaders+1, 0) }, "MaxHeaders"},
 		{"100,000 headers", func(m *Message) { m.Header = headers(100_000, 0) }, "MaxHeaders"},
+		{"valid, names without values at the limit", func(m *Message) { m.Header = emptyHeaders(MaxHeaders) }, ""},
+		{"100,000 header names without values", func(m *Message) { m.Header = emptyHeaders(100_000) }, "MaxHeaders"},
+		{"header names without values over the bytes", func(m *Message) {
+			m.Header = http.Header{strings.Repeat("X", MaxHeaderBytes+1): nil}
+		}, "MaxHeaderBytes"},
 		{"many values of one header", func(m *Message) { m.Header = http.Header{"X-A": make([]string, MaxHeaders+1)} }, "MaxHeaders"},
 		{"key with a space", func(m *Message) { m.Key = "a b" }, "Key"},
 		{"key too long", func(m *Message) { m.Key = strings.Repeat("k", 256) }, "Key"},
@@ -65,6 +70,15 @@ func TestMessageValidation(t *testing.T) {
 			require.True(t, strings.HasPrefix(err.Error(), "outbox: "), "error %q lacks the package prefix", err)
 		})
 	}
+}
+
+// emptyHeaders returns n header names X-0 ... without values.
+func emptyHeaders(n int) http.Header {
+	h := make(http.Header, n)
+	for i := range n {
+		h["X-"+strconv.Itoa(i)] = nil
+	}
+	return h
 }
 
 // headers returns n headers X-0 ... whose names and values add up to

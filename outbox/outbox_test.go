@@ -186,6 +186,7 @@ func TestBadInputStoresNothing(t *testing.T) {
 		func(m *Message) { m.Header.Set("Idempotency-Key", "x") },
 		func(m *Message) { m.Header.Set("X-Big", strings.Repeat("v", 20<<20)) },
 		func(m *Message) { m.Header = headers(100_000, 0) },
+		func(m *Message) { m.Header = emptyHeaders(100_000) },
 	}
 	for _, edit := range bad {
 		m := validMessage()

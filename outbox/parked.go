@@ -1,64 +1,60 @@
 package outbox
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 )
 
+// sqlParked lists parked messages from River's job table (%[1]s): $1
+// queue, $2 kind, $3 the parked states (cast to River's state type,
+// %[2]s), message ID over $4, the first $5 by message ID (see jobArgs: the
+// relay does not give the jobs IDs in the messages' order). It reads what
+// a ParkedMessage shows, the message and the outbox's record of its last
+// delivery, and not River's errors column, which holds an error per
+// delivery and grows with each re-drive: a listing allocates in
+// proportion to the messages it returns, whatever their history.
+const sqlParked = `SELECT id, args, jsonb_build_object('output', metadata->'output'), attempt, created_at, finalized_at, state::text
+FROM %[1]s WHERE state = ANY($3::text[]::%[2]s[]) AND queue = $1 AND kind = $2 AND coalesce((args->>'id')::bigint, id) > $4
+ORDER BY coalesce((args->>'id')::bigint, id) LIMIT $5`
+
 // Parked returns up to limit parked messages whose ID is over after,
 // oldest first (after 0 starts the list; pass the last ID to page on).
-// Parked messages are kept until they are re-driven.
+// Parked messages are kept until they are re-driven. ctx governs the
+// call.
 func (o *Outbox) Parked(ctx context.Context, after int64, limit int) ([]ParkedMessage, error) {
-	limit = max(limit, 1)
-	ids, err := o.parkedJobs(ctx, after, limit)
-	if err != nil || len(ids) == 0 {
-		return nil, wrapParked(err)
-	}
-	params := river.NewJobListParams().Kinds(kind).Queues(queueName).
-		States(rivertype.JobStateCancelled, rivertype.JobStateDiscarded).IDs(ids...).First(limit)
-	res, err := o.client.JobList(ctx, params)
+	table, state := o.tables()
+	rows, err := o.pool.Query(ctx, fmt.Sprintf(sqlParked, table, state), queueName, kind, parkedStates, after, max(limit, 1))
 	if err != nil {
-		return nil, wrapParked(err)
+		return nil, fmt.Errorf("outbox: parked: %w", err)
 	}
-	out := make([]ParkedMessage, 0, len(res.Jobs))
-	for _, job := range res.Jobs {
+	jobs, err := pgx.CollectRows(rows, scanParked)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: parked: %w", err)
+	}
+	out := make([]ParkedMessage, 0, len(jobs))
+	for _, job := range jobs {
 		out = append(out, o.parkedFrom(job))
 	}
-	slices.SortFunc(out, func(a, b ParkedMessage) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
-func wrapParked(err error) error {
-	if err == nil {
-		return nil
+// scanParked reads a row of sqlParked into the fields of River's JobRow
+// that parkedFrom reads, its times in UTC as River gives them.
+func scanParked(row pgx.CollectableRow) (*rivertype.JobRow, error) {
+	var job rivertype.JobRow
+	var state string
+	err := row.Scan(&job.ID, &job.EncodedArgs, &job.Metadata, &job.Attempt, &job.CreatedAt, &job.FinalizedAt, &state)
+	job.State, job.CreatedAt = rivertype.JobState(state), job.CreatedAt.UTC()
+	if job.FinalizedAt != nil {
+		utc := job.FinalizedAt.UTC()
+		job.FinalizedAt = &utc
 	}
-	return fmt.Errorf("outbox: parked: %w", err)
-}
-
-// sqlParked lists the job IDs of up to $5 parked messages (jobs of queue
-// $2 and kind $3 in a state of $1) whose message ID (see jobArgs) is over
-// $4, by message ID: River's list orders by job ID, which the relay does
-// not keep in the messages' order. %[1]s is River's job table, %[2]s its
-// state type.
-const sqlParked = `SELECT id FROM %[1]s
-WHERE state = ANY($1::text[]::%[2]s[]) AND queue = $2 AND kind = $3 AND coalesce((args->>'id')::bigint, id) > $4
-ORDER BY coalesce((args->>'id')::bigint, id) LIMIT $5`
-
-// parkedJobs returns the job IDs of the page of Parked.
-func (o *Outbox) parkedJobs(ctx context.Context, after int64, limit int) ([]int64, error) {
-	table, state := o.tables()
-	rows, err := o.pool.Query(ctx, fmt.Sprintf(sqlParked, table, state), parkedStates, queueName, kind, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
+	return &job, err
 }
 
 func (o *Outbox) parkedFrom(job *rivertype.JobRow) ParkedMessage {

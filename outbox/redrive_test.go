@@ -127,3 +127,54 @@ func TestRedriveOfAMessageThatReachedNothing(t *testing.T) {
 		require.NoError(t, tg.redrive(context.Background(), id))
 	})
 }
+
+// A re-drive keeps the time of the first delivery that may have acted:
+// the key's retention runs from it across re-drives, so a message
+// re-driven once in time is refused once the retention has passed since
+// that first delivery, however recent its last re-drive (a re-drive that
+// restarted the count would let the operation run twice).
+func TestRedriveKeepsTheFirstAttempt(t *testing.T) {
+	config := func() Config {
+		cfg := fastConfig(&events{})
+		cfg.MaxAttempts, cfg.KeyRetention = 2, 2*time.Second
+		return cfg
+	}
+	t.Run("memory", func(t *testing.T) {
+		clock := &offsetClock{}
+		tg, q := memoryTarget(config())
+		q.s.now = clock.now
+		redriveKeepsTheFirstAttempt(t, tg, clock)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		clock := &offsetClock{}
+		tg, o, _ := postgresTarget(t, config())
+		o.s.now = clock.now
+		redriveKeepsTheFirstAttempt(t, tg, clock)
+	})
+}
+
+func redriveKeepsTheFirstAttempt(t *testing.T, tg target, clock *offsetClock) {
+	f := newForgetful(t)
+	ctx := context.Background()
+	key := "kept-" + tg.name
+	id, err := tg.enqueue(ctx, Message{Name: "payment.created", Method: "POST", URL: f.srv.URL + "/hook", Key: key, Body: []byte("{}")})
+	require.NoError(t, err)
+	running(t, tg.run)
+	first := tg.waitParked(t, 1, "parked after an ambiguous delivery and a 503")[0]
+	require.False(t, first.FirstAttempt.IsZero())
+
+	clock.advance(time.Second) // within the key's retention
+	require.NoError(t, tg.redrive(ctx, id))
+	eventually(t, func() bool { _, n := f.count(key); return n == 4 }, "sent again, twice (503)")
+	again := tg.waitParked(t, 1, "parked again")[0]
+	require.Equal(t, ReasonAttempts, again.Reason)
+	require.True(t, again.FirstAttempt.Equal(first.FirstAttempt), "first attempt %s, was %s: kept across the re-drive",
+		again.FirstAttempt, first.FirstAttempt)
+	require.Equal(t, first.RedriveBy, again.RedriveBy)
+
+	clock.advance(1500 * time.Millisecond) // 2.5 s after the first delivery, 1.5 s after the re-drive
+	require.ErrorIs(t, tg.redrive(ctx, id), ErrPastRetention)
+	effects, requests := f.count(key)
+	require.Equal(t, 1, effects)
+	require.Equal(t, 4, requests, "nothing sent after the refusal")
+}

@@ -71,10 +71,10 @@ func TestStatsCountsPendingAndParked(t *testing.T) {
 	}
 }
 
-// With Config.Schema, Stats names River's table and state type in that
-// schema, not in the connection's search_path: a message enqueued in
-// schema A is counted by an outbox whose pool's search_path is another
-// schema, without River's tables.
+// With Config.Schema, Stats and Parked name River's table and state type
+// in that schema, not in the connection's search_path: a message enqueued
+// in schema A is counted, and listed once parked, by an outbox whose
+// pool's search_path is another schema, without River's tables.
 func TestStatsInASchema(t *testing.T) {
 	pool := migratedPool(t)
 	ctx := context.Background()
@@ -82,8 +82,9 @@ func TestStatsInASchema(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema))
 	home, err := New(pool, Config{Logger: discardLogger()})
 	require.NoError(t, err)
-	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, err := home.Enqueue(ctx, tx, Message{Name: "event", Method: "POST", URL: "http://127.0.0.1:9/x", Key: "k-schema", Body: []byte("{}")})
+	var id int64
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+		id, err = home.Enqueue(ctx, tx, Message{Name: "event", Method: "POST", URL: "http://127.0.0.1:9/x", Key: "k-schema", Body: []byte("{}")})
 		return err
 	}))
 
@@ -93,4 +94,13 @@ func TestStatsInASchema(t *testing.T) {
 	st, err := o.Stats(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Pending)
+
+	_, err = home.relayOnce(ctx)
+	require.NoError(t, err)
+	_, err = home.client.JobCancel(ctx, jobOf(t, home, id)) // parked, as a cancelled job
+	require.NoError(t, err)
+	parked, err := o.Parked(ctx, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, parked, 1)
+	require.Equal(t, "k-schema", parked[0].Message.Key)
 }

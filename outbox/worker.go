@@ -55,7 +55,7 @@ func (a jobArgs) enqueuedAt(created time.Time) time.Time {
 	if a.EnqueuedAt.IsZero() {
 		return created
 	}
-	return a.EnqueuedAt
+	return a.EnqueuedAt.UTC()
 }
 
 func decodeJobArgs(encoded []byte) (jobArgs, error) {

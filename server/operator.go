@@ -32,10 +32,11 @@ var (
 
 // RecordStore is the optional interface of a Store that an Operator reads
 // and evicts records through: PostgresStore and MemoryStore implement it,
-// and a third store may, to be looked at with idemctl and the admin page
-// (package admin). Its methods return records as stored, headers
-// included; the Operator is what withholds the sensitive ones and checks
-// the scopes, so that the rules live in one place whatever the store.
+// and a third store may, to be looked at through an Operator (the admin
+// page, package admin; idemctl reads a PostgresStore's database). Its
+// methods return records as stored, headers included; the Operator is
+// what withholds the sensitive ones and checks the scopes, so that the
+// rules live in one place whatever the store.
 // Implementations must be safe for concurrent use, and none of their
 // methods may wait for a record that a request holds longer than a few
 // seconds.

@@ -84,6 +84,30 @@ func TestOperatorNeverShowsASensitiveHeader(t *testing.T) {
 	})
 }
 
+// A route may fingerprint a credential header (Config.FingerprintHeaders):
+// the stored request then keeps it for a reconciler, and a read withholds
+// it as it withholds the response's.
+func TestOperatorNeverShowsASensitiveRequestHeader(t *testing.T) {
+	eachStore(t, func(t *testing.T, k *kit) {
+		mux := http.NewServeMux()
+		cfg := Config{Mode: Leased, FingerprintHeaders: []string{"authorization", "X-Api-Key", "Cookie", "X-Api-Version"}}
+		mux.Handle("POST /v1/charges", Middleware(k.store, quiet(cfg))(&charge{k: k}))
+		srv := serve(t, mux)
+		require.Equal(t, http.StatusCreated, post(t, srv, "/v1/charges", "k-req-secret", "{}",
+			"Authorization", "Bearer s3cret", "X-Api-Key", "s3cret", "Cookie", "session=s3cret", "X-Api-Version", "2").status)
+
+		rec, err := opsOf(t, k).Lookup(context.Background(), chargeOp("k-req-secret"), true)
+		require.NoError(t, err)
+		require.NotNil(t, rec.Request)
+		assert.Equal(t, "2", rec.Request.Header.Get("X-Api-Version"), "a header that is no credential is shown")
+		for _, name := range []string{"Authorization", "X-Api-Key", "Cookie"} {
+			assert.Empty(t, rec.Request.Header.Values(name), name)
+			assert.Contains(t, rec.Withheld, name)
+		}
+		assert.NotContains(t, fmt.Sprintf("%+v", rec), "s3cret")
+	})
+}
+
 // setStoredHeader replaces the stored response headers of op's record.
 func setStoredHeader(t *testing.T, k *kit, op Operation, h http.Header) {
 	t.Helper()

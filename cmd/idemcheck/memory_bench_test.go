@@ -24,9 +24,11 @@ import (
 //
 //	go test -run '^$' -bench HostileResponses -benchtime 3x ./cmd/idemcheck
 //
-// The shapes: one 9.5 MB header (over the checker's 1 MiB cap: the
-// duplicates fail), one header just under the cap, and the same bytes as
-// 12-byte headers (the most entries net/http's parser builds from them).
+// The shapes: one 9.5 MB header (over the checker's 64 KiB cap,
+// conformance.MaxHeaderBytes: the duplicates fail), one header just under
+// the cap, the same bytes as 12-byte headers (the most entries net/http's
+// parser builds from them), and those with a body that never ends (cut at
+// conformance.MaxBodyBytes).
 func BenchmarkHostileResponses(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "idemcheck")
 	if err := gobuild.Build("github.com/idemkit/idem/cmd/idemcheck", bin); err != nil {

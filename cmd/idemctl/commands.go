@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/idemkit/idem/outbox"
 	"github.com/idemkit/idem/server"
 )
 
@@ -13,6 +14,9 @@ func runKey(ctx context.Context, t *tool, args []string) error {
 	op := scopeFlags(fs)
 	payload := fs.Bool("payload", false, "show the stored request and response (never a sensitive header)")
 	if err := parse(fs, args, 1); err != nil {
+		return err
+	}
+	if err := t.needRecords(ctx); err != nil {
 		return err
 	}
 	op.Key = fs.Arg(0)
@@ -38,6 +42,9 @@ func runInFlight(ctx context.Context, t *tool, args []string) error {
 		fmt.Fprintln(t.e.stderr, "idemctl inflight: -after:", err)
 		return errUsage
 	}
+	if err := t.needRecords(ctx); err != nil {
+		return err
+	}
 	page, err := t.ops.InFlight(ctx, q)
 	if err != nil {
 		return err
@@ -51,6 +58,9 @@ func runEvict(ctx context.Context, t *tool, args []string) error {
 	force := fs.Bool("force", false, "evict even while the record's lease is live (an attempt may be running)")
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	if err := parse(fs, args, 1); err != nil {
+		return err
+	}
+	if err := t.needRecords(ctx); err != nil {
 		return err
 	}
 	op.Key = fs.Arg(0)
@@ -139,6 +149,14 @@ func runRedrive(ctx context.Context, t *tool, args []string) error {
 	if err := t.needOutbox(ctx); err != nil {
 		return err
 	}
+	// An unknown or unparked message is refused before the question.
+	st, err := t.outbox.Lookup(ctx, id)
+	if err != nil {
+		return err
+	}
+	if st.State != outbox.StateParked {
+		return fmt.Errorf("%w: message %d is %s", outbox.ErrNotParked, id, st.State)
+	}
 	if *past {
 		if !*yes {
 			q := fmt.Sprintf("Re-drive message %d even if the downstream may have forgotten its key? It may run the operation a second time there.", id)
@@ -162,6 +180,9 @@ func runRedrive(ctx context.Context, t *tool, args []string) error {
 
 func runStats(ctx context.Context, t *tool, args []string) error {
 	if err := parse(t.flags("stats"), args, 0); err != nil {
+		return err
+	}
+	if err := t.needRecords(ctx); err != nil {
 		return err
 	}
 	counts, err := t.ops.Counts(ctx)

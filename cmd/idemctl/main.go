@@ -22,11 +22,12 @@
 // authentication and connection headers are never shown.
 //
 // Output is a table for people, or JSON with -json. Exit status: 0 done;
-// 1 the database or the outbox failed; 2 bad usage or a bad scope (nothing
-// read or changed); 3 not found (no record for the key, no such message);
-// 4 refused, nothing changed (a live lease without -force, a message not
-// parked or past its key retention without -past-retention, or a
-// confirmation not given).
+// 1 the database or the outbox failed (or the database has no
+// idem_records table: a wrong -db or search_path); 2 bad usage or a bad
+// scope (nothing read or changed); 3 not found (no record for the key, no
+// such message); 4 refused, nothing changed (a live lease without
+// -force, a message not parked or past its key retention without
+// -past-retention, or a confirmation not given).
 package main
 
 import (

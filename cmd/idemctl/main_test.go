@@ -145,6 +145,17 @@ func TestKeyInFlightAndEvict(t *testing.T) {
 	assert.Contains(t, out, "none (no river_job table)")
 }
 
+// A database without the records' table (a wrong -db or search_path)
+// is named as such, not as an SQL error.
+func TestNoRecordsTable(t *testing.T) {
+	db := pgtest.SchemaURL(t)
+	for _, args := range [][]string{withScope("key", "k"), {"inflight"}, withScope("evict", "-yes", "k"), {"stats"}} {
+		code, _, errOut := ctl(t, db, "", args...)
+		assert.Equal(t, exitFailed, code, "%v", args)
+		assert.Contains(t, errOut, "no idem_records table", "%v", args)
+	}
+}
+
 func TestParkedMessageAndRedrive(t *testing.T) {
 	db := pgtest.SchemaURL(t)
 	pool := pgtest.NewPool(t, db)
@@ -152,6 +163,7 @@ func TestParkedMessageAndRedrive(t *testing.T) {
 	require.NoError(t, server.Migrate(ctx, pool))
 	require.NoError(t, outbox.Migrate(ctx, pool))
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Set-Cookie", "partner_session=c00kie")
 		http.Error(w, "unknown event", http.StatusBadRequest)
 	}))
 	t.Cleanup(refusing.Close)
@@ -178,21 +190,47 @@ func TestParkedMessageAndRedrive(t *testing.T) {
 	require.Equal(t, exitOK, code)
 	assert.Contains(t, out, "parked (refused)")
 	assert.Contains(t, out, "unknown event")
-	assert.NotContains(t, out, "s3cret")
-	assert.Contains(t, out, "withheld (never shown): Authorization")
-	code, out, _ = ctl(t, db, "", "-json", "message", "-key", "msg-1")
+	assert.Contains(t, out, "withheld (never shown): Authorization, Set-Cookie")
+
+	// Neither form of any command shows a message's credentials or the
+	// downstream's cookie.
+	for _, args := range [][]string{
+		{"parked"}, {"-json", "parked"}, {"message", fmt.Sprint(id)},
+		{"-json", "message", fmt.Sprint(id)}, {"-json", "message", "-key", "msg-1"},
+	} {
+		code, out, errOut := ctl(t, db, "", args...)
+		require.Equal(t, exitOK, code, "%v: %s", args, errOut)
+		assert.NotContains(t, out, "s3cret", "%v", args)
+		assert.NotContains(t, out, "c00kie", "%v", args)
+	}
+	code, out, _ = ctl(t, db, "", "-json", "parked")
 	require.Equal(t, exitOK, code)
-	assert.NotContains(t, out, "s3cret")
+	var parked struct {
+		Parked []struct {
+			ID       int64
+			Withheld []string
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &parked), out)
+	require.Len(t, parked.Parked, 1)
+	assert.Equal(t, []string{"Authorization", "Set-Cookie"}, parked.Parked[0].Withheld)
+
 	code, _, _ = ctl(t, db, "", "message", "999999")
 	assert.Equal(t, exitNotFound, code)
 	code, _, _ = ctl(t, db, "", "message", "x")
 	assert.Equal(t, exitUsage, code)
 
+	// An unknown message is not found, asked nothing; a message that is
+	// not parked is refused before the question.
+	code, _, errOut := ctl(t, db, "yes\n", "redrive", "-past-retention", "999999")
+	assert.Equal(t, exitNotFound, code, errOut)
+	assert.NotContains(t, errOut, "Type yes")
 	code, out, _ = ctl(t, db, "", "redrive", fmt.Sprint(id))
 	require.Equal(t, exitOK, code)
 	assert.Contains(t, out, "redriven")
-	code, _, errOut := ctl(t, db, "", "redrive", "999999")
-	assert.Equal(t, exitRefused, code, errOut)
+	code, _, errOut = ctl(t, db, "yes\n", "redrive", "-past-retention", fmt.Sprint(id))
+	assert.Equal(t, exitRefused, code, "a re-driven message is no longer parked: %s", errOut)
+	assert.NotContains(t, errOut, "Type yes")
 
 	code, out, _ = ctl(t, db, "", "stats")
 	require.Equal(t, exitOK, code)

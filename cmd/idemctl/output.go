@@ -171,9 +171,31 @@ func (t *tool) printInFlight(page server.InFlightPage) error {
 	return nil
 }
 
+// parkedView is a parked message as -json prints it: its headers and its
+// last response's without the credentials (opsview.Header), whose names
+// Withheld lists.
+type parkedView struct {
+	outbox.ParkedMessage
+	Withheld []string `json:",omitempty"`
+}
+
+// shownParked is p with only the headers an operator may see.
+func shownParked(p outbox.ParkedMessage) parkedView {
+	var sent, got []string
+	p.Message.Header, sent = opsview.Header(p.Message.Header)
+	p.Header, got = opsview.Header(p.Header)
+	withheld := append(sent, got...)
+	slices.Sort(withheld)
+	return parkedView{ParkedMessage: p, Withheld: slices.Compact(withheld)}
+}
+
 func (t *tool) printParked(msgs []outbox.ParkedMessage, limit int) error {
 	if t.g.json {
-		return t.printJSON(map[string]any{"parked": msgs})
+		views := make([]parkedView, 0, len(msgs))
+		for _, p := range msgs {
+			views = append(views, shownParked(p))
+		}
+		return t.printJSON(map[string]any{"parked": views})
 	}
 	w := tabwriter.NewWriter(t.e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tNAME\tURL\tREASON\tSTATUS\tATTEMPTS\tPARKED\tREDRIVE BY")
@@ -193,8 +215,9 @@ func (t *tool) printParked(msgs []outbox.ParkedMessage, limit int) error {
 }
 
 func (t *tool) printMessage(st outbox.MessageStatus) error {
-	shown, withheld := opsview.Header(st.Message.Header)
-	st.Message.Header = shown
+	view := shownParked(st.ParkedMessage)
+	st.ParkedMessage = view.ParkedMessage
+	withheld := view.Withheld
 	if t.g.json {
 		return t.printJSON(map[string]any{"message": st, "withheld": withheld})
 	}
@@ -214,8 +237,7 @@ func (t *tool) printMessage(st outbox.MessageStatus) error {
 		"last status", fmt.Sprint(st.Status), "last error", st.Err)
 	if st.Status != 0 {
 		fmt.Fprintln(t.e.stdout, "\nlast response:")
-		resp, _ := opsview.Header(st.Header)
-		t.printHeader(resp)
+		t.printHeader(st.Header)
 		fmt.Fprintln(t.e.stdout, opsview.Body(st.Body))
 	}
 	if len(withheld) > 0 {

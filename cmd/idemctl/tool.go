@@ -92,6 +92,17 @@ func (t *tool) hasTable(ctx context.Context, schema, table string) (bool, error)
 	return ok, err
 }
 
+// needRecords fails with a clear error when the idempotency records'
+// table is missing: -db names another database, or its search_path
+// another schema.
+func (t *tool) needRecords(ctx context.Context) error {
+	ok, err := t.hasTable(ctx, "", "idem_records")
+	if err == nil && !ok {
+		err = errors.New("no idempotency records here: the database has no idem_records table in its search_path (server.Migrate creates it; check -db)")
+	}
+	return err
+}
+
 // needOutbox fails with a clear error when the outbox's tables are missing.
 func (t *tool) needOutbox(ctx context.Context) error {
 	ok, err := t.hasTable(ctx, t.g.outboxSchema, "river_job")

@@ -21,6 +21,18 @@
 // refuses (server.Store.CheckMode) are not run, and the log says so: a
 // Leased-only store passes the suite without its Transactional areas.
 //
+// The contract the suite checks is [server.Store]'s doc, rule by rule;
+// the types a store exchanges with the middleware are those its methods
+// name ([server.Claim], [server.ClaimResult], [server.Attempt] and
+// [server.LeasedAttempt], [server.Taken] and [server.Settler]). A
+// Transactional handler's effects must commit with its record, and
+// [server.Tx] hands a handler PostgresStore's transaction only: a store of
+// your own refuses Transactional mode in CheckMode, as idemredis's does,
+// and passes the Leased areas, for which the Harness needs only New
+// (and Node, to run the two-node areas on two connections). The optional
+// [server.RecordStore], which idemctl and the admin page read, is not
+// checked here.
+//
 // The areas: replay (byte for byte, headers, fingerprints, scopes,
 // rejections, failures, retention, streamed results), leases (in flight,
 // takeover with the recovery point, fencing of a stale attempt, extension,
