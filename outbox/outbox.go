@@ -131,8 +131,9 @@ func (o *Outbox) Enqueue(ctx context.Context, tx pgx.Tx, m Message) (int64, erro
 	if err != nil {
 		return 0, fmt.Errorf("outbox: enqueue: %w", err)
 	}
-	// Twice at most: the key's row may be relayed, and its job deleted,
-	// between the insert that found it and the look-up.
+	// Twice at most: a transaction whose snapshot is older than its
+	// statement (REPEATABLE READ) may see the key taken in the table and
+	// then neither the row, relayed meanwhile, nor its job.
 	for range 2 {
 		id, err := o.insert(ctx, tx, msg.Key, raw)
 		if !isNoRows(err) {
