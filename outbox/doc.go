@@ -164,12 +164,13 @@
 // its pgx v5 driver) behind a narrow table. Enqueue writes one row of
 // idem_outbox_enqueued in the caller's transaction (the message as JSON
 // under its key, the table's primary key and only index), in one round
-// trip: River's job row, with its seven indexes, would cost the request
-// about twice as much (BENCHMARKS.md §8). Every dispatcher's Run also
-// relays: in a transaction of its own it moves committed rows into River's
-// queue, up to 1,000 at once (River's InsertManyTx, and the rows' delete),
-// so that a relay that dies leaves its rows to the next one, and River's
-// unique key on the message's key keeps one job per key. An enqueue wakes
+// trip: River's job row, with its seven indexes, costs the request's
+// throughput several times what this row does (BENCHMARKS.md §8). Every
+// dispatcher's Run also relays: in a transaction of its own it moves
+// committed rows into River's queue, up to 1,000 at once (River's
+// InsertManyTx, and the rows' delete), so that a relay that dies leaves
+// its rows to the next one, and River's unique key on the message's key
+// keeps one job per key. An enqueue wakes
 // the relays through LISTEN/NOTIFY (at most one notification per 50 ms of
 // an Outbox: a notification makes its transaction's commit take a lock of
 // the database's), and a woken relay looks again every 5 ms while

@@ -17,7 +17,7 @@ import (
 // index), its ID, the message as JSON and the time of its enqueue. A
 // relay, run by every dispatcher (see relay.go), moves committed rows into
 // River's queue in batches. River's job insert, with its seven indexes,
-// costs the request's transaction about twice what this row does
+// costs the request's throughput several times what this row does
 // (BENCHMARKS.md §8).
 //
 // A message's ID is drawn from River's own job ID sequence, so that it
