@@ -44,13 +44,13 @@ const (
 	Leased
 )
 
-// The defaults that a zero Config field stands for.
+// Defaults of Config, as its fields' docs state them.
 const (
-	DefaultRetention        = 24 * time.Hour
-	DefaultLease            = 30 * time.Second
-	DefaultWaitBound        = 2 * time.Second
-	DefaultMaxRequestBytes  = 1 << 20
-	DefaultMaxResponseBytes = 1 << 20
+	defaultRetention        = 24 * time.Hour
+	defaultLease            = 30 * time.Second
+	defaultWaitBound        = 2 * time.Second
+	defaultMaxRequestBytes  = 1 << 20
+	defaultMaxResponseBytes = 1 << 20
 )
 
 // defaultRejectStatuses are the statuses that refuse the request itself:
@@ -113,12 +113,11 @@ type Config struct {
 	// Lease (Middleware panics otherwise), so that a retry after a lease
 	// ended finds the record and its recovery point; a record whose lease
 	// is live is never treated as expired, and a takeover makes the record
-	// answer for a full Retention from then. Zero or negative:
-	// DefaultRetention.
+	// answer for a full Retention from then. Zero or negative: 24 h.
 	Retention time.Duration
 
 	// Lease is the length of a Leased-mode claim, judged by the database
-	// clock; the handler may extend it. Zero or negative: DefaultLease.
+	// clock; the handler may extend it. Zero or negative: 30 s.
 	Lease time.Duration
 
 	// WaitBound is how long a duplicate of a Transactional request that is
@@ -130,22 +129,20 @@ type Config struct {
 	// it gets 409 key-in-flight when a Transactional attempt of its key runs
 	// on this store, else 503 store-unavailable (Retry-After 1), and holds
 	// nothing while it waits.
-	// Zero: DefaultWaitBound; negative: no wait for a running duplicate (a
+	// Zero: 2 s; negative: no wait for a running duplicate (a
 	// wait for a pool connection is then bounded only by the request's
 	// context).
 	WaitBound time.Duration
 
 	// MaxRequestBytes caps the request body, which the middleware reads to
-	// fingerprint it; a larger body gets 413. Zero or negative:
-	// DefaultMaxRequestBytes.
+	// fingerprint it; a larger body gets 413. Zero or negative: 1 MiB.
 	MaxRequestBytes int64
 
 	// MaxResponseBytes caps a stored response body. A response that outgrows
 	// it is committed as it stands, marked result-unavailable, and streamed
 	// to the client; a retry then gets 500 result-unavailable and the
 	// handler never runs again (a 5xx or a rejection status rolls back
-	// instead, and a retry runs afresh). Zero or negative:
-	// DefaultMaxResponseBytes.
+	// instead, and a retry runs afresh). Zero or negative: 1 MiB.
 	MaxResponseBytes int
 
 	// ReplayHeaders are response headers replayed besides Content-Type,
@@ -198,10 +195,10 @@ type settings struct {
 
 func newSettings(cfg Config) *settings {
 	s := &settings{Config: cfg}
-	s.Retention = orDefault(s.Retention, DefaultRetention)
-	s.Lease = orDefault(s.Lease, DefaultLease)
+	s.Retention = orDefault(s.Retention, defaultRetention)
+	s.Lease = orDefault(s.Lease, defaultLease)
 	if s.WaitBound == 0 { // negative means no wait
-		s.WaitBound = DefaultWaitBound
+		s.WaitBound = defaultWaitBound
 	}
 	if s.Mode == Leased && s.Retention < 2*s.Lease {
 		panic(fmt.Sprintf("server: Config.Retention (%s) must be at least twice Config.Lease (%s) in Leased mode: "+
@@ -214,8 +211,8 @@ func newSettings(cfg Config) *settings {
 		}
 		s.keyHeader = http.CanonicalHeaderKey(s.KeyHeader)
 	}
-	s.MaxRequestBytes = orDefault(s.MaxRequestBytes, DefaultMaxRequestBytes)
-	s.MaxResponseBytes = orDefault(s.MaxResponseBytes, DefaultMaxResponseBytes)
+	s.MaxRequestBytes = orDefault(s.MaxRequestBytes, defaultMaxRequestBytes)
+	s.MaxResponseBytes = orDefault(s.MaxResponseBytes, defaultMaxResponseBytes)
 	if s.ProblemPrefix == "" {
 		s.ProblemPrefix = wire.DefaultProblemPrefix
 	}

@@ -10,12 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// MaxRecoveryBytes caps the data of one recovery point.
-const MaxRecoveryBytes = 64 << 10
+// maxRecoveryBytes caps the data of one recovery point, as
+// Lease.Checkpoint's doc states it.
+const maxRecoveryBytes = 64 << 10
 
 // ErrRecoveryData is returned by Lease.Checkpoint for data that is not one
-// JSON value or is larger than MaxRecoveryBytes.
-var ErrRecoveryData = errors.New("server: recovery data must be one JSON value of at most MaxRecoveryBytes")
+// JSON value or is larger than 64 KiB.
+var ErrRecoveryData = errors.New("server: recovery data must be one JSON value of at most 64 KiB")
 
 // Recovery is what an earlier attempt of a Leased operation left behind: it
 // may have partly run, and Point is the last recovery point it recorded
@@ -74,13 +75,13 @@ func (l *Lease) Extend(ctx context.Context, d time.Duration) error {
 	return l.ops.Extend(ctx, d, l.ttl)
 }
 
-// Checkpoint records a recovery point: a name and small JSON data (nil for
-// none) that an attempt taking over after this one fails or expires will
-// see in Recovery. Record one before each effect that leaves the database.
+// Checkpoint records a recovery point: a name and small JSON data (one
+// JSON value of at most 64 KiB, nil for none) that an attempt taking over
+// after this one fails or expires will see in Recovery. Record one before each effect that leaves the database.
 // ctx governs the call. It returns ErrLeaseLost when another attempt has
 // taken the key over, and ErrRecoveryData for bad data.
 func (l *Lease) Checkpoint(ctx context.Context, point string, data json.RawMessage) error {
-	if data != nil && (len(data) > MaxRecoveryBytes || !json.Valid(data)) {
+	if data != nil && (len(data) > maxRecoveryBytes || !json.Valid(data)) {
 		return fmt.Errorf("%w (got %d bytes)", ErrRecoveryData, len(data))
 	}
 	return l.ops.Checkpoint(ctx, point, data)

@@ -121,11 +121,11 @@ type ReconcileHooks struct {
 	Parked func(context.Context, ReconcileEvent)
 }
 
-// The defaults that a zero ReconcileConfig field stands for.
+// Defaults of ReconcileConfig, as its fields' docs state them.
 const (
-	DefaultReconcileInterval   = 10 * time.Second
-	DefaultReconcileMaxAge     = time.Hour
-	DefaultReconcileMaxBackoff = 5 * time.Minute
+	defaultReconcileInterval   = 10 * time.Second
+	defaultReconcileMaxAge     = time.Hour
+	defaultReconcileMaxBackoff = 5 * time.Minute
 )
 
 // ReconcileConfig configures RunReconciler. Routes is required; every
@@ -139,12 +139,12 @@ type ReconcileConfig struct {
 
 	// Interval is the time between passes; an operation is reconciled
 	// within its lease plus one Interval of being abandoned. Zero or
-	// negative: DefaultReconcileInterval.
+	// negative: 10 s.
 	Interval time.Duration
 
 	// Lease is the reconciler's lease on an operation while its function
 	// runs; a retry meanwhile gets 409 key-in-flight. Zero or negative:
-	// DefaultLease.
+	// 30 s, as Config.Lease.
 	Lease time.Duration
 
 	// Grace is how long a pass waits for a ReconcileFunc past its lease,
@@ -159,12 +159,12 @@ type ReconcileConfig struct {
 	// MaxAge is how long after its first claim an operation may stay
 	// NotKnown before it is settled as result-unavailable. Keep it well
 	// under the routes' Retention: a record swept before it is settled
-	// takes its evidence with it. Zero or negative: DefaultReconcileMaxAge.
+	// takes its evidence with it. Zero or negative: one hour.
 	MaxAge time.Duration
 
 	// MaxBackoff caps the wait before a NotKnown operation is looked at
 	// again; the wait doubles from Interval with each attempt of the
-	// operation. Zero or negative: DefaultReconcileMaxBackoff.
+	// operation. Zero or negative: five minutes.
 	MaxBackoff time.Duration
 
 	// Batch is how many operations the reconciler takes over at once, and
@@ -172,8 +172,8 @@ type ReconcileConfig struct {
 	Batch int
 
 	// MaxResponseBytes caps a Completed response's body; a larger one is
-	// refused as an error (NotKnown). Zero or negative:
-	// DefaultMaxResponseBytes.
+	// refused as an error (NotKnown). Zero or negative: 1 MiB, as
+	// Config.MaxResponseBytes.
 	MaxResponseBytes int
 
 	// Logger receives a record for each takeover, settlement and error.
@@ -240,13 +240,13 @@ func newReconciler(store Store, cfg ReconcileConfig) (*reconciler, error) {
 		}
 		rc.routes = append(rc.routes, route)
 	}
-	rc.cfg.Interval = orDefault(cfg.Interval, DefaultReconcileInterval)
-	rc.cfg.Lease = orDefault(cfg.Lease, DefaultLease)
+	rc.cfg.Interval = orDefault(cfg.Interval, defaultReconcileInterval)
+	rc.cfg.Lease = orDefault(cfg.Lease, defaultLease)
 	rc.cfg.Grace = orDefault(cfg.Grace, 2*time.Second)
-	rc.cfg.MaxAge = orDefault(cfg.MaxAge, DefaultReconcileMaxAge)
-	rc.cfg.MaxBackoff = orDefault(cfg.MaxBackoff, DefaultReconcileMaxBackoff)
+	rc.cfg.MaxAge = orDefault(cfg.MaxAge, defaultReconcileMaxAge)
+	rc.cfg.MaxBackoff = orDefault(cfg.MaxBackoff, defaultReconcileMaxBackoff)
 	rc.cfg.Batch = orDefault(cfg.Batch, 16)
-	rc.cfg.MaxResponseBytes = orDefault(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
+	rc.cfg.MaxResponseBytes = orDefault(cfg.MaxResponseBytes, defaultMaxResponseBytes)
 	if rc.cfg.Logger == nil {
 		rc.cfg.Logger = slog.Default()
 	}
