@@ -55,35 +55,34 @@ type Config struct {
 	OnEvent func(Event)
 }
 
-// defaultHoldTimeout is HoldTimeout's default.
-const defaultHoldTimeout = 10 * time.Second
+// Defaults of Config, as its fields' docs state them.
+const (
+	defaultAddr        = "127.0.0.1:0"
+	defaultHoldTimeout = 10 * time.Second
+)
 
-// keyHeader returns KeyHeader or its default.
-func (c Config) keyHeader() string {
+// withDefaults is c with its empty and zero fields resolved, once, by
+// start.
+func (c Config) withDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = defaultAddr
+	}
 	if c.KeyHeader == "" {
-		return wire.HeaderKey
+		c.KeyHeader = wire.HeaderKey
 	}
-	return c.KeyHeader
-}
-
-// holdTimeout returns HoldTimeout or its default.
-func (c Config) holdTimeout() time.Duration {
 	if c.HoldTimeout == 0 {
-		return defaultHoldTimeout
+		c.HoldTimeout = defaultHoldTimeout
 	}
-	return c.HoldTimeout
+	return c
 }
 
 // ErrNotLoopback is returned for a Config.Addr whose host is not a loopback
 // address.
 var ErrNotLoopback = errors.New("testserver: listen address is not loopback")
 
-// listen opens the configured loopback listener.
+// listen opens the configured loopback listener (c resolved).
 func (c Config) listen() (net.Listener, error) {
 	addr := c.Addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("testserver: listen address %q: %w", addr, err)

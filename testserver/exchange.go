@@ -118,7 +118,7 @@ func (s *Server) admit(r *http.Request) (*exchange, error) {
 // operation returns the request's idempotency key (Config.KeyHeader;
 // parsed when valid, as received otherwise) and its operation id.
 func (s *Server) operation(r *http.Request) (key, op string) {
-	if raw := r.Header.Get(s.cfg.keyHeader()); raw != "" {
+	if raw := r.Header.Get(s.cfg.KeyHeader); raw != "" {
 		key, err := wire.ParseKey(raw)
 		if err != nil {
 			key = raw // still names the operation; the server under test rejects it

@@ -98,7 +98,7 @@ func (s *Server) follow(ctx context.Context, first <-chan struct{}, lag time.Dur
 // false when the server closed during the hold.
 func (s *Server) holdRequest(x *exchange, f Fault) bool {
 	x.ctx, x.release = detach(s.ctx, x.ctx)
-	wait := s.cfg.holdTimeout()
+	wait := s.cfg.HoldTimeout
 	if x.ev.Op == "" {
 		x.ev.Err = "hold: request has no operation id, so no retry can release it"
 		return s.sleep(x.ctx, wait) == nil

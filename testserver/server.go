@@ -19,7 +19,7 @@ type Server struct {
 	// a trailing slash.
 	URL string
 
-	cfg     Config
+	cfg     Config // resolved (withDefaults)
 	handler http.Handler
 	proxy   *proxy // nil for New
 	clock   clock
@@ -69,7 +69,7 @@ func NewProxy(upstreams []string, cfg Config) (*Server, error) {
 	return start(p, p, cfg, realClock{})
 }
 
-// start validates cfg, listens and serves.
+// start validates cfg, resolves its defaults, listens and serves.
 func start(handler http.Handler, p *proxy, cfg Config, clk clock) (*Server, error) {
 	if handler == nil {
 		return nil, errors.New("testserver: nil handler")
@@ -77,6 +77,7 @@ func start(handler http.Handler, p *proxy, cfg Config, clk clock) (*Server, erro
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	ln, err := cfg.listen()
 	if err != nil {
 		return nil, err
