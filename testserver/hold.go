@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// holdBoard pairs requests held by FaultHold with the retries that release
+// holdBoard pairs requests held by [FaultHold] with the retries that release
 // them.
 type holdBoard struct {
 	mu   sync.Mutex
@@ -93,7 +93,7 @@ func (s *Server) follow(ctx context.Context, first <-chan struct{}, lag time.Dur
 }
 
 // holdRequest holds x until a later attempt of its operation arrives (at
-// most Config.HoldTimeout), then lets it continue with a context that the
+// most [Config.HoldTimeout]), then lets it continue with a context that the
 // client's disconnect does not cancel but Close still does. It returns
 // false when the server closed during the hold.
 func (s *Server) holdRequest(x *exchange, f Fault) bool {

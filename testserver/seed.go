@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// seedEnv is the environment variable that Seed reads, as its doc states.
+// seedEnv is the environment variable that [Seed] reads, as its doc states.
 const seedEnv = "IDEM_SEED"
 
 // Seed returns the seed for a seeded test: the value of $IDEM_SEED when
@@ -26,7 +26,7 @@ func Seed(tb testing.TB) uint64 {
 }
 
 // ParseSeed returns the seed written in s, an unsigned decimal integer, or
-// a new one from the clock when s is empty: the rule of Seed and of the
+// a new one from the clock when s is empty: the rule of [Seed] and of the
 // faultproxy -seed flag. The error wraps strconv's.
 func ParseSeed(s string) (uint64, error) {
 	if s == "" {
