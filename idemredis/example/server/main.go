@@ -189,7 +189,7 @@ func openBackend(ctx context.Context, url string, cfg *api.Config) (closeDB func
 	return pool.Close, nil
 }
 
-// openRedis sets cfg.ChargesStore: an idemredis.Store at -redis, or the
+// openRedis sets cfg.ChargesStore: an [idemredis.Store] at -redis, or the
 // payments' store when -redis is empty.
 func openRedis(ctx context.Context, o options, cfg *api.Config) (func(), error) {
 	if o.redis == "" {
