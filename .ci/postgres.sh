@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# ensure_postgres installs PostgreSQL when it is missing, starts it when it is
+# ensure_postgres installs PostgreSQL when it (or one of the programs that
+# the tests' private clusters run) is missing, starts it when it is
 # not running, creates a superuser role for the current user and a database
 # "test", and exports DATABASE_URL (kept when it already points at a live
 # server). It prefers 127.0.0.1:5432 and falls back to the Unix socket, where
@@ -16,10 +17,22 @@ as_root() {
 }
 
 install_postgres() {
-	if ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then return; fi
+	if ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && has_cluster_programs; then return; fi
 	echo "installing PostgreSQL with apt-get"
 	as_root apt-get update -q
 	DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q postgresql postgresql-client
+}
+
+# has_cluster_programs reports whether one /usr/lib/postgresql/<v>/bin has
+# the programs that the tests' private clusters run (internal/pgcluster:
+# TestFailover, the durability report's tests): initdb, pg_ctl and
+# pg_basebackup.
+has_cluster_programs() {
+	local bin
+	for bin in /usr/lib/postgresql/*/bin; do
+		[ -x "$bin/initdb" ] && [ -x "$bin/pg_ctl" ] && [ -x "$bin/pg_basebackup" ] && return 0
+	done
+	return 1
 }
 
 start_postgres() {
@@ -52,8 +65,10 @@ create_role_and_db() {
 }
 
 ensure_postgres() {
-	if [ -n "${DATABASE_URL:-}" ] && pg_ok "$DATABASE_URL"; then return; fi
+	# The private clusters need the programs even when DATABASE_URL points
+	# at a server that runs elsewhere.
 	install_postgres
+	if [ -n "${DATABASE_URL:-}" ] && pg_ok "$DATABASE_URL"; then return; fi
 	start_postgres
 	create_role_and_db
 	local tcp="postgres://$(id -un)@127.0.0.1:5432/test?sslmode=disable"

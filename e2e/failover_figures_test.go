@@ -40,8 +40,9 @@ func failedOutlasting(ops []operation, load []timed, deadlineOf func(operation) 
 
 // failureWindow returns when, relative to since, the first and the last
 // operation of a load ended otherwise than designed (failed or unknown),
-// and how many did; first and last are 0 when none did.
-func failureWindow(ops []operation, load []timed, since time.Time) (first, last time.Duration, n int) {
+// how many did, and how many of those had a deadline of their own (an
+// impatient caller's); first and last are 0 when none did.
+func failureWindow(ops []operation, load []timed, since time.Time) (first, last time.Duration, n, impatient int) {
 	for i, tv := range load {
 		if tv.kind != testserver.OutcomeUnknown && !undesignedFailure(ops[i], tv.verdict) {
 			continue
@@ -52,8 +53,11 @@ func failureWindow(ops []operation, load []timed, since time.Time) (first, last 
 		}
 		last = max(last, at)
 		n++
+		if ops[i].deadline > 0 {
+			impatient++
+		}
 	}
-	return first, last, n
+	return first, last, n, impatient
 }
 
 // longest returns the longest time an operation of a load took.
@@ -107,16 +111,16 @@ func (r *failoverRun) logFigures(t *testing.T) {
 	t.Helper()
 	mode := r.rig.name
 	at := r.faults
-	first, last, off := failureWindow(r.ops, r.load, at.killed)
+	first, last, off, impatient := failureWindow(r.ops, r.load, at.killed)
 	breaker, budget, other := r.failureReasons()
 	t.Logf("failover (%s): %d payments, one every %v, %d workers; outage kill->serving %.2fs, promotion->serving %.2fs (promoted %.2fs after the kill); "+
 		"ok %d, failed %d (breaker open %d, budget spent %d, other %d), unknown %d resent with their key (%d had taken effect and replayed, %d ran then); "+
-		"lost ok %d, doubles %d; the clients saw failures: %d payments ended otherwise than designed (failed or unknown), from %+.2fs to %+.2fs after the kill, "+
-		"%d of them although their deadline outlasted the outage and its Retry-After; longest payment %.2fs; %d retried",
+		"lost ok %d, doubles %d; the clients saw failures: %d payments ended otherwise than designed (failed or unknown; %d of them impatient callers'), "+
+		"from %+.2fs to %+.2fs after the kill, %d of them although their deadline outlasted the outage and its Retry-After; longest payment %.2fs; %d retried",
 		mode, len(r.ops), failoverPace, failoverWorkers, at.serving.Sub(at.killed).Seconds(), at.serving.Sub(at.promotion).Seconds(),
 		at.promoted.Sub(at.killed).Seconds(), countKind(r.load, testserver.OutcomeOK), r.failed(), breaker, budget, other,
 		len(r.resent), r.replayedResends(), len(r.resent)-r.replayedResends(), r.report.LostOKs, r.report.DoubleEffects,
-		off, first.Seconds(), last.Seconds(), r.failedOutlastingOutage(), longest(r.load).Seconds(), r.retried)
+		off, impatient, first.Seconds(), last.Seconds(), r.failedOutlastingOutage(), longest(r.load).Seconds(), r.retried)
 }
 
 // failureReasons counts the load's undesigned failures by reason: the
@@ -168,8 +172,8 @@ func TestFailedOutlastingAndFailureWindow(t *testing.T) {
 	if n := failedOutlasting(short, []timed{{verdict: verdict{kind: testserver.OutcomeUnknown}, start: t0, end: at(time.Second)}}, p.deadlineOf, at(2*time.Second)); n != 0 {
 		t.Errorf("failedOutlasting = %d, want 0 (f's deadline came first)", n)
 	}
-	if first, last, n := failureWindow(ops, load, t0); first != time.Second/2 || last != 3*time.Second || n != 4 {
-		t.Errorf("failureWindow = %v, %v, %d; want 500ms, 3s, 4", first, last, n)
+	if first, last, n, impatient := failureWindow(ops, load, t0); first != time.Second/2 || last != 3*time.Second || n != 4 || impatient != 1 {
+		t.Errorf("failureWindow = %v, %v, %d, %d impatient; want 500ms, 3s, 4, 1 impatient (b)", first, last, n, impatient)
 	}
 	if d := longest(load); d != 3*time.Second {
 		t.Errorf("longest = %v, want 3s", d)

@@ -1,8 +1,12 @@
 package outbox
 
 import (
+	"bytes"
 	"context"
+	"net/http"
 	"time"
+
+	"github.com/idemkit/idem"
 )
 
 // turn is what one turn of a message in a dispatcher came to, for the
@@ -104,4 +108,34 @@ func (s *settings) worker(ctx context.Context) bool {
 	case <-timer.C:
 	}
 	return false
+}
+
+// request builds the HTTP request of one delivery of m. The key goes in
+// the context (idem.WithKey): the idem client sends it in the header its
+// Config.KeyHeader names, on every attempt.
+func request(ctx context.Context, m *Message) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(idem.WithKey(ctx, m.Key), m.Method, m.URL, bytes.NewReader(m.Body))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range m.Header {
+		req.Header[k] = append([]string(nil), v...)
+	}
+	return req, nil
+}
+
+// deliver sends m once through s.rt (an idem transport, which retries
+// within the attempt) within s.Timeout, and classifies the outcome. The
+// call fails fast (idem.WithFailFast): a delivery that its host's breaker
+// or the retry budget refuses ends at once, instead of holding a worker
+// while the host is down; the outbox backs it off itself.
+func deliver(ctx context.Context, s *settings, m *Message) result {
+	ctx, cancel := context.WithTimeout(idem.WithFailFast(ctx), s.Timeout)
+	defer cancel()
+	req, err := request(ctx, m)
+	if err != nil {
+		return result{verdict: refused, err: err}
+	}
+	resp, err := s.rt.RoundTrip(req)
+	return classify(resp, err, s.now())
 }

@@ -3,10 +3,11 @@ package server
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
-// Durability is what CheckDurability found: each setting of the database
+// Durability is what [CheckDurability] found: each setting of the database
 // that decides what a crash or a failover can take from idem's promises (no
 // double effect, no lost ok), with what it means in words. It is a report,
 // not a verdict: Clean says whether any finding is a risk, and the caller
@@ -62,7 +63,7 @@ func (d Durability) String() string {
 }
 
 // sqlDurability reads, in one round trip and on one connection, what
-// CheckDurability judges. pg_stat_replication shows a standby's state
+// [CheckDurability] judges. pg_stat_replication shows a standby's state
 // only to roles with pg_read_all_stats (pg_monitor): for others it is
 // NULL, counted as hidden.
 const sqlDurability = `
@@ -82,7 +83,7 @@ FROM (SELECT 1) AS one LEFT JOIN pg_stat_replication r ON true`
 // only when the database could not be read; ctx governs the read. A
 // server should call it at start and log the report (the payments
 // example does); a deployment that must not run with a risk may refuse to
-// start unless Durability.Clean.
+// start unless [Durability.Clean].
 func CheckDurability(ctx context.Context, db DB) (Durability, error) {
 	conn, err := db.Acquire(ctx)
 	if err != nil {
@@ -163,6 +164,26 @@ func (f durabilityFacts) commitFinding() DurabilityFinding {
 	return d
 }
 
+// requiredStandbys is how many synchronous standbys a commit waits for by
+// synchronous_standby_names: num_sync in "FIRST num_sync (names)", "ANY
+// num_sync (names)" and "num_sync (names)", and 1 for a plain list of
+// names (PostgreSQL's grammar for the setting).
+func requiredStandbys(names string) int {
+	s := strings.TrimSpace(names)
+	if keyword, rest, ok := strings.Cut(s, " "); ok && (strings.EqualFold(keyword, "FIRST") || strings.EqualFold(keyword, "ANY")) {
+		s = strings.TrimSpace(rest)
+	}
+	digits := len(s) - len(strings.TrimLeft(s, "0123456789"))
+	if digits == 0 || !strings.HasPrefix(strings.TrimSpace(s[digits:]), "(") {
+		return 1
+	}
+	n, err := strconv.Atoi(s[:digits])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
 // waitsForStandbys reports whether commits wait for the named standbys.
 func (f durabilityFacts) waitsForStandbys() bool {
 	return f.syncNames != "" && f.syncCommit != "off" && f.syncCommit != "local"
@@ -189,6 +210,11 @@ func (f durabilityFacts) replication() DurabilityFinding {
 		d.Risk = true
 		d.Meaning = "synchronous standbys are named but none is connected in sync: every commit waits until one is (the API stalls), " +
 			"and a commit whose wait is cancelled is committed here alone: answered to its retry, it is lost by a failover"
+	case f.synchronous < requiredStandbys(f.syncNames):
+		d.Risk = true
+		d.Meaning = fmt.Sprintf("%d synchronous standbys are required but only %d is connected in sync: every commit waits "+
+			"until enough are (the API stalls), and a commit whose wait is cancelled is committed here alone: answered to its retry, "+
+			"it is lost by a failover", requiredStandbys(f.syncNames), f.synchronous)
 	default:
 		d.Meaning = "synchronous replication: an operation is answered only once a synchronous standby has it, so a failover " +
 			"to a synchronous standby loses none (the HA manager must choose one of them, and fence this server)"

@@ -39,6 +39,9 @@ func TestCheckDurabilityWithAndWithoutASynchronousStandby(t *testing.T) {
 
 	requireRisk(t, checkDurability(ctx, t, pgtest.NewPool(t, standby.URL())), "role", "standby in recovery")
 
+	setStandbyNames(ctx, t, pool, "ANY 2 (*)") // one standby for two: every commit would wait
+	requireRisk(t, checkDurability(ctx, t, pool), "synchronous_standby_names", "2 synchronous standbys are required but only 1")
+
 	setStandbyNames(ctx, t, pool, "")
 	requireRisk(t, checkDurability(ctx, t, pool), "synchronous_standby_names", "a failover can lose operations already answered")
 

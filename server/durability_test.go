@@ -35,6 +35,11 @@ func TestDurabilityJudgesEachSetting(t *testing.T) {
 			[]string{"synchronous_commit", "synchronous_standby_names"}, "before its WAL is on disk"},
 		{"synchronous standby not connected", func(f *durabilityFacts) { f.standbys, f.synchronous = 0, 0 },
 			[]string{"synchronous_standby_names"}, "none is connected in sync"},
+		{"fewer synchronous standbys than required", func(f *durabilityFacts) { f.syncNames = "ANY 2 (s1, s2, s3)" },
+			[]string{"synchronous_standby_names"}, "2 synchronous standbys are required but only 1"},
+		{"as many synchronous standbys as required", func(f *durabilityFacts) {
+			f.syncNames, f.standbys, f.synchronous = "FIRST 2 (s1, s2)", 2, 2
+		}, nil, "loses none"},
 		{"standby state hidden from the role", func(f *durabilityFacts) { f.synchronous, f.hidden = 0, 1 },
 			[]string{"synchronous_standby_names"}, "pg_monitor"},
 		{"fsync off", func(f *durabilityFacts) { f.fsync = "off" }, []string{"fsync"}, "not flushed to disk"},
@@ -62,6 +67,17 @@ func TestDurabilityJudgesEachSetting(t *testing.T) {
 			assert.Equal(t, len(c.risks) == 0, d.Clean(), "Clean")
 			assert.Contains(t, said, c.says)
 		})
+	}
+}
+
+func TestRequiredStandbys(t *testing.T) {
+	for names, want := range map[string]int{
+		"*": 1, "s1, s2": 1, "FIRST 2 (s1, s2, s3)": 2, "first 3 (a,b,c)": 3, "ANY 2 (*)": 2, "any 1 (s1, s2)": 1,
+		"2 (s1, s2)": 2, "  2(s1, s2)": 2, "first, second": 1, "ANY": 1, "1s1": 1, "0 (s1)": 1,
+	} {
+		if got := requiredStandbys(names); got != want {
+			t.Errorf("requiredStandbys(%q) = %d, want %d", names, got, want)
+		}
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/fingerprint"
 )
 
 // The tests of this file hold a record's retention and its lease apart: a
@@ -35,11 +37,11 @@ func TestLeasedConfigNeedsRetentionOfTwoLeases(t *testing.T) {
 // version, or written by hand, may have them.
 func leasedClaim(t *testing.T, k *kit, key string, lease, retention time.Duration) ClaimResult {
 	t.Helper()
-	in := &fpInput{method: http.MethodPost, route: "POST /v1/charges", body: []byte("{}")}
+	in := &fingerprint.Input{Method: http.MethodPost, Route: "POST /v1/charges", Body: []byte("{}")}
 	r := httptest.NewRequest(http.MethodPost, "/v1/charges", strings.NewReader("{}"))
-	r.Pattern = in.route
-	c := &Claim{Scope: scopeHash("", "", in.route, key), Route: in.route, Key: key, Digest: fingerprint(in), DigestAlg: fingerprintAlg,
-		in: in, Mode: Leased, Lease: lease, Retention: retention, Wait: time.Second, Request: encodeRequest(r, nil, in.body)}
+	r.Pattern = in.Route
+	c := &Claim{Scope: fingerprint.Scope("", "", in.Route, key), Route: in.Route, Key: key, Digest: fingerprint.Sum(in), DigestAlg: fingerprint.Alg,
+		in: in, Mode: Leased, Lease: lease, Retention: retention, Wait: time.Second, Request: encodeRequest(r, nil, in.Body)}
 	res, err := k.store.Claim(context.Background(), c)
 	require.NoError(t, err)
 	return res

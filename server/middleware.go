@@ -11,12 +11,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idemkit/idem/internal/fingerprint"
 	"github.com/idemkit/idem/internal/wire"
 )
 
 // Middleware returns a middleware that runs each keyed request to a route
 // at most once per key and scope, and answers every retry with the stored
-// response (docs/CONTRACT.md). store nil means a new MemoryStore. Mount it per
+// response (docs/CONTRACT.md). store nil means a new [MemoryStore]. Mount it per
 // handler, so that r.Pattern names the route:
 //
 //	payments := server.Middleware(store, server.Config{Scope: scope})
@@ -26,9 +27,10 @@ import (
 // over the same store. The middleware is safe for concurrent use; the
 // request's context governs the claim, and the commit of a handler that
 // finished runs even if the client has gone. Middleware panics on a
-// Config it cannot honour (in Leased mode, a Retention shorter than twice
-// the Lease), and with the error of store's CheckMode for a Mode the store
-// cannot serve (a Redis store refuses Transactional routes).
+// [Config] it cannot honour (in [Leased] mode, a [Config.Retention] shorter
+// than twice [Config.Lease]), and with the error of store's
+// [Store.CheckMode] for a [Mode] the store cannot serve (a Redis store
+// refuses [Transactional] routes).
 func Middleware(store Store, cfg Config) func(http.Handler) http.Handler {
 	if store == nil {
 		store = NewMemoryStore()
@@ -121,11 +123,11 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *Claim, answe
 
 func (h *handler) claim(r *http.Request, ev Event, body []byte) *Claim {
 	tenant, principal, route, key := ev.Tenant, ev.Principal, ev.Route, ev.Key
-	in := newFPInput(r, route, body, h.s.fpHeaders)
+	in := fingerprint.NewInput(r, route, body, h.s.fpHeaders)
 	c := &Claim{
-		Scope:  scopeHash(tenant, principal, route, key),
+		Scope:  fingerprint.Scope(tenant, principal, route, key),
 		Tenant: tenant, Principal: principal, Route: route, Key: key,
-		Digest: fingerprint(in), DigestAlg: fingerprintAlg, in: in, Mode: h.s.Mode,
+		Digest: fingerprint.Sum(in), DigestAlg: fingerprint.Alg, in: in, Mode: h.s.Mode,
 		Lease: h.s.Lease, Retention: h.s.Retention, Wait: h.s.waitBound(),
 	}
 	if c.Mode == Leased {

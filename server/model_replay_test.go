@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/internal/fingerprint"
 	"github.com/idemkit/idem/internal/model"
 )
 
@@ -63,7 +64,7 @@ const (
 	modelRoute     = "POST /v1/charges"
 )
 
-var modelScope = scopeHash("t", "p", modelRoute, "k-model")
+var modelScope = fingerprint.Scope("t", "p", modelRoute, "k-model")
 
 // replayer drives a store through a model trail. Model processes are
 // named by pid: a client's (or the legacy record's) live attempt, the
@@ -203,7 +204,7 @@ func modelResponse(fp int) *Response {
 func modelClaim(fp int) *Claim {
 	return &Claim{
 		Scope: modelScope, Tenant: "t", Principal: "p", Route: modelRoute, Key: "k-model",
-		Digest: []byte{byte(fp)}, DigestAlg: fingerprintAlg, Mode: Leased, Lease: modelLease, Retention: modelRetention, Wait: time.Second,
+		Digest: []byte{byte(fp)}, DigestAlg: fingerprint.Alg, Mode: Leased, Lease: modelLease, Retention: modelRetention, Wait: time.Second,
 	}
 }
 
@@ -309,7 +310,7 @@ func (r *replayer) legacy(pid int) {
 			idem_key, fp_alg, fingerprint, state, token, attempt, locked_until, created_at, expires_at)
 		SELECT $1, 't', 'p', $2, 'k-model', $3, $4, 'running', $5, 1, t + $7::interval, t, t + $8::interval
 		FROM (SELECT statement_timestamp() + $6::interval AS t) AS clock`,
-			modelScope[:], modelRoute, fingerprintAlg, []byte{1}, [16]byte(token), r.k.clock.offset(), modelLease, modelTick)
+			modelScope[:], modelRoute, fingerprint.Alg, []byte{1}, [16]byte(token), r.k.clock.offset(), modelLease, modelTick)
 		require.NoError(r.t, err)
 		f = pgFence{s: s, scope: modelScope, token: token}
 	case *MemoryStore:
@@ -317,7 +318,7 @@ func (r *replayer) legacy(pid int) {
 		s.mu.Lock()
 		s.recs[modelScope] = &memRecord{
 			op:        Operation{Tenant: "t", Principal: "p", Route: modelRoute, Key: "k-model"},
-			createdAt: now, fpAlg: fingerprintAlg, fp: []byte{1}, state: stateRunning, mode: Leased,
+			createdAt: now, fpAlg: fingerprint.Alg, fp: []byte{1}, state: stateRunning, mode: Leased,
 			token: token, attempt: 1, lockedUntil: now.Add(modelLease), expiresAt: now.Add(modelTick),
 		}
 		s.mu.Unlock()

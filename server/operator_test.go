@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/fingerprint"
 )
 
 // opsOf returns the Operator of k's store.
@@ -44,10 +46,10 @@ func TestOperatorLooksUpADoneRecord(t *testing.T) {
 		assert.Equal(t, Leased, rec.Mode)
 		assert.Equal(t, http.StatusCreated, rec.Status)
 		assert.Equal(t, 1, rec.Attempt)
-		assert.Equal(t, fingerprintAlg, rec.FingerprintAlg)
+		assert.Equal(t, fingerprint.Alg, rec.FingerprintAlg)
 		assert.False(t, rec.Stuck())
 		assert.False(t, rec.Expired())
-		assert.InDelta(t, DefaultRetention.Seconds(), rec.ExpiresAt.Sub(rec.CreatedAt).Seconds(), 1)
+		assert.InDelta(t, defaultRetention.Seconds(), rec.ExpiresAt.Sub(rec.CreatedAt).Seconds(), 1)
 		require.NotNil(t, rec.Recovery)
 		assert.Equal(t, "charged", rec.Recovery.Point)
 		assert.Nil(t, rec.Body, "no payload unless asked")
@@ -111,7 +113,7 @@ func TestOperatorNeverShowsASensitiveRequestHeader(t *testing.T) {
 // setStoredHeader replaces the stored response headers of op's record.
 func setStoredHeader(t *testing.T, k *kit, op Operation, h http.Header) {
 	t.Helper()
-	scope := scopeHash(op.Tenant, op.Principal, op.Route, op.Key)
+	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
 	if k.pool != nil {
 		tag, err := k.pool.Exec(context.Background(), `UPDATE idem_records SET headers = $1 WHERE scope_hash = $2`,
 			encodeHeader(h), scope[:])
@@ -265,7 +267,7 @@ func TestOperatorEvictDoesNotWaitForAHeldRecord(t *testing.T) {
 	tx, err := k.pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	scope := scopeHash("", "", "POST /v1/charges", "k-held")
+	scope := fingerprint.Scope("", "", "POST /v1/charges", "k-held")
 	_, err = tx.Exec(ctx, `SELECT 1 FROM idem_records WHERE scope_hash = $1 FOR UPDATE`, scope[:])
 	require.NoError(t, err)
 

@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/internal/fingerprint"
 )
 
 // overheadChunk is the number of requests of one turn of a variant.
@@ -143,8 +145,8 @@ func sqlOnlyPayments(pool *pgxpool.Pool) http.Handler {
 		Body:   []byte(`{"id":1,"account":1,"amount":1,"status":"paid"}`)}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, key := r.Context(), r.Header.Get("Idempotency-Key")
-		c := &Claim{Scope: scopeHash("", "", route, key), Route: route, Key: key,
-			Digest: make([]byte, 32), DigestAlg: fingerprintAlg, Retention: DefaultRetention}
+		c := &Claim{Scope: fingerprint.Scope("", "", route, key), Route: route, Key: key,
+			Digest: make([]byte, 32), DigestAlg: fingerprint.Alg, Retention: defaultRetention}
 		conn, err := pool.Acquire(ctx)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)

@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/fingerprint"
 )
 
 // The record row has two decoders: scanFound, through pgx (Leased claims,
@@ -33,7 +35,7 @@ func TestRecordDecodersAgree(t *testing.T) {
 	}
 	header := encodeHeader(http.Header{"Content-Type": {"application/json"}, "X-Two": {"a", "b"}})
 	for name, values := range shapes {
-		c := &Claim{Scope: scopeHash("", "", "POST /x", name), Key: name}
+		c := &Claim{Scope: fingerprint.Scope("", "", "POST /x", name), Key: name}
 		_, err := k.pool.Exec(ctx, fmt.Sprintf(`INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key,
     fp_alg, fingerprint, token, attempt, created_at, state, locked_until, status, headers, body, expires_at)
 SELECT $1, '', '', 'POST /x', $2, 'sha256-v3', 'fp'::bytea, gen_random_uuid(), 1, now(), %s
@@ -49,7 +51,7 @@ WHERE $3::bytea IS NOT NULL`, values), c.Scope[:], name, header)
 		viaPgx.leaseLeft, viaWire.leaseLeft = 0, 0 // read at two instants
 		assert.Equal(t, viaPgx, viaWire, name)
 	}
-	missing := &Claim{Scope: scopeHash("", "", "POST /x", "none")}
+	missing := &Claim{Scope: fingerprint.Scope("", "", "POST /x", "none")}
 	f, err := s.read(ctx, k.pool, missing)
 	require.NoError(t, err)
 	assert.Nil(t, f)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 
+	"github.com/idemkit/idem/internal/fingerprint"
 	"github.com/idemkit/idem/internal/wire"
 )
 
@@ -98,12 +99,12 @@ func TestRecordWrittenWithoutTheLockFailsTheCommit(t *testing.T) {
 	k := postgresKit(t)
 	const key, route = "k-unlocked", "POST /v1/payments"
 	foreign := func(ctx context.Context) error { // a writer that took no lock: an older node, a manual insert
-		scope := scopeHash("", "", route, key)
-		fp := fingerprint(&fpInput{method: "POST", route: route, body: []byte("{}")})
+		scope := fingerprint.Scope("", "", route, key)
+		fp := fingerprint.Sum(&fingerprint.Input{Method: "POST", Route: route, Body: []byte("{}")})
 		_, err := k.pool.Exec(ctx, `INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key,
     fp_alg, fingerprint, state, token, attempt, created_at, expires_at, status, headers, body)
 VALUES ($1, '', '', $2, $3, $4, $5, 'done', $6, 1, now(), now() + interval '1 hour', 201, $7, 'foreign')`,
-			scope[:], route, key, fingerprintAlg, fp, [16]byte(uuid.New()), encodeHeader(http.Header{}))
+			scope[:], route, key, fingerprint.Alg, fp, [16]byte(uuid.New()), encodeHeader(http.Header{}))
 		return err
 	}
 	var runs int
@@ -131,7 +132,7 @@ VALUES ($1, '', '', $2, $3, $4, $5, 'done', $6, 1, now(), now() + interval '1 ho
 // are removed.
 func TestLocalClaimsCountEachClaim(t *testing.T) {
 	var l localClaims
-	scope := scopeHash("t", "p", "POST /x", "k")
+	scope := fingerprint.Scope("t", "p", "POST /x", "k")
 	l.add(scope)
 	l.add(scope)
 	l.remove(scope)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/internal/fingerprint"
 	"github.com/idemkit/idem/internal/pgtest"
 	"github.com/idemkit/idem/internal/wire"
 )
@@ -127,6 +128,7 @@ func TestCommitFailureNeverSendsTheHandlersResponse(t *testing.T) {
 				r := post(t, srv, "/v1/payments", "k-commit", "{}")
 				assert.Equal(t, http.StatusInternalServerError, r.status, "try %d: %s", i, r.body)
 				assert.Equal(t, problemCommitFailed, problemName(t, r))
+				assert.Empty(t, r.header.Get("Retry-After"), "the store refused the commit: no outage to wait out")
 			}
 			assert.EqualValues(t, 2, runs.Load(), "nothing was stored: the retry runs again")
 			assert.Equal(t, 0, k.count(t, "pay"), "nothing committed")
@@ -160,8 +162,11 @@ func TestBackendKilledBeforeCommit(t *testing.T) {
 	mux.Handle("POST /v1/payments", Middleware(k.store, quiet(Config{Hooks: Hooks{Handled: kill}}))(h))
 	srv := serve(t, mux)
 	first := post(t, srv, "/v1/payments", "k-kill", "{}")
-	assert.Equal(t, http.StatusInternalServerError, first.status, "never the uncommitted 201: %s", first.body)
+	// The store was lost at the commit, as in a failover: 503 with
+	// Retry-After, still commit-failed (the outcome is unknown).
+	assert.Equal(t, http.StatusServiceUnavailable, first.status, "never the uncommitted 201: %s", first.body)
 	assert.Equal(t, problemCommitFailed, problemName(t, first))
+	assert.Equal(t, "1", first.header.Get("Retry-After"))
 	assert.Equal(t, 0, k.count(t, "pay"))
 	retry := post(t, srv, "/v1/payments", "k-kill", "{}")
 	assert.Equal(t, http.StatusCreated, retry.status)
@@ -259,8 +264,8 @@ func TestRecordOfFingerprintV1IsComparedWithV1(t *testing.T) {
 	mux, p := payServer(t, k, Config{})
 	srv := serve(t, mux)
 	require.Equal(t, http.StatusCreated, post(t, srv, "/v1/payments", "k-v1", `{"amount": 1}`).status)
-	v1 := fingerprintV1(&fpInput{method: "POST", route: "POST /v1/payments", body: []byte(`{"amount": 1}`)})
-	_, err := k.pool.Exec(context.Background(), `UPDATE idem_records SET fp_alg = $1, fingerprint = $2`, fingerprintAlgV1, v1)
+	v1 := sumWith(t, fingerprint.AlgV1, &fingerprint.Input{Method: "POST", Route: "POST /v1/payments", Body: []byte(`{"amount": 1}`)})
+	_, err := k.pool.Exec(context.Background(), `UPDATE idem_records SET fp_alg = $1, fingerprint = $2`, fingerprint.AlgV1, v1)
 	require.NoError(t, err)
 	r := post(t, srv, "/v1/payments", "k-v1", ` {"amount":1}`)
 	assert.True(t, r.replayed(), "an honest retry of a v1 record replays: %d %s", r.status, r.body)
@@ -428,13 +433,13 @@ func TestMigrateConvertsATableOfAnOlderVersion(t *testing.T) {
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, string(old))
 	require.NoError(t, err)
-	scope := scopeHash("", "", "POST /v1/payments", "k-old")
-	fp := fingerprintV1(&fpInput{method: "POST", route: "POST /v1/payments", body: []byte(`{"amount": 1}`)})
+	scope := fingerprint.Scope("", "", "POST /v1/payments", "k-old")
+	fp := sumWith(t, fingerprint.AlgV1, &fingerprint.Input{Method: "POST", Route: "POST /v1/payments", Body: []byte(`{"amount": 1}`)})
 	_, err = pool.Exec(ctx, `INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key, fp_alg,
 		fingerprint, state, token, attempt, created_at, expires_at, status, headers, body)
 		VALUES ($1, '', '', 'POST /v1/payments', 'k-old', $2, $3, 'done', gen_random_uuid(), 1, now(),
 		now() + interval '1 hour', 201, '{"X-Trace": ["a", "b"], "Content-Type": ["application/json"]}', '{"old":true}')`,
-		scope[:], fingerprintAlgV1, fp)
+		scope[:], fingerprint.AlgV1, fp)
 	require.NoError(t, err)
 
 	k := postgresKitOn(t, pool) // runs Migrate

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/fingerprint"
 )
 
 // recordRowValues is a row of sqlRead in binary format: a done record
@@ -14,7 +16,7 @@ func recordRowValues() [][]byte {
 	token := make([]byte, 16)
 	token[15] = 7
 	return [][]byte{
-		[]byte(fingerprintAlg), []byte("fp"), []byte("done"), token, {0}, nil,
+		[]byte(fingerprint.Alg), []byte("fp"), []byte("done"), token, {0}, nil,
 		binary.BigEndian.AppendUint32(nil, 201), []byte("headers"), []byte("body"),
 	}
 }
@@ -23,7 +25,7 @@ func TestDecodeRecordRow(t *testing.T) {
 	v := recordRowValues()
 	r, err := decodeRecordRow(v)
 	require.NoError(t, err)
-	assert.Equal(t, fingerprintAlg, r.fpAlg)
+	assert.Equal(t, fingerprint.Alg, r.fpAlg)
 	assert.Equal(t, "done", r.state)
 	assert.Equal(t, byte(7), r.token[15])
 	assert.False(t, r.expired)

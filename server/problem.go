@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idemkit/idem/internal/dberr"
 	"github.com/idemkit/idem/internal/wire"
 )
 
@@ -15,7 +16,7 @@ const (
 	problemTooLarge         = "request-too-large"  // 413: the body is over MaxRequestBytes
 	problemUnreadable       = "request-unreadable" // 400: reading the body failed
 	problemStoreUnavailable = "store-unavailable"  // 503: the claim failed; nothing ran
-	problemCommitFailed     = "commit-failed"      // 500: the outcome did not commit (or is unknown)
+	problemCommitFailed     = "commit-failed"      // 500, or 503 when the store was lost: the outcome did not commit (or is unknown)
 )
 
 // problem is a problem the middleware answers with.
@@ -78,7 +79,19 @@ func storeUnavailable() problem {
 		detail: "the request was not processed; retry with the same key", retryAfter: 1}
 }
 
-func commitFailed() problem {
-	return problem{status: http.StatusInternalServerError, name: problemCommitFailed, title: "Outcome not committed",
+// commitFailed is the answer for an outcome that could not be committed
+// (err says why): 503 with Retry-After 1 when the store was lost on the
+// way (its connection broke, it shut down or became a standby, or the
+// commit outlasted its bound), as in a failover, which the retry must wait
+// out; 500 for anything else. The name is commit-failed either way: the
+// outcome is unknown, unlike store-unavailable's.
+func commitFailed(err error) problem {
+	p := problem{status: http.StatusInternalServerError, name: problemCommitFailed, title: "Outcome not committed",
 		detail: "the operation's outcome could not be committed; retry with the same key to learn it or run it again"}
+	if dberr.Unreachable(err) { // the commit's own bound passing included
+		p.status, p.retryAfter = http.StatusServiceUnavailable, 1
+		p.detail = "the store was lost while the operation's outcome was committed, which may or may not have happened; " +
+			"retry after Retry-After seconds with the same key to learn it or run it again"
+	}
+	return p
 }

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,9 +38,6 @@ func FuzzReplay(f *testing.F) {
 //
 //	go test -run '^$' -fuzz FuzzReplayPostgres -fuzztime 5m -fuzzminimizetime 10s ./server
 func FuzzReplayPostgres(f *testing.F) {
-	if os.Getenv("DATABASE_URL") == "" && os.Getenv("CI") != "true" {
-		f.Skip("DATABASE_URL is not set; skipping the Postgres fuzz target")
-	}
 	pool := pgtest.Pool(f)
 	if err := Migrate(f.Context(), pool); err != nil {
 		f.Fatal(err)

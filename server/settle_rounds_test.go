@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/fingerprint"
 )
 
 // churnQuerier answers a Leased claim's statements as a record that keeps
@@ -50,7 +52,7 @@ func (r scannedRow) Scan(dest ...any) error {
 // (internal/model/idem.pml) returns claimed there, as the code now does.
 func TestSettleWinsWithItsLastRoundsInsert(t *testing.T) {
 	q := &churnQuerier{inserts: []bool{false, false, false, true}}
-	c := &Claim{Mode: Leased, Digest: []byte{1}, DigestAlg: fingerprintAlg}
+	c := &Claim{Mode: Leased, Digest: []byte{1}, DigestAlg: fingerprint.Alg}
 	res, g, err := (&PostgresStore{}).settle(context.Background(), q, c, [16]byte{1}, false)
 	require.NoError(t, err, "statements sent: %v", q.sent)
 	require.Equal(t, VerdictClaimed, res.Verdict)
@@ -63,7 +65,7 @@ func TestSettleWinsWithItsLastRoundsInsert(t *testing.T) {
 // contention and owns nothing.
 func TestSettleGivesUpWhenTheRecordKeepsChanging(t *testing.T) {
 	q := &churnQuerier{inserts: []bool{false, false, false, false}}
-	c := &Claim{Mode: Leased, Digest: []byte{1}, DigestAlg: fingerprintAlg}
+	c := &Claim{Mode: Leased, Digest: []byte{1}, DigestAlg: fingerprint.Alg}
 	_, _, err := (&PostgresStore{}).settle(context.Background(), q, c, [16]byte{1}, false)
 	require.True(t, errors.Is(err, errClaimContention), "err = %v", err)
 }

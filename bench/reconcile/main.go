@@ -37,6 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/internal/dbflag"
 	"github.com/idemkit/idem/internal/proccpu"
 	"github.com/idemkit/idem/server"
 )
@@ -52,7 +53,7 @@ type config struct {
 
 func main() {
 	var c config
-	flag.StringVar(&c.db, "db", os.Getenv("DATABASE_URL"), "Postgres `URL` (a schema of its own is made and dropped)")
+	dbflag.Var(flag.CommandLine, &c.db, os.Getenv, dbflag.Required+" (a schema of its own is made and dropped)")
 	flag.IntVar(&c.ops, "ops", 100_000, "abandoned operations per pass")
 	flag.IntVar(&c.batch, "batch", 0, "ReconcileConfig.Batch (0: the default, 16)")
 	flag.IntVar(&c.conns, "conns", 16, "the node's pool size, shared by the API and the reconciler")

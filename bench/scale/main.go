@@ -65,7 +65,7 @@ type config struct {
 func main() {
 	var c config
 	var sizes, inflight string
-	flag.StringVar(&c.db, "db", "", "Postgres `URL` to use, in a schema of its own, instead of a private cluster")
+	flag.StringVar(&c.db, "db", "", "Postgres `URL` to use, in a schema of its own, instead of a private cluster (DATABASE_URL is not read: the figures come from the private cluster unless a URL is named)")
 	flag.IntVar(&c.port, "port", 55432, "the private cluster's port")
 	flag.StringVar(&c.pgOptions, "pg-options", "", "more `options` for the private cluster's server, as for postgres (\"-c shared_buffers=2GB\")")
 	flag.StringVar(&sizes, "sizes", "0,100000", "records in the table, comma-separated, ascending")

@@ -30,7 +30,7 @@ var build struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Main(m)
 	if build.dir != "" {
 		_ = os.RemoveAll(build.dir)
 	}
@@ -49,7 +49,9 @@ func paymentsServer(t *testing.T, args ...string) string {
 		}
 	})
 	require.NoError(t, build.err)
-	cmd := exec.Command(build.bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	// -db= first: in memory unless args name a database, whatever
+	// DATABASE_URL (the program's default) says.
+	cmd := exec.Command(build.bin, append([]string{"-addr", "127.0.0.1:0", "-db="}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	log := &logBuffer{}

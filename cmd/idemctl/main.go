@@ -14,11 +14,11 @@
 //	stats                                                         counts of records and messages
 //
 // The database is -db, or DATABASE_URL; the tables are those of the URL's
-// search_path (server.Migrate's idem_records, River's river_job).
-// -key-retention must be the dispatchers' outbox Config.KeyRetention
+// search_path ([server.Migrate]'s idem_records, River's river_job).
+// -key-retention must be the dispatchers' [outbox.Config.KeyRetention]
 // (default 24h): redrive refuses a message a delivery of which may have
 // taken effect longer ago. -replay-headers names the routes'
-// server.Config.ReplayHeaders, shown with -payload; Set-Cookie,
+// [server.Config.ReplayHeaders], shown with -payload; Set-Cookie,
 // authentication and connection headers are never shown.
 //
 // Output is a table for people, or JSON with -json. Exit status: 0 done;
@@ -40,6 +40,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/idemkit/idem/internal/dbflag"
 )
 
 // The exit statuses.
@@ -136,7 +138,7 @@ func parseGlobals(args []string, e env) (globals, []string, error) {
 	fs := flag.NewFlagSet("idemctl", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() { usage(e.stderr); fs.PrintDefaults() }
-	fs.StringVar(&g.db, "db", e.getenv("DATABASE_URL"), "Postgres `URL` (default $DATABASE_URL)")
+	dbflag.Var(fs, &g.db, e.getenv, dbflag.Required)
 	fs.BoolVar(&g.json, "json", false, "print JSON instead of a table")
 	fs.DurationVar(&g.timeout, "timeout", 30*time.Second, "bound on the whole command")
 	fs.DurationVar(&g.keyRetention, "key-retention", 24*time.Hour, "the dispatchers' outbox Config.KeyRetention")

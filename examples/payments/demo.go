@@ -35,8 +35,8 @@ func (r result) exitCode() int {
 const settleTimeout = time.Minute
 
 // run is the demo: it makes the payments with both clients and prints the
-// report on out, and a progress line on progress.
-func run(ctx context.Context, o options, out, progress io.Writer) (result, error) {
+// report on out, and its progress on pr.
+func run(ctx context.Context, o options, out io.Writer, pr progress) (result, error) {
 	rate, err := parseFaults(o.faults)
 	if err != nil {
 		return result{}, err
@@ -63,17 +63,11 @@ func run(ctx context.Context, o options, out, progress io.Writer) (result, error
 
 	ops := workload(o.seed, o.n)
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
-	fmt.Fprintf(out, "idem demo: %d payments, made twice through a fault-injecting proxy\n", o.n)
-	fmt.Fprintf(out, "seed %d (rerun: %s)\n", o.seed, o.command())
-	fmt.Fprintln(out, "A rerun meets the same fault at every (payment, attempt) and makes the same payments. Timing is not replayed:\n"+
-		"which retries the idem client's budget allows and when its breaker opens depend on it, so under heavy faults\n"+
-		"the idem column's counts may differ by a few; its promises (no double payment, no lost ok) hold in every run.")
-	fmt.Fprintf(out, "faults %s: %.0f%% of attempts, and 503 bursts for %.1f%% of payments; store %s, concurrency %d\n\n",
-		o.faults, 100*rate, 100*rate*burstShare, st.name, o.concurrency)
+	printHeader(out, o, rate, st.name)
 
 	t := trial{
 		ops: ops, seed: o.seed, rules: faultRules(o.seed, rate, o.attemptTimeout, ops),
-		concurrency: o.concurrency, backend: st.backend, store: st.idem, stripKeys: o.stripKeys, progress: progress,
+		concurrency: o.concurrency, backend: st.backend, store: st.idem, stripKeys: o.stripKeys, progress: pr,
 	}
 	var res result
 	base := transport(o.concurrency)
@@ -93,6 +87,17 @@ func run(ctx context.Context, o options, out, progress io.Writer) (result, error
 	return res, nil
 }
 
+// printHeader prints what the demo is about to do, and how to run it again.
+func printHeader(out io.Writer, o options, rate float64, store string) {
+	fmt.Fprintf(out, "idem demo: %d payments, made twice through a fault-injecting proxy\n", o.n)
+	fmt.Fprintf(out, "seed %d (rerun: %s)\n", o.seed, o.command())
+	fmt.Fprintln(out, "A rerun meets the same fault at every (payment, attempt) and makes the same payments. Timing is not replayed:\n"+
+		"which retries the idem client's budget allows and when its breaker opens depend on it, so under heavy faults\n"+
+		"the idem column's counts may differ by a few; its promises (no double payment, no lost ok) hold in every run.")
+	fmt.Fprintf(out, "faults %s: %.0f%% of attempts, and 503 bursts for %.1f%% of payments; store %s, concurrency %d\n\n",
+		o.faults, 100*rate, 100*rate*burstShare, store, o.concurrency)
+}
+
 // runNotifiedTrial runs the trial, then waits for its payments'
 // notifications and checks them.
 func runNotifiedTrial(ctx context.Context, t trial, nt *notifier) (column, error) {
@@ -101,7 +106,12 @@ func runNotifiedTrial(ctx context.Context, t trial, nt *notifier) (column, error
 	if err != nil {
 		return c, err
 	}
+	stop := t.progress.show(t.name+", notifications", func() string {
+		now := nt.now(before)
+		return fmt.Sprintf("%d delivered, %d parked", now.delivered, now.parked)
+	})
 	c.notes, err = nt.settle(ctx, t.backend, t.tenant, before, settleTimeout)
+	stop()
 	return c, err
 }
 

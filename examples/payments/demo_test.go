@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,7 +33,7 @@ func runDemo(t *testing.T, o options) (result, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	res, err := run(ctx, o, &out, io.Discard)
+	res, err := run(ctx, o, &out, noProgress())
 	require.NoError(t, err)
 	t.Logf("report:\n%s", out.String())
 	return res, out.String()
@@ -173,33 +172,6 @@ func TestFaultRules(t *testing.T) {
 	bursts := len(rules) - 1
 	assert.InDelta(t, 2000*0.5*burstShare, bursts, 60, "bursts for about rate*burstShare of the payments")
 	assert.Equal(t, rules[:bursts], faultRules(3, 0.5, time.Second, ops)[:bursts], "bursts depend on the seed only")
-}
-
-// lineWriter hands each write to the test.
-type lineWriter chan string
-
-func (w lineWriter) Write(p []byte) (int, error) {
-	w <- string(p)
-	return len(p), nil
-}
-
-func TestProgressLine(t *testing.T) {
-	w := make(lineWriter, 1000)
-	var done atomic.Int64
-	done.Store(7)
-	stop := showProgress(w, "idem client", &done, 10)
-	select { // the first tick, 100 ms in
-	case line := <-w:
-		assert.Regexp(t, `^\ridem client: 7/10 payments, \d+\.\ds $`, line)
-	case <-time.After(10 * time.Second):
-		t.Fatal("no progress line within 10s")
-	}
-	stop()
-	var last string
-	for len(w) > 0 {
-		last = <-w
-	}
-	assert.Regexp(t, `^\r +\r$`, last, "stop clears the line")
 }
 
 func TestPercentile(t *testing.T) {

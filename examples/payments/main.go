@@ -40,8 +40,9 @@
 //	                   (0.8x to 1.2x), as a loaded machine's store does (default 0)
 //
 // The exit status is 1 when the idem column has any violation (a double
-// payment, a lost ok, ...), 2 for bad flags. While it runs, a progress
-// line on stderr (when it is a terminal) counts the payments made. The naive column's double
+// payment, a lost ok, ...), 2 for bad flags. While it runs, stderr shows
+// its progress (the payments made, then the notifications delivered): on
+// a terminal one line that redraws itself, elsewhere a line every 5 s. The naive column's double
 // payments are expected: they are printed, not failed on.
 package main
 
@@ -55,6 +56,8 @@ import (
 	"os"
 	"os/signal"
 	"time"
+
+	"github.com/idemkit/idem/internal/dbflag"
 )
 
 func main() {
@@ -67,21 +70,12 @@ func main() {
 	case err != nil:
 		os.Exit(2)
 	}
-	res, err := run(ctx, o, os.Stdout, progressWriter())
+	res, err := run(ctx, o, os.Stdout, newProgress(os.Stderr))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "payments:", err)
 		os.Exit(1)
 	}
 	os.Exit(res.exitCode())
-}
-
-// progressWriter is stderr when it is a terminal, where the progress line
-// redraws itself, and io.Discard otherwise (a log file wants no redraws).
-func progressWriter() io.Writer {
-	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		return os.Stderr
-	}
-	return io.Discard
 }
 
 // options are the demo's flags.
@@ -126,7 +120,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.Uint64Var(&o.seed, "seed", uint64(time.Now().UnixNano()%1_000_000), "seed of the faults and the payments")
 	fs.IntVar(&o.concurrency, "concurrency", 32, "payments in flight at once")
 	fs.StringVar(&o.faults, "faults", "default", "share of attempts that meet a fault (0 to 1), or none, light, default, heavy")
-	fs.StringVar(&o.db, "db", getenv("DATABASE_URL"), "Postgres `URL`; empty runs in memory")
+	dbflag.Var(fs, &o.db, getenv, dbflag.Memory)
 	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", 500*time.Millisecond, "the clients' bound on each attempt")
 	fs.DurationVar(&o.storeLatency, "store-latency", 0, "make each payment's store call take about this long (0.8x to 1.2x), as a loaded machine's store does; 0: as fast as it is")
 	if err := fs.Parse(args); err != nil {

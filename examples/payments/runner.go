@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +49,7 @@ type trial struct {
 	backend     api.Backend
 	store       server.Store
 	stripKeys   bool
-	progress    io.Writer
+	progress    progress
 }
 
 // runTrial makes the trial's payments through a fresh testserver in front
@@ -67,7 +65,7 @@ func runTrial(ctx context.Context, t trial) (column, error) {
 	latencies := make([]time.Duration, len(t.ops))
 	verdicts := make([]verdict, len(t.ops))
 	var done atomic.Int64
-	stop := showProgress(t.progress, t.name, &done, len(t.ops))
+	stop := t.progress.show(t.name, func() string { return fmt.Sprintf("%d/%d payments", done.Load(), len(t.ops)) })
 	start := time.Now()
 	work(ctx, len(t.ops), t.concurrency, func(i int) {
 		begin := time.Now()
@@ -179,29 +177,4 @@ func percentile(ds []time.Duration, p int) time.Duration {
 	}
 	slices.Sort(ds)
 	return ds[min(len(ds)-1, len(ds)*p/100)]
-}
-
-// showProgress updates a progress line on w (a terminal's stderr) every
-// 100 ms until stop is called, which clears it.
-func showProgress(w io.Writer, name string, done *atomic.Int64, n int) (stop func()) {
-	quit, finished := make(chan struct{}), make(chan struct{})
-	start := time.Now()
-	line := func() string {
-		return fmt.Sprintf("\r%s: %d/%d payments, %.1fs ", name, done.Load(), n, time.Since(start).Seconds())
-	}
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				fmt.Fprint(w, line())
-			case <-quit:
-				fmt.Fprint(w, "\r"+strings.Repeat(" ", len(line()))+"\r")
-				return
-			}
-		}
-	}()
-	return func() { close(quit); <-finished }
 }

@@ -1,10 +1,10 @@
 // Command bench measures, side by side in one run, a Leased operation's
-// claim and completion (server.Store's Claim, then the attempt's
+// claim and completion ([server.Store]'s Claim, then the attempt's
 // Complete) at a number of operations in flight, on three subjects:
 //
-//   - postgres: server.PostgresStore on DATABASE_URL (-db), in a schema of
+//   - postgres: [server.PostgresStore] on DATABASE_URL (-db), in a schema of
 //     its own that it drops at the end;
-//   - redis: idemredis.Store on the Redis at -redis;
+//   - redis: [idemredis.Store] on the Redis at -redis;
 //   - redis-bound: the same two Lua scripts (the store's claim and
 //     complete, idemredis/internal/lua) through a bare go-redis loop with
 //     the same arguments, and nothing of the store around them: the most
@@ -43,6 +43,7 @@ import (
 
 	"github.com/idemkit/idem/idemredis"
 	"github.com/idemkit/idem/idemredis/internal/lua"
+	"github.com/idemkit/idem/internal/dbflag"
 	"github.com/idemkit/idem/server"
 )
 
@@ -65,7 +66,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&o.concurrency, "concurrency", 16, "operations in flight")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds: the subjects take turns, and each one's median round is printed")
 	fs.StringVar(&o.redisAddr, "redis", envOr("REDIS_ADDR", "127.0.0.1:6379"), "Redis `address`")
-	fs.StringVar(&o.db, "db", os.Getenv("DATABASE_URL"), "Postgres `URL` (default DATABASE_URL)")
+	dbflag.Var(fs, &o.db, os.Getenv, dbflag.Required)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -266,8 +266,12 @@ func alternatives(re string) []string {
 var flagWord = regexp.MustCompile(`^--?[A-Za-z][\w.-]*(=.*)?$`)
 
 // declaresFlag reports whether src declares the flag name with package
-// flag's functions (flag.Int("name", ...), fs.DurationVar(&v, "name", ...)).
+// flag's functions (flag.Int("name", ...), fs.DurationVar(&v, "name", ...)),
+// or -db with dbflag.Var.
 func declaresFlag(src, name string) bool {
+	if name == "db" && strings.Contains(src, "dbflag.Var(") {
+		return true
+	}
 	re := regexp.MustCompile(`\.(Bool|Int|Int64|Uint|Uint64|Float64|String|Duration|Func|Text)?(Var)?\([^"\n)]*"` + regexp.QuoteMeta(name) + `"`)
 	return re.MatchString(src)
 }

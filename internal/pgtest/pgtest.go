@@ -1,7 +1,8 @@
 // Package pgtest gives tests an isolated PostgreSQL schema on the database
 // named by DATABASE_URL. Outside CI a test skips with a clear message when no
 // database is reachable; under CI=true it fails instead, so that a green CI
-// run means the database tests ran.
+// run means the database tests ran. A package using it calls [Main] from its
+// TestMain, which counts the skipped tests in one line.
 package pgtest
 
 import (
@@ -59,6 +60,7 @@ func unavailable(tb testing.TB, why string) {
 	if os.Getenv("CI") == "true" {
 		tb.Fatalf("%s; under CI=true the Postgres tests must run (bash .ci/run sets it up)", why)
 	}
+	countSkip(why)
 	tb.Skipf("%s; skipping the Postgres test (bash .ci/run starts Postgres and sets it)", why)
 }
 

@@ -111,8 +111,9 @@ type ReceiverConfig struct {
 // It is a demo downstream, not a service to expose: neither route
 // authenticates its caller, and GET /v1/notifications lists every
 // tenant's notifications (their payment ids, accounts and amounts) to
-// anyone who can reach it, so that the demo and the tests can check what
-// arrived. A real receiver authenticates the dispatcher (a credential in
+// anyone who can reach it (?tenant= narrows it to one tenant's, for a
+// walk-through on a database that a demo filled), so that the demo and
+// the tests can check what arrived. A real receiver authenticates the dispatcher (a credential in
 // outbox.Config.Client.Base, see outbox.Message.Header) and scopes any
 // listing to its caller.
 type Receiver struct {
@@ -125,7 +126,8 @@ type Receiver struct {
 // NewReceiver returns a Receiver:
 //
 //	POST /v1/notifications  {"event": "payment.created", "payment_id", ...} -> 201, 400 on a bad body
-//	GET  /v1/notifications  -> 200 {"count": N, "notifications": [...]} (every recording, oldest first)
+//	GET  /v1/notifications  -> 200 {"count": N, "notifications": [...]} (every recording, oldest first;
+//	                           ?tenant=T: only tenant T's)
 //	GET  /healthz           200 "ok"
 func NewReceiver(cfg ReceiverConfig) *Receiver {
 	if cfg.Logger == nil {
@@ -171,7 +173,7 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rc *Receiver) list(w http.ResponseWriter, r *http.Request) {
-	ns, err := rc.Notifications(r.Context())
+	ns, err := rc.notifications(r.Context(), r.URL.Query().Get("tenant"))
 	if err != nil {
 		serverError(w, r, rc.cfg.Logger, err, "cannot read the notifications")
 		return
@@ -209,13 +211,25 @@ func (rc *Receiver) record(ctx context.Context, n Notification) error {
 // Notifications returns every notification recorded, oldest first (one
 // row per recording: a notification recorded twice shows twice).
 func (rc *Receiver) Notifications(ctx context.Context) ([]Notification, error) {
+	return rc.notifications(ctx, "")
+}
+
+// notifications returns the notifications of tenant recorded, oldest
+// first; every tenant's when tenant is empty.
+func (rc *Receiver) notifications(ctx context.Context, tenant string) ([]Notification, error) {
 	if rc.cfg.DB == nil {
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
-		return append([]Notification(nil), rc.memory...), nil
+		var ns []Notification
+		for _, n := range rc.memory {
+			if tenant == "" || n.Tenant == tenant {
+				ns = append(ns, n)
+			}
+		}
+		return ns, nil
 	}
 	rows, err := rc.cfg.DB.Query(ctx, `SELECT idempotency_key, event, payment_id, tenant, account_id, amount_cents, currency
-	                                    FROM payment_notifications ORDER BY received_at`)
+	                                    FROM payment_notifications WHERE $1 = '' OR tenant = $1 ORDER BY received_at`, tenant)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -58,6 +59,41 @@ func TestReceiverRecordsEachNotificationOnce(t *testing.T) {
 			}
 			require.NoError(t, json.Unmarshal(list.Body.Bytes(), &got))
 			require.Equal(t, 1, got.Count)
+		})
+	}
+}
+
+// GET /v1/notifications?tenant=T lists tenant T's notifications only: a
+// walk-through on a database that the demo filled sees its own.
+func TestReceiverListsOneTenant(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			rc := newReceiver(t, backend)
+			for i, tenant := range []string{"demo-1-idem", "acme", "demo-1-idem", "acme-2"} {
+				body := string(notification(Payment{ID: fmt.Sprintf("pay_%d", i), Tenant: tenant, AccountID: "acc-1", AmountCents: 5, Currency: "EUR"}))
+				rec := do(t, rc, call{method: "POST", path: "/v1/notifications", token: "-", key: fmt.Sprintf("n-%d", i), body: body})
+				require.Equal(t, http.StatusCreated, rec.Code, rec.Body.String())
+			}
+			list := func(query string) (ids []string) {
+				rec := do(t, rc, call{method: "GET", path: "/v1/notifications" + query, token: "-"})
+				require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+				var got struct {
+					Count         int `json:"count"`
+					Notifications []struct {
+						PaymentID string `json:"payment_id"`
+					} `json:"notifications"`
+				}
+				require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+				for _, n := range got.Notifications {
+					ids = append(ids, n.PaymentID)
+				}
+				require.Equal(t, len(ids), got.Count)
+				return ids
+			}
+			require.Equal(t, []string{"pay_1"}, list("?tenant=acme"))
+			require.Equal(t, []string{"pay_0", "pay_2"}, list("?tenant=demo-1-idem"))
+			require.Empty(t, list("?tenant=nobody"))
+			require.Equal(t, []string{"pay_0", "pay_1", "pay_2", "pay_3"}, list(""), "no filter: every tenant's")
 		})
 	}
 }

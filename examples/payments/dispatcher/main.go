@@ -16,17 +16,20 @@
 // to stdout once it dispatches, and stops gracefully on SIGINT or SIGTERM
 // (the deliveries running finish, within -timeout).
 //
-// Flags -timeout, -rescue-after, -poll, -workers, -max-attempts,
-// -min-backoff and -max-backoff set the outbox.Config fields of the same
-// names (zero: the outbox's defaults); -attempt-timeout bounds each HTTP
+// -db defaults to $DATABASE_URL. Flags -timeout, -rescue-after, -poll,
+// -workers, -max-attempts, -min-backoff and -max-backoff set the
+// outbox.Config fields of the same names (zero: the outbox's defaults,
+// which -h prints); -attempt-timeout bounds each HTTP
 // attempt of the idem client; -name adds "X-Dispatcher: <name>" to its
 // deliveries, so that tests can tell the dispatchers apart.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -37,6 +40,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/internal/dbflag"
 	"github.com/idemkit/idem/outbox"
 )
 
@@ -46,29 +50,51 @@ type options struct {
 	attemptTimeout time.Duration
 }
 
-func parseFlags() options {
+// errUsage: the flags are wrong (already reported).
+var errUsage = errors.New("usage")
+
+// parseFlags reads the flags; -h prints every flag with its default, and
+// says which zero means the outbox's default (outbox.Config's fields).
+func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (options, error) {
 	var o options
-	flag.StringVar(&o.db, "db", os.Getenv("DATABASE_URL"), "Postgres `URL` (default $DATABASE_URL)")
-	flag.StringVar(&o.name, "name", "", "sent as X-Dispatcher on every delivery")
-	flag.DurationVar(&o.cfg.Timeout, "timeout", 0, "bound of one delivery")
-	flag.DurationVar(&o.cfg.RescueAfter, "rescue-after", 0, "a message being delivered for longer is taken as abandoned")
-	flag.DurationVar(&o.cfg.PollInterval, "poll", 0, "poll interval when no notification arrives")
-	flag.IntVar(&o.cfg.Workers, "workers", 0, "deliveries at once")
-	flag.IntVar(&o.cfg.MaxAttempts, "max-attempts", 0, "deliveries before a message is parked")
-	flag.DurationVar(&o.cfg.MinBackoff, "min-backoff", 0, "least backoff ceiling between deliveries")
-	flag.DurationVar(&o.cfg.MaxBackoff, "max-backoff", 0, "greatest backoff between deliveries")
-	flag.DurationVar(&o.attemptTimeout, "attempt-timeout", 2*time.Second, "bound of each HTTP attempt")
-	flag.Parse()
-	if flag.NArg() > 0 || o.db == "" {
-		fmt.Fprintln(os.Stderr, "payments dispatcher: -db (or DATABASE_URL) is required, and no arguments are taken")
-		flag.Usage()
-		os.Exit(2)
+	fs := flag.NewFlagSet("dispatcher", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: dispatcher [flags]\n\nDelivers the payments API's outbox until SIGINT or SIGTERM. Flags:")
+		fs.PrintDefaults()
 	}
-	return o
+	dbflag.Var(fs, &o.db, getenv, dbflag.Required)
+	fs.StringVar(&o.name, "name", "", "sent as X-Dispatcher on every delivery (empty: no such header)")
+	fs.DurationVar(&o.cfg.Timeout, "timeout", 0, "bound of one delivery (0: the outbox's default, 30s)")
+	fs.DurationVar(&o.cfg.RescueAfter, "rescue-after", 0, "a message being delivered for longer is taken as abandoned (0: the outbox's default, -timeout + 30s)")
+	fs.DurationVar(&o.cfg.PollInterval, "poll", 0, "poll interval when no notification arrives (0: the outbox's default, 1s)")
+	fs.IntVar(&o.cfg.Workers, "workers", 0, "deliveries at once (0: the outbox's default, 20)")
+	fs.IntVar(&o.cfg.MaxAttempts, "max-attempts", 0, "deliveries before a message is parked (0: the outbox's default, 25)")
+	fs.DurationVar(&o.cfg.MinBackoff, "min-backoff", 0, "least backoff ceiling between deliveries (0: the outbox's default, 1s)")
+	fs.DurationVar(&o.cfg.MaxBackoff, "max-backoff", 0, "greatest backoff between deliveries (0: the outbox's default, 5m0s)")
+	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", 2*time.Second, "bound of each HTTP attempt")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, errUsage
+	}
+	if fs.NArg() > 0 || o.db == "" {
+		fmt.Fprintln(stderr, "payments dispatcher: -db (or DATABASE_URL) is required, and no arguments are taken")
+		fs.Usage()
+		return o, errUsage
+	}
+	return o, nil
 }
 
 func main() {
-	o := parseFlags()
+	o, err := parseFlags(os.Args[1:], os.Stderr, os.Getenv)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return
+	case err != nil:
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {

@@ -30,11 +30,13 @@ import (
 
 	"github.com/idemkit/idem/examples/payments/api"
 	"github.com/idemkit/idem/examples/payments/internal/httpserve"
+	"github.com/idemkit/idem/internal/dbflag"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8090", "listen `address`")
-	dbURL := flag.String("db", os.Getenv("DATABASE_URL"), "Postgres `URL`; empty records in memory")
+	var dbURL string
+	dbflag.Var(flag.CommandLine, &dbURL, os.Getenv, dbflag.Memory)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		flag.Usage()
@@ -42,7 +44,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *dbURL); err != nil {
+	if err := run(ctx, *addr, dbURL); err != nil {
 		fmt.Fprintln(os.Stderr, "payments receiver:", err)
 		os.Exit(1)
 	}

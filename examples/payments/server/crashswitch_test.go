@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -110,14 +111,14 @@ func TestReconcileFlags(t *testing.T) {
 		{[]string{"-reconcile-max-age", "48h"}, true}, // no reconciler: unused
 	}
 	for _, c := range cases {
-		_, err := parseFlags(c.args, io.Discard)
+		_, err := parseFlags(c.args, io.Discard, noEnv)
 		if c.ok {
 			assert.NoError(t, err, "%q", c.args)
 		} else {
 			assert.ErrorIs(t, err, errUsage, "%q", c.args)
 		}
 	}
-	o, err := parseFlags([]string{"-reconcile", "10s"}, io.Discard)
+	o, err := parseFlags([]string{"-reconcile", "10s"}, io.Discard, noEnv)
 	require.NoError(t, err)
-	assert.Equal(t, server.DefaultReconcileMaxAge, o.reconcileMaxAge)
+	assert.Equal(t, time.Hour, o.reconcileMaxAge, "-reconcile-max-age defaults to the reconciler's MaxAge default")
 }

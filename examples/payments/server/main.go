@@ -123,6 +123,7 @@ import (
 
 	"github.com/idemkit/idem/examples/payments/api"
 	"github.com/idemkit/idem/examples/payments/internal/httpserve"
+	"github.com/idemkit/idem/internal/dbflag"
 	"github.com/idemkit/idem/server"
 )
 
@@ -155,20 +156,20 @@ type options struct {
 	adminWrite                 bool
 }
 
-func parseFlags(args []string, stderr io.Writer) (options, error) {
+func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen `address`")
-	fs.StringVar(&o.db, "db", "", "Postgres `URL`; empty keeps everything in memory")
-	fs.DurationVar(&o.retention, "retention", server.DefaultRetention, "how long stored responses answer retries")
-	fs.DurationVar(&o.lease, "lease", server.DefaultLease, "the lease of a POST /v1/charges attempt")
+	dbflag.Var(fs, &o.db, getenv, dbflag.Memory)
+	fs.DurationVar(&o.retention, "retention", 24*time.Hour, "how long stored responses answer retries")
+	fs.DurationVar(&o.lease, "lease", 30*time.Second, "the lease of a POST /v1/charges attempt")
 	fs.StringVar(&o.gateway, "gateway", "", "card gateway base `URL`; empty starts one in this process")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long a shutdown waits for the requests in flight")
 	fs.DurationVar(&o.readTimeout, "read-timeout", 15*time.Second, "how long a client may take to send a whole request")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "how long a kept-alive connection may wait for its next request")
 	fs.DurationVar(&o.reconcile, "reconcile", 0, "run a reconciler at this `interval` (0: none)")
-	fs.DurationVar(&o.reconcileMaxAge, "reconcile-max-age", server.DefaultReconcileMaxAge,
+	fs.DurationVar(&o.reconcileMaxAge, "reconcile-max-age", time.Hour,
 		"how long a charge may stay unknown before the reconciler settles it as result-unavailable")
 	fs.StringVar(&o.notify, "notify", "", "receiver base `URL`: payments notify it through the outbox")
 	fs.BoolVar(&o.requireDurable, "require-durable", false, "refuse to start unless the database's durability report is clean")
@@ -200,7 +201,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 // run is the program: it returns when ctx is done (after a graceful
 // shutdown) or when serving fails.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	o, err := parseFlags(args, stderr)
+	o, err := parseFlags(args, stderr, getenv)
 	if err != nil {
 		return err
 	}
@@ -210,6 +211,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fmt.Fprintln(stderr, "server:", err)
 		return errUsage
 	}
+	// Bind first: a port that is taken fails the program before anything
+	// else starts (and logs its shutdown).
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // when a step below fails; serving closes it otherwise
 	cfg := api.Config{Retention: o.retention, Lease: o.lease, GatewayURL: o.gateway,
 		Hooks: crash.hooks(), OnStep: crash.onStep, Logger: log}
 	closeDB, err := openBackend(ctx, o, &cfg)
@@ -242,10 +250,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return err
 	}
 	defer stopAdmin()
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(stdout, "payments server: listening on http://%s\n", ln.Addr())
 	log.Info("payments server started", "addr", ln.Addr().String(), "store", storeName(o.db),
 		"gateway", cfg.GatewayURL, "retention", o.retention, "lease", o.lease, "admin", o.adminToken != "")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/idemkit/idem/examples/payments/api"
 	"github.com/idemkit/idem/internal/gobuild"
+	"github.com/idemkit/idem/internal/pgtest"
 )
 
 // build is the program, compiled once for all the tests of the package
@@ -33,7 +34,7 @@ var build struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Main(m)
 	if build.dir != "" {
 		_ = os.RemoveAll(build.dir)
 	}
@@ -83,10 +84,11 @@ func (b *lockedBuffer) String() string {
 
 // startServer runs bin with args and the extra environment (KEY=value),
 // and waits (at most 20 s) for its "listening" line. The process is
-// killed when the test ends.
+// killed when the test ends. It runs in memory unless args name a
+// database (-db), whatever DATABASE_URL (the program's default) says.
 func startServer(t *testing.T, bin string, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(bin, args...), stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	p := &process{cmd: exec.Command(bin, append([]string{"-db="}, args...)...), stderr: &lockedBuffer{}, exited: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = p.stderr
 	stdout, err := p.cmd.StdoutPipe()

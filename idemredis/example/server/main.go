@@ -58,13 +58,14 @@ import (
 
 	"github.com/idemkit/idem/examples/payments/api"
 	"github.com/idemkit/idem/idemredis"
+	"github.com/idemkit/idem/internal/dbflag"
 	"github.com/idemkit/idem/server"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	switch err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); {
+	switch err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv); {
 	case errors.Is(err, flag.ErrHelp):
 	case errors.Is(err, errUsage):
 		os.Exit(2)
@@ -83,16 +84,16 @@ type options struct {
 	grace                            time.Duration
 }
 
-func parseFlags(args []string, stderr io.Writer) (options, error) {
+func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen `address` of the API")
-	fs.StringVar(&o.db, "db", "", "Postgres `URL`; empty keeps everything in memory")
+	dbflag.Var(fs, &o.db, getenv, dbflag.Memory)
 	fs.StringVar(&o.redis, "redis", "", "Redis `addresses`, comma-separated, for the records of POST /v1/charges")
 	fs.StringVar(&o.prefix, "redis-prefix", "", "the Redis store's key `prefix` (empty: idem)")
 	fs.IntVar(&o.replicas, "replicas", 0, "WAIT for this many Redis replicas before a claim counts")
-	fs.DurationVar(&o.lease, "lease", server.DefaultLease, "the lease of a POST /v1/charges attempt")
+	fs.DurationVar(&o.lease, "lease", 30*time.Second, "the lease of a POST /v1/charges attempt")
 	fs.StringVar(&o.gateway, "gateway", "", "card gateway base `URL`; empty starts one in this process")
 	fs.DurationVar(&o.gatewayTimeout, "gateway-timeout", 0, "above 0: a plain gateway client making one attempt of at most this")
 	fs.DurationVar(&o.reconcile, "reconcile", 0, "run a reconciler at this `interval` (0: none)")
@@ -112,8 +113,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 
 // run is the program: it returns when ctx is done (after a graceful
 // shutdown) or when serving fails.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseFlags(args, stderr)
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	o, err := parseFlags(args, stderr, getenv)
 	if err != nil {
 		return err
 	}
@@ -188,7 +189,7 @@ func openBackend(ctx context.Context, url string, cfg *api.Config) (closeDB func
 	return pool.Close, nil
 }
 
-// openRedis sets cfg.ChargesStore: an idemredis.Store at -redis, or the
+// openRedis sets cfg.ChargesStore: an [idemredis.Store] at -redis, or the
 // payments' store when -redis is empty.
 func openRedis(ctx context.Context, o options, cfg *api.Config) (func(), error) {
 	if o.redis == "" {

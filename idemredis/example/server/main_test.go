@@ -28,7 +28,7 @@ func TestChargesOnRedis(t *testing.T) {
 	stdout, w := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-redis", addr, "-redis-prefix", prefix, "-grace", "2s"}, w, io.Discard)
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-redis", addr, "-redis-prefix", prefix, "-grace", "2s"}, w, io.Discard, noEnv)
 		_ = w.Close()
 	}()
 	t.Cleanup(func() {
@@ -79,3 +79,7 @@ func TestChargesOnRedis(t *testing.T) {
 		rdb.Del(context.Background(), k)
 	}
 }
+
+// noEnv is an empty environment: -db is empty, the API in memory, unless
+// a test names a database.
+func noEnv(string) string { return "" }

@@ -49,13 +49,14 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/internal/dbflag"
 	"github.com/idemkit/idem/server"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	switch err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); {
+	switch err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv); {
 	case errors.Is(err, flag.ErrHelp):
 	case errors.Is(err, errUsage):
 		os.Exit(2)
@@ -72,13 +73,13 @@ type options struct {
 	grace             time.Duration
 }
 
-func parseFlags(args []string, stderr io.Writer) (options, error) {
+func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen `address` of the API")
 	fs.StringVar(&o.metrics, "metrics", "", "listen `address` of /metrics; empty serves no metrics")
-	fs.StringVar(&o.db, "db", "", "Postgres `URL`; empty keeps everything in memory")
+	dbflag.Var(fs, &o.db, getenv, dbflag.Memory)
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long a shutdown waits for the requests in flight")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -95,8 +96,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 
 // run is the program: it returns when ctx is done (after a graceful
 // shutdown) or when serving fails.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o, err := parseFlags(args, stderr)
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	o, err := parseFlags(args, stderr, getenv)
 	if err != nil {
 		return err
 	}

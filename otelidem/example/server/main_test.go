@@ -23,7 +23,7 @@ func start(t *testing.T, args ...string) (apiURL, metricsURL string) {
 	out, w := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-grace", "2s"}, args...), w, io.Discard)
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-grace", "2s"}, args...), w, io.Discard, noEnv)
 		w.Close()
 	}()
 	t.Cleanup(func() {
@@ -171,7 +171,7 @@ func TestNoMetricsWithoutTheFlag(t *testing.T) {
 	defer cancel()
 	out, w := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, w, io.Discard); w.Close() }()
+	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, w, io.Discard, noEnv); w.Close() }()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(line, "payments server: listening on "), line)
@@ -179,3 +179,7 @@ func TestNoMetricsWithoutTheFlag(t *testing.T) {
 	go func() { _, _ = io.Copy(io.Discard, out) }()
 	require.NoError(t, <-done)
 }
+
+// noEnv is an empty environment: -db is empty, the API in memory, unless
+// a test names a database.
+func noEnv(string) string { return "" }

@@ -6,11 +6,18 @@
 //	go run ./testserver/cmd/faultproxy -listen 127.0.0.1:8081 \
 //	    -upstream http://127.0.0.1:8080 -fault drop-reset -p 0.2
 //
-// Rules come from -rules (a JSON file, see testserver.ParseRules) and from
+// Rules come from -rules (a JSON file, see [testserver.ParseRules]) and from
 // -fault. The first line on stdout gives the address and the seed; -log
 // prints every request's event as a JSON line. SIGHUP reloads the rules
 // file; SIGINT or SIGTERM stops the proxy and prints a summary of every
 // request on stderr.
+//
+// Under go run the proxy is a child of the go command, which does not pass
+// on a signal sent to its own pid (it ignores SIGINT and waits for the
+// child; SIGTERM ends it and leaves the child running). Ctrl-C reaches the
+// proxy, as does kill -INT %?faultproxy for a background job of a shell
+// with job control (it signals the job's process group); from a script,
+// build it first (go build -o) and signal the program itself.
 //
 // Memory stays flat however long it runs: events are counted as they
 // happen, not kept, and attempt numbers are remembered for an hour after

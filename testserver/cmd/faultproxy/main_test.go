@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -44,7 +45,13 @@ func startProxy(t *testing.T, bin string, args ...string) *proxyProcess {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, bin, args...)
+	return startCmd(t, exec.CommandContext(ctx, bin, args...), 10*time.Second)
+}
+
+// startCmd starts cmd, a faultproxy, and waits up to within for its
+// first line.
+func startCmd(t *testing.T, cmd *exec.Cmd, within time.Duration) *proxyProcess {
+	t.Helper()
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -52,7 +59,7 @@ func startProxy(t *testing.T, bin string, args ...string) *proxyProcess {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	p := &proxyProcess{cmd: cmd, lines: lineChan(stdout), stderr: lineChan(stderr)}
-	first := p.next(t, p.lines)
+	first := p.nextWithin(t, p.lines, within)
 	var seed, rules int
 	if _, err := fmt.Sscanf(first, "faultproxy: listening on %s (seed %d, %d rules)", &p.url, &seed, &rules); err != nil {
 		t.Fatalf("first line %q: %v", first, err)
@@ -75,16 +82,79 @@ func lineChan(r io.Reader) chan string {
 // next returns the next line of c, failing after 10s.
 func (p *proxyProcess) next(t *testing.T, c chan string) string {
 	t.Helper()
+	return p.nextWithin(t, c, 10*time.Second)
+}
+
+// nextWithin returns the next line of c, failing after d.
+func (p *proxyProcess) nextWithin(t *testing.T, c chan string, d time.Duration) string {
+	t.Helper()
 	select {
 	case line, ok := <-c:
 		if !ok {
 			t.Fatal("faultproxy output ended")
 		}
 		return line
-	case <-time.After(10 * time.Second):
-		t.Fatal("no output from faultproxy within 10s")
+	case <-time.After(d):
+		t.Fatalf("no output from faultproxy within %s", d)
 	}
 	return ""
+}
+
+// stopsOn sends sig to the process group of p (its own pid when group is
+// false) and checks that the proxy prints its summary, exits (with 0 when
+// p is the program itself) and no longer listens.
+func (p *proxyProcess) stopsOn(t *testing.T, sig syscall.Signal, group bool) {
+	t.Helper()
+	pid := p.cmd.Process.Pid
+	if group {
+		pid = -pid
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatalf("kill(%d, %v): %v", pid, sig, err)
+	}
+	if line := p.nextWithin(t, p.stderr, 30*time.Second); !strings.HasPrefix(line, "requests: 0 for 0 operations") {
+		t.Fatalf("after %v: %q, want the summary", sig, line)
+	}
+	err := p.cmd.Wait()
+	switch {
+	case group:
+		// go run's own status: it exits 1 when interrupted, whatever the
+		// program's (cmd/go's builder sets it on the interrupt).
+	case err != nil:
+		t.Fatalf("exit after %v: %v, want 0", sig, err)
+	}
+	if conn, err := net.DialTimeout("tcp", strings.TrimPrefix(p.url, "http://"), time.Second); err == nil {
+		conn.Close()
+		t.Fatalf("%s still accepts connections after %v", p.url, sig)
+	}
+}
+
+// SIGINT and SIGTERM stop the program: it prints its summary and exits 0.
+func TestFaultproxyStopsOnSignals(t *testing.T) {
+	bin := buildProxy(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			startProxy(t, bin, "-listen", "127.0.0.1:0", "-upstream", "http://127.0.0.1:1").stopsOn(t, sig, false)
+		})
+	}
+}
+
+// Under go run, the program is a child of the go command, which neither
+// passes on a signal sent to its own pid nor stops the child: a SIGINT
+// must reach the program, as Ctrl-C at a terminal or kill -INT %1 (a
+// job's process group) send it. Then the program stops, and go run
+// exits.
+func TestFaultproxyUnderGoRunStopsOnInterruptOfItsGroup(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goBin, "run", ".", "-listen", "127.0.0.1:0", "-upstream", "http://127.0.0.1:1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a job of its own, as a shell with job control runs it
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	startCmd(t, cmd, 2*time.Minute).stopsOn(t, syscall.SIGINT, true)
 }
 
 func (p *proxyProcess) event(t *testing.T) testserver.Event {

@@ -1,4 +1,4 @@
-package server
+package fingerprint
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // refCanonicalJSON answers and canonicalJSON what refCanonicalJSONV3
 // answers, byte for byte.
 //
-//	go test -run '^$' -fuzz FuzzCanonicalJSON -fuzztime 5m -fuzzminimizetime 10s ./server
+//	go test -run '^$' -fuzz FuzzCanonicalJSON -fuzztime 5m -fuzzminimizetime 10s ./internal/fingerprint
 func FuzzCanonicalJSON(f *testing.F) {
 	for _, doc := range fingerprintSeeds {
 		f.Add([]byte(doc))

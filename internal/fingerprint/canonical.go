@@ -1,4 +1,4 @@
-package server
+package fingerprint
 
 import (
 	"encoding/json"

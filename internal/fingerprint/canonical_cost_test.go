@@ -1,4 +1,4 @@
-package server
+package fingerprint
 
 import (
 	"bytes"
@@ -104,14 +104,14 @@ func TestCanonicalJSONCostIsLinear(t *testing.T) {
 // BenchmarkCanonicalJSON measures the canonicaliser on the cost test's
 // documents:
 //
-//	go test -run '^$' -bench 'BenchmarkCanonicalJSON$' -benchmem ./server/
+//	go test -run '^$' -bench 'BenchmarkCanonicalJSON$' -benchmem ./internal/fingerprint/
 func BenchmarkCanonicalJSON(b *testing.B) { benchmarkCanonical(b, canonicalJSON) }
 
 // BenchmarkCanonicalJSONReference measures the quadratic reference
 // canonicaliser (canonical_ref_test.go) on the same documents, for
 // comparison; its deep objects take seconds per document:
 //
-//	go test -run '^$' -bench 'BenchmarkCanonicalJSONReference' -benchmem ./server/
+//	go test -run '^$' -bench 'BenchmarkCanonicalJSONReference' -benchmem ./internal/fingerprint/
 func BenchmarkCanonicalJSONReference(b *testing.B) { benchmarkCanonical(b, refCanonicalJSON) }
 
 func benchmarkCanonical(b *testing.B, canonical func([]byte) ([]byte, bool)) {

@@ -1,4 +1,4 @@
-package server
+package fingerprint
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ import (
 // fuzzer from spending a short run minimising one input (the default
 // allows a minute per input):
 //
-//	go test -run '^$' -fuzz FuzzFingerprint -fuzztime 5m -fuzzminimizetime 10s ./server
+//	go test -run '^$' -fuzz FuzzFingerprint -fuzztime 5m -fuzzminimizetime 10s ./internal/fingerprint
 func FuzzFingerprint(f *testing.F) {
 	for _, doc := range fingerprintSeeds {
 		f.Add([]byte(doc), uint64(1), uint16(0))
@@ -72,7 +72,7 @@ var fingerprintSeeds = []string{
 
 // bodyDigest is the fingerprint of a POST to one route with body.
 func bodyDigest(body []byte) []byte {
-	return fingerprint(&fpInput{method: "POST", route: "POST /v1/payments", body: body})
+	return Sum(&Input{Method: "POST", Route: "POST /v1/payments", Body: body})
 }
 
 // checkCanonicalForm: the canonical form is valid JSON, its own canonical

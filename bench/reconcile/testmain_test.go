@@ -1,0 +1,12 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/idemkit/idem/internal/pgtest"
+)
+
+// TestMain runs the tests under pgtest.Main, which says in one line how
+// many Postgres tests skipped for want of a database.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
