@@ -10,9 +10,9 @@
 //
 // The page has no authentication of its own: mount it behind the
 // application's, for operators only. Every record and message of every
-// tenant is visible through it. It is read-only unless Config.AllowWrites
+// tenant is visible through it. It is read-only unless [Config.AllowWrites]
 // is set; evict and re-drive are then POST forms, each refused without
-// the form's token (see Config.CSRFKey) and, in browsers that say where a
+// the form's token (see [Config.CSRFKey]) and, in browsers that say where a
 // request comes from, from any other origin (net/http's
 // CrossOriginProtection). Its pages are plain server-rendered HTML with
 // one style sheet, no script, and a Content-Security-Policy that allows
@@ -33,8 +33,8 @@ import (
 	"github.com/idemkit/idem/server"
 )
 
-// Outbox is what the page needs of an outbox: *outbox.Outbox and
-// *outbox.Memory have it.
+// Outbox is what the page needs of an outbox: *[outbox.Outbox] and
+// *[outbox.Memory] have it.
 type Outbox interface {
 	Stats(ctx context.Context) (outbox.Stats, error)
 	Parked(ctx context.Context, after int64, limit int) ([]outbox.ParkedMessage, error)
@@ -49,11 +49,11 @@ var (
 	_ Outbox = (*outbox.Memory)(nil)
 )
 
-// Config configures Handler. Records is required; the zero value of every
+// Config configures [Handler]. Records is required; the zero value of every
 // other field is a read-only page at the root of its mux.
 type Config struct {
 	// Records is the operator of the idempotency records
-	// (server.NewOperator over the service's store).
+	// ([server.NewOperator] over the service's store).
 	Records *server.Operator
 	// Outbox, when set, adds the outbox's messages: its counts, the
 	// parked messages, a message by ID or key. Nil: no outbox pages.
@@ -66,11 +66,11 @@ type Config struct {
 	// ("/admin"): mount the handler on Prefix + "/". Empty: the root.
 	Prefix string
 	// CSRFKey signs the forms' tokens; a form is accepted for an hour. Nil:
-	// a random key per Handler, so a form rendered by another process is
+	// a random key per [Handler], so a form rendered by another process is
 	// refused: give every node behind one load balancer the same key.
 	CSRFKey []byte
 	// Logger receives a record of every action taken through the page
-	// (the Operator logs each eviction too). Nil: slog.Default().
+	// (the [server.Operator] logs each eviction too). Nil: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -79,7 +79,7 @@ var files embed.FS
 
 var pages = template.Must(template.New("").Funcs(funcs).ParseFS(files, "templates/*.html"))
 
-// handler is a resolved Config.
+// handler is a resolved [Config].
 type handler struct {
 	cfg  Config
 	csrf csrf

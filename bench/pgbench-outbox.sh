@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The database's own bound for enqueueing one outbox message in the payment
 # transaction: pgbench runs, in alternating runs with no Go in the loop, the
-# middleware's payment transaction (idem.sql), the same with River's job
-# insert for the outbox and an insert notification in every transaction
-# (pgbench/outbox.sql; River sends at most one notification per
-# FetchCooldown and client, so this is the costlier end), and with the
-# insert alone (the notification dropped: the cheaper end). It prints each
-# one's mean transactions per second and its share of idem's. River's schema
-# is applied with the outbox's Migrate (go run ./bench/outbox -mode
+# middleware's payment transaction (idem.sql); the same with the outbox's
+# enqueue as it is (pgbench/narrow.sql: one row of the narrow table
+# idem_outbox_enqueued, primary key only), with and without a notification
+# in every transaction (Enqueue sends at most one per FetchCooldown and
+# Outbox, so with it is the costlier end; without it, the narrow insert's
+# bound); and with River's job insert as the outbox sent it before the relay
+# (pgbench/outbox.sql), with and without its insert notification. It prints
+# each one's mean transactions per second and its share of idem's. The
+# outbox's schema is applied with its Migrate (go run ./bench/outbox -mode
 # migrate). Clients is the number of transactions in flight (16 by default).
 #   bash bench/pgbench-outbox.sh [rounds] [seconds per run] [clients]
 set -euo pipefail
@@ -20,10 +22,12 @@ scripts=$(mktemp -d)
 trap 'rm -rf "$scripts"; pgbench_drop_schema' EXIT
 pgbench_schema
 go run ./bench/outbox -mode migrate -schema "$pgbench_schema_name"
-cp bench/pgbench/idem.sql bench/pgbench/outbox.sql "$scripts"
-awk '$0 == "-- drop:notify" {skip = 1; next} skip {if ($0 ~ /;$/) skip = 0; next} {print}' \
-	bench/pgbench/outbox.sql >"$scripts/outbox-without-notify.sql"
-variants="idem outbox outbox-without-notify"
+cp bench/pgbench/idem.sql bench/pgbench/narrow.sql bench/pgbench/outbox.sql "$scripts"
+for v in narrow outbox; do
+	awk '$0 == "-- drop:notify" {skip = 1; next} skip {if ($0 ~ /;$/) skip = 0; next} {print}' \
+		"bench/pgbench/$v.sql" >"$scripts/$v-without-notify.sql"
+done
+variants="idem narrow-without-notify narrow outbox-without-notify outbox"
 for _ in $(seq "$rounds"); do
 	for v in $variants; do
 		printf '%s ' "$v"

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Config configures New. Its zero value keeps records under the prefix
+// Config configures [New]. Its zero value keeps records under the prefix
 // "idem", waits for no replica, and refuses a server that may evict keys.
 type Config struct {
 	// Prefix starts every key of the store (inside its hash tags); two
@@ -35,7 +35,7 @@ type Config struct {
 	// ReplicaTimeout bounds each WAIT. Zero or negative: 1 s.
 	ReplicaTimeout time.Duration
 
-	// AllowEviction lets New start on a server whose maxmemory-policy is
+	// AllowEviction lets [New] start on a server whose maxmemory-policy is
 	// not noeviction, or whose policy it cannot read (CONFIG disabled).
 	// Every record has an expiry, so the volatile-* policies evict them
 	// too, and an evicted record lets a retry run the operation again:

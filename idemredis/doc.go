@@ -21,19 +21,19 @@
 // # What it promises
 //
 // Leased mode only: a Transactional route on a Redis store is refused
-// when the middleware is built (server.Middleware panics with
+// when the middleware is built ([server.Middleware] panics with
 // [ErrTransactional]), because Redis cannot join the handler's database
 // transaction. Every transition of a record (claim, takeover, extension,
 // recovery point, completion, abort, a reconciler's take and its
 // settlement) is one Lua script, judged by Redis's own clock (TIME, one
 // clock for every node of the service), under a fencing token per
 // attempt: a stale token changes nothing, and its write returns
-// server.ErrLeaseLost (docs/CONTRACT.md §5, §10).
+// [server.ErrLeaseLost] (docs/CONTRACT.md §5, §10).
 //
 // # Keys
 //
 // A scope's keys share one hash tag, so that each script touches one
-// cluster slot: the tag of its bucket, one of 16 per Config.Prefix,
+// cluster slot: the tag of its bucket, one of 16 per [Config.Prefix],
 // drawn from the scope's hash. (A tag of each scope's own would keep a
 // record in one slot too, but then a route's index of abandoned leases
 // could not be written by the record's script, and the two could disagree
@@ -50,12 +50,12 @@
 //
 // # Durability
 //
-// New refuses a server whose maxmemory-policy is not noeviction
-// ([ErrEviction]; Config.AllowEviction overrides): an evicted record lets
+// [New] refuses a server whose maxmemory-policy is not noeviction
+// ([ErrEviction]; [Config.AllowEviction] overrides): an evicted record lets
 // a retry run the operation again. Redis replicates asynchronously: a
 // failover to a replica that had not received a claim loses it, and the
 // retry runs the operation again beside the attempt that already acted.
-// Config.Replicas makes each claim and recovery point WAIT for that many
+// [Config.Replicas] makes each claim and recovery point WAIT for that many
 // replicas before the handler runs on it (see Config.Replicas for what
 // is still lost without and with it). BENCHMARKS.md's Redis failover
 // section counts the operations run twice downstream with and without it.

@@ -13,7 +13,7 @@ import (
 )
 
 // fence is one attempt on a record, under its token: a claim's
-// (server.LeasedAttempt) or a reconciler's (server.Settler). Each write is
+// ([server.LeasedAttempt]) or a reconciler's ([server.Settler]). Each write is
 // a script that changes nothing and answers 0 when the token is stale.
 type fence struct {
 	s     *Store

@@ -10,8 +10,8 @@ import (
 )
 
 // run runs script sc on keys with args (EVALSHA, and EVAL when the server
-// has not cached it). durable, with Config.Replicas, sends WAIT after it
-// on the same connection, and returns ErrNotReplicated (with the reply)
+// has not cached it). durable, with [Config.Replicas], sends WAIT after it
+// on the same connection, and returns [ErrNotReplicated] (with the reply)
 // when fewer replicas acknowledged.
 func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, durable bool, args ...any) (any, error) {
 	if !durable || s.cfg.Replicas <= 0 {

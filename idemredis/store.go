@@ -16,8 +16,8 @@ import (
 )
 
 // Store keeps idempotency records of Leased routes in Redis (or Valkey).
-// It is a [server.Store]: hand it to server.Middleware for Leased routes,
-// and to server.RunReconciler. It is safe for concurrent use, and several
+// It is a [server.Store]: hand it to [server.Middleware] for Leased routes,
+// and to [server.RunReconciler]. It is safe for concurrent use, and several
 // nodes over one Redis share its records.
 type Store struct {
 	c   redis.UniversalClient
@@ -29,22 +29,22 @@ type Store struct {
 
 var _ server.Store = (*Store)(nil)
 
-// ErrTransactional is the error of CheckMode, and of Claim, for a
-// Transactional route.
+// ErrTransactional is the error of [Store.CheckMode], and of [Store.Claim],
+// for a Transactional route.
 var ErrTransactional = errors.New("idemredis: a Transactional route needs a store that joins the handler's database " +
 	"transaction, and Redis cannot: mount the route with Mode: server.Leased, or on a server.PostgresStore")
 
-// ErrEviction is returned by New for a server that may evict keys.
+// ErrEviction is returned by [New] for a server that may evict keys.
 var ErrEviction = errors.New("idemredis: Redis may evict keys (maxmemory-policy is not noeviction), " +
 	"and an evicted record lets a retry run its operation again: set maxmemory-policy noeviction, or Config.AllowEviction")
 
 // ErrNotReplicated is returned by a claim or a Checkpoint that fewer than
-// Config.Replicas replicas acknowledged within Config.ReplicaTimeout.
+// [Config.Replicas] replicas acknowledged within [Config.ReplicaTimeout].
 var ErrNotReplicated = errors.New("idemredis: not acknowledged by Config.Replicas replicas within Config.ReplicaTimeout")
 
 // New returns a store on c: a one-node, Sentinel (failover) or Cluster
 // client of go-redis. It checks each master's maxmemory-policy (see
-// Config.AllowEviction) and returns ErrEviction when one may evict keys.
+// [Config.AllowEviction]) and returns [ErrEviction] when one may evict keys.
 // ctx governs the check. New does not close c.
 func New(ctx context.Context, c redis.UniversalClient, cfg Config) (*Store, error) {
 	cfg, err := cfg.withDefaults()
@@ -81,7 +81,7 @@ func (s *Store) checkEviction(ctx context.Context) error {
 	return check(ctx, s.c)
 }
 
-// CheckMode accepts Leased mode only (ErrTransactional).
+// CheckMode accepts Leased mode only ([ErrTransactional]).
 func (s *Store) CheckMode(m server.Mode) error {
 	if m != server.Leased {
 		return ErrTransactional
@@ -97,7 +97,7 @@ func (s *Store) millis() int64 {
 }
 
 // Claim judges and claims c's record in one script (lua.Claim), by Redis's
-// clock, and with Config.Replicas waits for the replicas before the
+// clock, and with [Config.Replicas] waits for the replicas before the
 // handler runs.
 func (s *Store) Claim(ctx context.Context, c *server.Claim) (server.ClaimResult, error) {
 	if c.Mode != server.Leased {

@@ -21,14 +21,14 @@ import (
 const AttemptSpan = "idem.attempt"
 
 // Client turns the events of idem clients into spans and measurements.
-// Install its Observer in idem.Config; one Client may serve any number of
+// Install its Observer in [idem.Config]; one Client may serve any number of
 // Transports. It is safe for concurrent use.
 //
-// Each attempt on the wire gets a span (AttemptSpan, kind internal), a
+// Each attempt on the wire gets a span ([AttemptSpan], kind internal), a
 // child of the span in the request's context, started just before the
 // attempt is sent and ended when it ended. A base transport instrumented
 // with otelhttp.NewTransport makes its HTTP client span, and puts the trace
-// context on the wire, under it: use otelhttp as idem.Config.Base (idem
+// context on the wire, under it: use otelhttp as [idem.Config.Base] (idem
 // outside otelhttp), so that every attempt is its own HTTP request in the
 // trace and the server's spans hang under the attempt that reached it.
 type Client struct {
@@ -52,7 +52,7 @@ type Client struct {
 	opened map[string]bool // hosts whose breaker is counted open
 }
 
-// NewClient returns a Client that reports to cfg's providers. It fails
+// NewClient returns a [Client] that reports to cfg's providers. It fails
 // only when the meter refuses an instrument.
 func NewClient(cfg Config) (*Client, error) {
 	in := &instruments{m: cfg.meter()}
@@ -73,7 +73,7 @@ func NewClient(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Observer returns the hooks to set as idem.Config.Observer. To observe
+// Observer returns the hooks to set as [idem.Config.Observer]. To observe
 // with hooks of your own too, call this Observer's hooks from yours.
 func (c *Client) Observer() idem.Observer {
 	return idem.Observer{

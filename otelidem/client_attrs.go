@@ -99,7 +99,7 @@ func certainty(c idem.Certainty) string {
 	return "unknown"
 }
 
-// errorKinds name the sentinels a call's *idem.Error may end for (its
+// errorKinds name the sentinels a call's *[idem.Error] may end for (its
 // Reason), as error.type has them.
 var errorKinds = []struct {
 	err  error
@@ -118,7 +118,7 @@ var errorKinds = []struct {
 	{idem.ErrCircuitOpen, "circuit_open"},
 }
 
-// errorKind names why a call ended: the *idem.Error's Reason, else its
+// errorKind names why a call ended: the *[idem.Error]'s Reason, else its
 // context's end, else "_OTHER" (a Classifier's own error, say).
 func errorKind(err error) string {
 	var e *idem.Error

@@ -19,7 +19,7 @@ type Config struct {
 	// TracerProvider makes the spans. Nil: otel.GetTracerProvider(). For
 	// metrics without spans, set it (or the global one) to
 	// noop.NewTracerProvider() (package go.opentelemetry.io/otel/trace/noop):
-	// a Client then starts no span at all, which spares each attempt the
+	// a [Client] then starts no span at all, which spares each attempt the
 	// no-op span's start.
 	TracerProvider trace.TracerProvider
 	// MeterProvider makes the instruments. Nil: otel.GetMeterProvider().
@@ -35,8 +35,8 @@ func (cfg Config) tracer() trace.Tracer {
 	return tp.Tracer(ScopeName)
 }
 
-// spanTracer is tracer, or nil when it is the no-op one (set in Config
-// or as the global provider), whose spans a Client need not start.
+// spanTracer is tracer, or nil when it is the no-op one (set in [Config]
+// or as the global provider), whose spans a [Client] need not start.
 func (cfg Config) spanTracer() trace.Tracer {
 	t := cfg.tracer()
 	if _, ok := t.(noop.Tracer); ok {

@@ -3,23 +3,23 @@
 // is a module of its own (github.com/idemkit/idem/otelidem), so that users
 // of idem who do not want OpenTelemetry do not get its dependencies. It
 // uses OpenTelemetry's API only: the application installs the SDK and its
-// exporters (Prometheus, OTLP, ...), or passes providers in Config.
+// exporters (Prometheus, OTLP, ...), or passes providers in [Config].
 //
 // It has three types, one per side, each built from a Config and handing
 // out the hooks to install:
 //
-//   - Client: idem.Config.Observer = client.Observer(). A span per
+//   - [Client]: [idem.Config.Observer] = client.Observer(). A span per
 //     attempt on the wire, and the client's counters: attempts by
 //     outcome, retries by reason, the waits before them, budget denials,
 //     breaker transitions and open breakers per host, calls ending in
 //     each kind of error.
-//   - Server: server.Config.Hooks = srv.Hooks(), and
-//     server.ReconcileConfig.Hooks, server.SweepConfig.OnSweep,
+//   - [Server]: [server.Config.Hooks] = srv.Hooks(), and
+//     [server.ReconcileConfig.Hooks], [server.SweepConfig.OnSweep],
 //     srv.ObserveStore(store): requests by verdict, claim and commit
 //     times, waits on a running duplicate, takeovers, tombstones, swept
 //     records, settlements, and the operations in flight as gauges; child
 //     spans of the request's span for the claim and the commit.
-//   - Outbox: outbox.Config.Observer = ob.Observer(), and
+//   - [Outbox]: [outbox.Config.Observer] = ob.Observer(), and
 //     ob.ObserveStats(outbox): deliveries by outcome, the depth, the age of
 //     the oldest pending message and the parked messages.
 //
@@ -54,5 +54,5 @@
 //
 // idem learns whether an attempt was sent from net/http's connection
 // trace, which otelhttp passes through (it derives the request's context):
-// see idem.Config.Base for what a Base must preserve.
+// see [idem.Config.Base] for what a Base must preserve.
 package otelidem

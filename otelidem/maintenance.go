@@ -10,7 +10,7 @@ import (
 	"github.com/idemkit/idem/server"
 )
 
-// ReconcileHooks returns the hooks to set as server.ReconcileConfig.Hooks:
+// ReconcileHooks returns the hooks to set as [server.ReconcileConfig.Hooks]:
 // takeovers by the reconciler, its settlements by answer, and the
 // operations it parks as result-unavailable (also counted as tombstones).
 func (s *Server) ReconcileHooks() server.ReconcileHooks {
@@ -43,7 +43,7 @@ func (s *Server) settle(ctx context.Context, e server.ReconcileEvent, answer str
 	s.settlements.Add(ctx, 1, metric.WithAttributes(kv...))
 }
 
-// OnSweep is the function to set as server.SweepConfig.OnSweep: it counts
+// OnSweep is the function to set as [server.SweepConfig.OnSweep]: it counts
 // the records each sweep deleted, and the sweeps (a failed one with
 // error.type).
 func (s *Server) OnSweep(deleted int, err error) {
@@ -61,11 +61,11 @@ func (s *Server) OnSweep(deleted int, err error) {
 const statsTimeout = 5 * time.Second
 
 // ObserveStore reports the operations in flight in store and the age of
-// the oldest (server.StoreStats) as two gauges, idem.server.inflight and
+// the oldest ([server.StoreStats]) as two gauges, idem.server.inflight and
 // idem.server.inflight.oldest_age, asking store.Stats at each collection
 // (every scrape, or every export interval); a failed query reports
 // nothing. Call it once per store; unregister the returned registration
-// to stop. *server.PostgresStore and *server.MemoryStore satisfy store.
+// to stop. *[server.PostgresStore] and *[server.MemoryStore] satisfy store.
 func (s *Server) ObserveStore(store interface {
 	Stats(context.Context) (server.StoreStats, error)
 }) (metric.Registration, error) {

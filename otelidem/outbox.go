@@ -13,7 +13,7 @@ import (
 
 // Outbox turns an outbox's delivery outcomes into measurements, and its
 // depth into gauges. The attempts of each delivery are the idem client's:
-// set a Client's Observer as the outbox's outbox.Config.Client.Observer to
+// set a [Client]'s Observer as the outbox's outbox.Config.Client.Observer to
 // see them. It is safe for concurrent use.
 type Outbox struct {
 	meter      metric.Meter
@@ -21,7 +21,7 @@ type Outbox struct {
 	sets       sets[deliveryKey]
 }
 
-// NewOutbox returns an Outbox that reports to cfg's providers (its
+// NewOutbox returns an [Outbox] that reports to cfg's providers (its
 // TracerProvider is not used). It fails only when the meter refuses an
 // instrument.
 func NewOutbox(cfg Config) (*Outbox, error) {
@@ -34,7 +34,7 @@ func NewOutbox(cfg Config) (*Outbox, error) {
 	return o, nil
 }
 
-// Observer returns the hooks to set as outbox.Config.Observer.
+// Observer returns the hooks to set as [outbox.Config.Observer].
 func (o *Outbox) Observer() outbox.Observer {
 	return outbox.Observer{
 		Delivered: func(ctx context.Context, d outbox.Delivery) { o.count(ctx, d, "delivered") },
@@ -66,10 +66,10 @@ func (k deliveryKey) attrs() []attribute.KeyValue {
 	return kv
 }
 
-// ObserveStats reports an outbox's depth (outbox.Stats) as three gauges,
+// ObserveStats reports an outbox's depth ([outbox.Stats]) as three gauges,
 // idem.outbox.pending, idem.outbox.pending.oldest_age and
 // idem.outbox.parked, asking src.Stats at each collection; a failed query
-// reports nothing. *outbox.Outbox and *outbox.Memory satisfy src. With
+// reports nothing. *[outbox.Outbox] and *[outbox.Memory] satisfy src. With
 // several dispatcher processes on one database, observe it from one of
 // them: each would report the same depth.
 func (o *Outbox) ObserveStats(src interface {

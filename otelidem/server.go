@@ -13,7 +13,7 @@ import (
 	"github.com/idemkit/idem/server"
 )
 
-// The spans a Server adds under a request's span.
+// The spans a [Server] adds under a request's span.
 const (
 	ClaimSpan  = "idem.claim"
 	CommitSpan = "idem.commit"
@@ -39,7 +39,7 @@ const (
 //
 // Mount an HTTP server instrumentation (otelhttp.NewHandler) outside the
 // middleware: the request's span then gets idem.verdict, and two child
-// spans, ClaimSpan and CommitSpan, for the store's steps.
+// spans, [ClaimSpan] and [CommitSpan], for the store's steps.
 type Server struct {
 	tracer trace.Tracer
 	meter  metric.Meter
@@ -58,7 +58,7 @@ type Server struct {
 	stepSets    sets[stepKey]
 }
 
-// NewServer returns a Server that reports to cfg's providers. It fails
+// NewServer returns a [Server] that reports to cfg's providers. It fails
 // only when the meter refuses an instrument.
 func NewServer(cfg Config) (*Server, error) {
 	in := &instruments{m: cfg.meter()}
@@ -81,7 +81,7 @@ func NewServer(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Hooks returns the hooks to set as server.Config.Hooks. To observe with
+// Hooks returns the hooks to set as [server.Config.Hooks]. To observe with
 // hooks of your own too, call these hooks from yours.
 func (s *Server) Hooks() server.Hooks {
 	return server.Hooks{

@@ -99,10 +99,12 @@ type Config struct {
 	// RescueAfter - Timeout - 5 s. Zero: Timeout + 30 s.
 	RescueAfter time.Duration
 
-	// PollInterval is how often a dispatcher looks for due messages when no
-	// notification arrives: a committed message is normally announced at
-	// once by LISTEN/NOTIFY, and a retry whose backoff ended is found by
-	// this poll. Zero: 1 s.
+	// PollInterval is how often a dispatcher looks for due messages, and
+	// its relay for committed ones, when no notification arrives: a
+	// committed message is normally announced at once to the relays, and
+	// a relayed one to the dispatchers, by LISTEN/NOTIFY (see the package
+	// doc, "The queue"), and a retry whose backoff ended is found by this
+	// poll. Zero: 1 s.
 	PollInterval time.Duration
 
 	// FetchCooldown is the least time between two fetches of a dispatcher:
@@ -171,6 +173,12 @@ const (
 	// key retention (Config.KeyRetention) since its first delivery, when
 	// a delivery could run the operation twice.
 	ReasonRetention Reason = "key-retention"
+	// ReasonKeyConflict: it was enqueued under the key of a message with
+	// other contents that was already in the queue when the relay moved it
+	// (Enqueue returns ErrKeyConflict while the first one waits to be
+	// relayed; see Outbox.Enqueue). It was not sent: Redrive sends it,
+	// under that key, if it should be.
+	ReasonKeyConflict Reason = "key-conflict"
 	// ReasonDiscarded: the queue gave up on it by itself (River discarded
 	// the job); should not happen with the outbox's settings.
 	ReasonDiscarded Reason = "discarded"

@@ -7,10 +7,10 @@
 // caller's transaction (under server.Middleware, the one server.Tx gives
 // the handler): it is sent if and only if that transaction commits. Run is
 // the dispatcher, a long-running worker started beside the HTTP server (or
-// in processes of its own) that delivers committed messages until its
-// context ends. Parked and Redrive show and resend the messages it gave up
-// on. Migrate creates its tables. Memory is the same outbox in process
-// memory, for tests and demos.
+// in processes of its own) that relays committed messages into its queue
+// and delivers them until its context ends. Parked and Redrive show and
+// resend the messages it gave up on. Migrate creates its tables. Memory is
+// the same outbox in process memory, for tests and demos.
 //
 // # What it guarantees
 //
@@ -153,19 +153,44 @@
 // takeover) enqueues the same message under the same key, and Enqueue,
 // idempotent by key, stores it once. Two different messages under one key
 // (two messages of one operation with the same Name) are refused with
-// ErrKeyConflict rather than sent as one. Outside an operation, the key is
+// ErrKeyConflict rather than sent as one; a different message under a key
+// whose first message was already relayed (see "The queue") is parked
+// unsent with ReasonKeyConflict instead. Outside an operation, the key is
 // a random UUIDv4 fixed at enqueue.
 //
 // # The queue
 //
 // The Postgres outbox is a River queue (github.com/riverqueue/river, with
-// its pgx v5 driver): transactional insert, fetching with FOR UPDATE SKIP
-// LOCKED, LISTEN/NOTIFY so that a committed message is picked up within
-// milliseconds (polling every Config.PollInterval is the fallback), rescue
-// of messages whose dispatcher died, leader election and cleanup are
-// River's. Messages are jobs of kind "idem_outbox_message" in the queue
-// "idem_outbox"; a delivered message is deleted 24 h after its delivery,
-// a parked one is kept until re-driven. The outbox's own part is the
-// message, its key, the delivery through the idem client, the parking
-// rules and the Observer hooks. River's types do not appear in this API.
+// its pgx v5 driver) behind a narrow table. Enqueue writes one row of
+// idem_outbox_enqueued in the caller's transaction (the message as JSON
+// under its key, the table's primary key and only index), in one round
+// trip: River's job row, with its seven indexes, costs the request's
+// throughput several times what this row does (BENCHMARKS.md §8). Every
+// dispatcher's Run also relays: in a transaction of its own it moves
+// committed rows into River's queue, up to 1,000 at once (River's
+// InsertManyTx, and the rows' delete), so that a relay that dies leaves
+// its rows to the next one, and River's unique key on the message's key
+// keeps one job per key. An enqueue wakes
+// the relays through LISTEN/NOTIFY (at most one notification per 50 ms of
+// an Outbox: a notification makes its transaction's commit take a lock of
+// the database's), and a woken relay looks again every 5 ms while
+// messages come, so a committed message is relayed within milliseconds;
+// polling every Config.PollInterval is the fallback. A message relayed and
+// then enqueued again under its key, in a transaction that committed after
+// the move, is settled by the relay: folded into the first when it is the
+// same, parked with ReasonKeyConflict when it is not. Lookup reports a
+// message not yet relayed as StateEnqueued, and Stats counts it pending.
+//
+// Fetching with FOR UPDATE SKIP LOCKED, LISTEN/NOTIFY so that a relayed
+// message is picked up within milliseconds (polling every
+// Config.PollInterval is the fallback), rescue of messages whose
+// dispatcher died, leader election and cleanup are River's. Messages are
+// jobs of kind "idem_outbox_message" in the queue "idem_outbox"; a
+// delivered message is deleted 24 h after its delivery, a parked one is
+// kept until re-driven. A message's ID is drawn from River's job ID
+// sequence at enqueue and kept in its job's arguments (River gives the job
+// an ID of its own; River UI shows both). The outbox's own part is the
+// narrow table and its relay, the message, its key, the delivery through
+// the idem client, the parking rules and the Observer hooks. River's types
+// do not appear in this API.
 package outbox

@@ -205,10 +205,28 @@ func eventually(t *testing.T, cond func() bool, what string) {
 	require.Eventually(t, cond, 20*time.Second, 5*time.Millisecond, what)
 }
 
-// jobCount counts the rows of River's job table in the pool's schema.
-func jobCount(t *testing.T, pool *pgxpool.Pool) int {
+// messageCount counts the messages in the pool's schema: those waiting to
+// be relayed, and River's jobs.
+func messageCount(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
 	var n int
-	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM river_job").Scan(&n))
+	require.NoError(t, pool.QueryRow(context.Background(),
+		"SELECT (SELECT count(*) FROM idem_outbox_enqueued) + (SELECT count(*) FROM river_job)").Scan(&n))
 	return n
+}
+
+// jobOf returns the ID of the River job that carries the message id, once
+// relayed.
+func jobOf(t *testing.T, o *Outbox, id int64) int64 {
+	t.Helper()
+	var jobID int64
+	eventually(t, func() bool {
+		res, err := o.client.JobList(context.Background(), byID(id))
+		if err != nil || len(res.Jobs) != 1 {
+			return false
+		}
+		jobID = res.Jobs[0].ID
+		return true
+	}, "the message is relayed")
+	return jobID
 }

@@ -56,12 +56,12 @@ func TestUnderTheMiddleware(t *testing.T) {
 	require.Equal(t, http.StatusInternalServerError, post("op-1"))
 	outcome = "panic"
 	post("op-2")
-	require.Equal(t, 0, jobCount(t, pool), "a rolled-back operation left a message")
+	require.Equal(t, 0, messageCount(t, pool), "a rolled-back operation left a message")
 
 	outcome = "201"
 	require.Equal(t, http.StatusCreated, post("op-1")) // op-1 runs again, and commits
 	require.Equal(t, http.StatusCreated, post("op-1")) // a replay: the handler does not run
-	require.Equal(t, 1, jobCount(t, pool))
+	require.Equal(t, 1, messageCount(t, pool))
 
 	running(t, tg.run)
 	want := DeriveKey(server.Operation{Route: "POST /v1/payments", Key: "op-1"}, "payment.created")

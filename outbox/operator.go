@@ -11,8 +11,10 @@ import (
 )
 
 // ErrUnknownMessage: Lookup or LookupKey named a message that the outbox
-// does not hold: never enqueued (or its transaction rolled back), or
-// delivered more than 24 h ago and deleted.
+// does not hold: never enqueued (or its transaction rolled back),
+// delivered more than 24 h ago and deleted, or (Lookup) enqueued again
+// under the key of a message relayed before it, and folded into that one
+// by the relay (see Outbox.Enqueue).
 var ErrUnknownMessage = errors.New("outbox: no such message")
 
 // MessageState says where a message stands.
@@ -20,6 +22,11 @@ type MessageState string
 
 // The states of a message.
 const (
+	// StateEnqueued: its transaction committed, and it waits for a
+	// dispatcher's relay to move it into the queue (within milliseconds
+	// while a dispatcher runs; see the package doc, "The queue"). No
+	// delivery was made. The Memory outbox has no such state.
+	StateEnqueued MessageState = "enqueued"
 	// StatePending: waiting for its first or next delivery (due now, or
 	// after a backoff: MessageStatus.NextAttempt).
 	StatePending MessageState = "pending"
@@ -45,26 +52,41 @@ type MessageStatus struct {
 }
 
 // Lookup returns the message id, in any state, or an error that wraps
-// ErrUnknownMessage. ctx governs the call.
+// ErrUnknownMessage. A message that waits to be relayed is found by a
+// scan of the table of enqueued messages, which holds only those. ctx
+// governs the call.
 func (o *Outbox) Lookup(ctx context.Context, id int64) (MessageStatus, error) {
-	return o.lookup(ctx, river.NewJobListParams().IDs(id), fmt.Sprintf("id %d", id))
+	e, err := o.enqueuedByID(ctx, id)
+	if err == nil || !isNoRows(err) {
+		return e.status(), wrapLookup(err)
+	}
+	return o.lookup(ctx, byID(id), fmt.Sprintf("id %d", id))
 }
 
 // LookupKey returns the message enqueued under the Idempotency-Key key
 // (DeriveKey gives the key of an operation's message), in any state, or
-// an error that wraps ErrUnknownMessage. It reads River's job table by
-// the key in the job's arguments, which no index covers: it scans the
-// outbox's jobs, the messages pending and parked and those delivered in
-// the last 24 h. ctx governs the call.
+// an error that wraps ErrUnknownMessage: the message waiting to be
+// relayed, or the first one enqueued under key among the messages pending,
+// parked, and delivered in the last 24 h. ctx governs the call.
 func (o *Outbox) LookupKey(ctx context.Context, key string) (MessageStatus, error) {
-	params := river.NewJobListParams().Where("args->>'key' = @key", river.NamedArgs{"key": key})
-	return o.lookup(ctx, params, fmt.Sprintf("key %q", key))
+	e, err := o.enqueuedByKey(ctx, o.pool, key)
+	if err == nil || !isNoRows(err) {
+		return e.status(), wrapLookup(err)
+	}
+	return o.lookup(ctx, byKey(key), fmt.Sprintf("key %q", key))
+}
+
+func wrapLookup(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("outbox: lookup: %w", err)
 }
 
 func (o *Outbox) lookup(ctx context.Context, params *river.JobListParams, what string) (MessageStatus, error) {
-	res, err := o.client.JobList(ctx, params.Kinds(kind).Queues(queueName).First(1))
+	res, err := o.client.JobList(ctx, params.First(1))
 	if err != nil {
-		return MessageStatus{}, fmt.Errorf("outbox: lookup: %w", err)
+		return MessageStatus{}, wrapLookup(err)
 	}
 	if len(res.Jobs) == 0 {
 		return MessageStatus{}, fmt.Errorf("%w: %s", ErrUnknownMessage, what)

@@ -18,7 +18,7 @@ package outbox
 // message was parked by the dispatcher with this record.
 func isParkReason(outcome string) bool {
 	switch Reason(outcome) {
-	case ReasonRefused, ReasonAttempts, ReasonAge, ReasonRetention:
+	case ReasonRefused, ReasonAttempts, ReasonAge, ReasonRetention, ReasonKeyConflict:
 		return true
 	}
 	return false

@@ -22,10 +22,11 @@ func TestLookupTellsWhereAMessageStands(t *testing.T) {
 			cfg := fastConfig(&events{})
 			var tg target
 			var lk looker
+			before := StateEnqueued // waiting for the relay
 			if name == "memory" {
 				var q *Memory
 				tg, q = memoryTarget(cfg)
-				lk = q
+				lk, before = q, StatePending
 			} else {
 				var o *Outbox
 				tg, o, _ = postgresTarget(t, cfg)
@@ -47,8 +48,15 @@ func TestLookupTellsWhereAMessageStands(t *testing.T) {
 
 			st, err := lk.Lookup(ctx, refusedID)
 			require.NoError(t, err)
-			assert.Equal(t, StatePending, st.State, "not delivered before the dispatcher runs")
+			assert.Equal(t, before, st.State, "not delivered before the dispatcher runs")
 			assert.Equal(t, "k-refused", st.Message.Key)
+			assert.Equal(t, refusedID, st.ID)
+			assert.WithinDuration(t, time.Now(), st.EnqueuedAt, time.Minute)
+			st, err = lk.LookupKey(ctx, "k-delivered")
+			require.NoError(t, err)
+			assert.Equal(t, before, st.State)
+			assert.Equal(t, deliveredID, st.ID)
+			assert.Equal(t, delivered.Body, st.Message.Body)
 
 			running(t, tg.run)
 			tg.waitParked(t, 1, "the refused message is parked")
@@ -98,8 +106,10 @@ func TestRiverRetryOfAParkedMessageIsARedrive(t *testing.T) {
 	p := tg.waitParked(t, 1, "parked after MaxAttempts 503s")[0]
 	require.Equal(t, ReasonAttempts, p.Reason)
 	require.Equal(t, 2, d.requests("k-ui-retry"))
+	require.Equal(t, id, p.ID, "the message's ID, not its job's")
+	job := jobOf(t, o, id)
 
-	_, err = o.client.JobRetry(ctx, id) // what River UI's retry button runs
+	_, err = o.client.JobRetry(ctx, job) // what River UI's retry button runs
 	require.NoError(t, err)
 	eventually(t, func() bool { return d.requests("k-ui-retry") == 4 }, "a new window: MaxAttempts more deliveries")
 	again := tg.waitParked(t, 1, "parked again")[0]
@@ -108,7 +118,7 @@ func TestRiverRetryOfAParkedMessageIsARedrive(t *testing.T) {
 
 	clock.advance(2500 * time.Millisecond) // past the downstream's key retention
 	require.ErrorIs(t, o.Redrive(ctx, id), ErrPastRetention)
-	_, err = o.client.JobRetry(ctx, id)
+	_, err = o.client.JobRetry(ctx, job)
 	require.NoError(t, err)
 	eventually(t, func() bool {
 		st, err := o.Lookup(ctx, id)

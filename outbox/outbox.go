@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,7 +47,11 @@ type Outbox struct {
 	s      *settings
 	pool   *pgxpool.Pool
 	client *river.Client[pgx.Tx]
-	waits  sync.Map // job ID -> time.Duration, the wait decided by the last delivery
+	waits  sync.Map     // job ID -> time.Duration, the wait decided by the last delivery
+	woke   atomic.Int64 // when an enqueue last woke the relays, in Unix ns (see wakeDue)
+	// sqlEnqueue and sqlEnqueueNotify are Enqueue's statements, with the
+	// names of Config.Schema.
+	sqlEnqueue, sqlEnqueueNotify string
 	// bg counts the releases running (see release), and bgCtx, set by Run
 	// before it starts River, ends them when Run stops.
 	bg    sync.WaitGroup
@@ -63,6 +68,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Outbox, error) {
 		return nil, err
 	}
 	o := &Outbox{s: s, pool: pool}
+	table, seq := o.enqueuedTables()
+	o.sqlEnqueue = fmt.Sprintf(sqlEnqueue, table, literal(seq))
+	o.sqlEnqueueNotify = fmt.Sprintf(sqlEnqueueNotify, table, literal(seq), literal(table))
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &worker{o: o}); err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
@@ -91,17 +99,26 @@ func New(pool *pgxpool.Pool, cfg Config) (*Outbox, error) {
 // returns its ID. Inside a handler under server.Middleware (Transactional
 // mode), tx is server.Tx(ctx); any pgx.Tx of the application's works too.
 // An empty m.Key is derived from the server.Operation of ctx (see
-// DeriveKey), or drawn at random without one.
+// DeriveKey), or drawn at random without one. It writes one row, in one
+// round trip; a dispatcher's relay moves the row into the queue once tx
+// commits (see the package doc, "The queue").
 //
-// Enqueue is idempotent by key: the same message enqueued again under its
-// key (an operation that ran again) returns the first one's ID and adds
-// nothing; a different message under a key already used returns
-// ErrKeyConflict. That holds while the first message is kept: until 24 h
-// after its delivery, and for as long as it is parked (send a parked
-// message again with Redrive, not Enqueue). Errors: ErrNoTx,
-// ErrInvalidMessage (wrapped with the
-// field at fault; nothing is stored), ErrKeyConflict, and the database's.
-// A database error leaves tx aborted, as any failed statement does.
+// Enqueue is idempotent by key, in two steps. While the first message
+// under a key waits to be relayed (within milliseconds of its commit while
+// a dispatcher runs), the same message enqueued again (an operation that
+// ran again) adds nothing and returns the first one's ID, and a different
+// one returns ErrKeyConflict: two messages of one operation under one
+// Name are always refused so. Once the first message is in the queue,
+// until 24 h after its delivery and for as long as it is parked, the relay
+// settles a message enqueued again under its key: the same message is
+// folded into the first, which is delivered once (the ID Enqueue returned
+// for it then names nothing; LookupKey finds the first), and a different
+// one is parked unsent with ReasonKeyConflict, where an operator sees it
+// (Redrive sends it, under that key). Send a parked message again with
+// Redrive, not Enqueue. Errors: ErrNoTx, ErrInvalidMessage (wrapped with
+// the field at fault; nothing is stored), ErrKeyConflict, and the
+// database's. A database error leaves tx aborted, as any failed statement
+// does.
 func (o *Outbox) Enqueue(ctx context.Context, tx pgx.Tx, m Message) (int64, error) {
 	if tx == nil {
 		return 0, ErrNoTx
@@ -110,28 +127,102 @@ func (o *Outbox) Enqueue(ctx context.Context, tx pgx.Tx, m Message) (int64, erro
 	if err != nil {
 		return 0, err
 	}
-	res, err := o.client.InsertTx(ctx, tx, toArgs(&msg), &river.InsertOpts{
-		Queue: queueName, MaxAttempts: riverMaxAttempts,
-		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: allStates},
-	})
+	raw, err := encodeMessage(&msg)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: enqueue: %w", err)
 	}
-	if res.UniqueSkippedAsDuplicate {
-		old, err := decodeArgs(res.Job.EncodedArgs)
-		if err != nil || !old.same(&msg) {
-			return 0, fmt.Errorf("%w: %s (message %d)", ErrKeyConflict, msg.Key, res.Job.ID)
+	// Twice at most: a transaction whose snapshot is older than its
+	// statement (REPEATABLE READ) may see the key taken in the table and
+	// then neither the row, relayed meanwhile, nor its job.
+	for range 2 {
+		id, err := o.insert(ctx, tx, msg.Key, raw)
+		if !isNoRows(err) {
+			return id, wrapEnqueue(err)
+		}
+		id, found, err := o.sameKey(ctx, tx, &msg)
+		if err != nil || found {
+			return id, err
 		}
 	}
-	return res.Job.ID, nil
+	return 0, fmt.Errorf("outbox: enqueue: the message under key %q moved while it was read; try again", msg.Key)
+}
+
+func wrapEnqueue(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("outbox: enqueue: %w", err)
+}
+
+// insert stores the message raw under key in tx and returns its ID, or
+// pgx.ErrNoRows when the key is taken. It wakes the relays (see
+// wakeDue).
+func (o *Outbox) insert(ctx context.Context, tx pgx.Tx, key string, raw []byte) (int64, error) {
+	var id int64
+	if !o.wakeDue() {
+		err := tx.QueryRow(ctx, o.sqlEnqueue, key, raw).Scan(&id)
+		return id, err
+	}
+	err := tx.QueryRow(ctx, o.sqlEnqueueNotify, key, raw).Scan(&id, nil)
+	return id, err
+}
+
+// wakeDue reports whether an enqueue should wake the relays: at most one
+// per wakeEvery of an Outbox does. A notification goes out when its
+// transaction commits, and every transaction that sends one takes a lock
+// of the database's for its commit (Postgres keeps notifications in commit
+// order), so one per enqueue would cost the payments most of their
+// throughput (BENCHMARKS.md §8). A relay woken stays on the watch for the
+// messages enqueued beside it (see relay.go).
+func (o *Outbox) wakeDue() bool {
+	now := o.s.now().UnixNano()
+	last := o.woke.Load()
+	return now-last >= int64(wakeEvery) && o.woke.CompareAndSwap(last, now)
+}
+
+// sameKey looks for the message already enqueued under msg's key, in the
+// table or, relayed, in the queue: it returns its ID when it is the same
+// message, ErrKeyConflict when it differs, and found false when there is
+// none.
+func (o *Outbox) sameKey(ctx context.Context, tx pgx.Tx, msg *Message) (id int64, found bool, err error) {
+	e, err := o.enqueuedByKey(ctx, tx, msg.Key)
+	if err == nil {
+		return checkSame(e.id, &e.msg, msg)
+	}
+	if !isNoRows(err) {
+		return 0, false, wrapEnqueue(err)
+	}
+	res, err := o.client.JobListTx(ctx, tx, byKey(msg.Key).First(1))
+	if err != nil || len(res.Jobs) == 0 {
+		return 0, false, wrapEnqueue(err)
+	}
+	job := res.Jobs[0]
+	a, err := decodeJobArgs(job.EncodedArgs)
+	if err != nil {
+		return 0, false, wrapEnqueue(err)
+	}
+	first := a.message()
+	return checkSame(a.messageID(job.ID), &first, msg)
+}
+
+// checkSame returns id when msg is the same message as first, under its
+// key, and ErrKeyConflict when it is not.
+func checkSame(id int64, first, msg *Message) (int64, bool, error) {
+	if !first.same(msg) {
+		return 0, true, fmt.Errorf("%w: %s (message %d)", ErrKeyConflict, msg.Key, id)
+	}
+	return id, true, nil
 }
 
 // Run delivers committed messages until ctx is done, then stops
 // gracefully: it fetches no more messages and waits up to
 // Config.StopTimeout for the deliveries running, then cancels them (their
-// messages are delivered again later, with the same key). It returns nil
-// after a stop caused by ctx, or the error that kept the dispatcher from
-// starting. Run must not be called again while it runs.
+// messages are delivered again later, with the same key). It also relays:
+// it moves the messages that transactions committed into the queue (see
+// the package doc, "The queue"), with one connection of the pool kept to
+// listen for them. It returns nil after a stop caused by ctx, or the error
+// that kept the dispatcher from starting. Run must not be called again
+// while it runs.
 func (o *Outbox) Run(ctx context.Context) error {
 	bgCtx, stopReleases := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopReleases()
@@ -139,7 +230,12 @@ func (o *Outbox) Run(ctx context.Context) error {
 	if err := o.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("outbox: start: %w", err)
 	}
+	var relaying sync.WaitGroup
+	wake := make(chan struct{}, 1)
+	relaying.Go(func() { o.listen(ctx, wake) })
+	relaying.Go(func() { o.relay(ctx, wake) })
 	<-ctx.Done()
+	relaying.Wait()
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.s.StopTimeout)
 	defer cancel()
 	err := o.client.Stop(stopCtx)

@@ -30,7 +30,7 @@ func TestRolledBackNeverSentCommittedDelivered(t *testing.T) {
 	committed.Key = "committed"
 	_, err = tg.enqueue(ctx, committed)
 	require.NoError(t, err)
-	require.Equal(t, 1, jobCount(t, pool), "the rolled-back message left a row")
+	require.Equal(t, 1, messageCount(t, pool), "the rolled-back message left a row")
 
 	running(t, tg.run)
 	eventually(t, func() bool {
@@ -198,7 +198,7 @@ func TestBadInputStoresNothing(t *testing.T) {
 		})
 		require.NoError(t, err)
 	}
-	require.Equal(t, 0, jobCount(t, pool))
+	require.Equal(t, 0, messageCount(t, pool))
 	require.False(t, errors.Is(ErrInvalidMessage, ErrNoTx))
 }
 

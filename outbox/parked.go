@@ -12,14 +12,15 @@ import (
 
 // sqlParked lists parked messages from River's job table (%[1]s): $1
 // queue, $2 kind, $3 the parked states (cast to River's state type,
-// %[2]s), ID over $4, the first $5 by ID. It reads what a ParkedMessage
-// shows, the message and the outbox's record of its last delivery, and
-// not River's errors column, which holds an error per delivery and grows
-// with each re-drive: a listing allocates in proportion to the messages
-// it returns, whatever their history.
+// %[2]s), message ID over $4, the first $5 by message ID (see jobArgs: the
+// relay does not give the jobs IDs in the messages' order). It reads what
+// a ParkedMessage shows, the message and the outbox's record of its last
+// delivery, and not River's errors column, which holds an error per
+// delivery and grows with each re-drive: a listing allocates in
+// proportion to the messages it returns, whatever their history.
 const sqlParked = `SELECT id, args, jsonb_build_object('output', metadata->'output'), attempt, created_at, finalized_at, state::text
-FROM %[1]s WHERE state = ANY($3::text[]::%[2]s[]) AND queue = $1 AND kind = $2 AND id > $4
-ORDER BY id LIMIT $5`
+FROM %[1]s WHERE state = ANY($3::text[]::%[2]s[]) AND queue = $1 AND kind = $2 AND coalesce((args->>'id')::bigint, id) > $4
+ORDER BY coalesce((args->>'id')::bigint, id) LIMIT $5`
 
 // Parked returns up to limit parked messages whose ID is over after,
 // oldest first (after 0 starts the list; pass the last ID to page on).
@@ -58,10 +59,11 @@ func scanParked(row pgx.CollectableRow) (*rivertype.JobRow, error) {
 
 func (o *Outbox) parkedFrom(job *rivertype.JobRow) ParkedMessage {
 	rec := decodeRecord(job.Metadata)
-	msg, _ := decodeArgs(job.EncodedArgs)
+	a, _ := decodeJobArgs(job.EncodedArgs)
+	msg := a.message()
 	p := ParkedMessage{
-		ID: job.ID, Message: msg, Reason: Reason(rec.Outcome), Attempts: job.Attempt - rec.Base,
-		Status: rec.Status, Header: rec.Header, Body: rec.Body, Err: rec.Error, EnqueuedAt: job.CreatedAt,
+		ID: a.messageID(job.ID), Message: msg.clone(), Reason: Reason(rec.Outcome), Attempts: job.Attempt - rec.Base,
+		Status: rec.Status, Header: rec.Header, Body: rec.Body, Err: rec.Error, EnqueuedAt: a.enqueuedAt(job.CreatedAt),
 	}
 	p = o.s.parked(p, rec)
 	if job.State == rivertype.JobStateDiscarded {
@@ -96,23 +98,25 @@ func (o *Outbox) RedrivePastRetention(ctx context.Context, id int64) error {
 
 func (o *Outbox) redrive(ctx context.Context, id int64, force bool) error {
 	err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
-		job, err := o.client.JobGetTx(ctx, tx, id)
+		res, err := o.client.JobListTx(ctx, tx, byID(id).First(1))
 		switch {
-		case errors.Is(err, river.ErrNotFound):
-			return ErrNotParked
 		case err != nil:
 			return err
-		case job.Kind != kind || (job.State != rivertype.JobStateCancelled && job.State != rivertype.JobStateDiscarded):
+		case len(res.Jobs) == 0:
+			return ErrNotParked
+		}
+		job := res.Jobs[0]
+		if job.State != rivertype.JobStateCancelled && job.State != rivertype.JobStateDiscarded {
 			return ErrNotParked
 		}
 		rec, err := o.s.redriven(decodeRecord(job.Metadata), job.Attempt, force)
 		if err != nil {
 			return err
 		}
-		if _, err := o.client.JobUpdateTx(ctx, tx, id, &river.JobUpdateParams{Output: rec}); err != nil {
+		if _, err := o.client.JobUpdateTx(ctx, tx, job.ID, &river.JobUpdateParams{Output: rec}); err != nil {
 			return err
 		}
-		_, err = o.client.JobRetryTx(ctx, tx, id)
+		_, err = o.client.JobRetryTx(ctx, tx, job.ID)
 		return err
 	})
 	switch {

@@ -11,8 +11,9 @@ import (
 // Stats is what Stats counts: the outbox's depth and how far behind it is,
 // for gauges.
 type Stats struct {
-	// Pending counts the messages neither delivered nor parked: due, being
-	// delivered, or waiting for their next delivery.
+	// Pending counts the messages neither delivered nor parked: waiting
+	// to be relayed (StateEnqueued), due, being delivered, or waiting for
+	// their next delivery.
 	Pending int
 	// OldestPending is the time since the oldest of them was enqueued (by
 	// the database's clock for Outbox), 0 when none.
@@ -33,20 +34,31 @@ var (
 // (state, queue): $1 queue, $2 kind, $3 pending states, $4 parked states,
 // cast to River's state type (%[2]s) so that the index's state column is
 // compared as it is (state::text could not use it, and would read every
-// delivered job of the queue).
-const sqlStats = `SELECT count(*) FILTER (WHERE state = ANY($3::text[]::%[2]s[])),
-    coalesce(extract(epoch FROM now() - min(created_at) FILTER (WHERE state = ANY($3::text[]::%[2]s[]))), 0)::float8,
-    count(*) FILTER (WHERE state = ANY($4::text[]::%[2]s[]))
-FROM %[1]s WHERE state = ANY(($3::text[] || $4::text[])::%[2]s[]) AND queue = $1 AND kind = $2`
+// delivered job of the queue). It adds the messages waiting to be
+// relayed, in the table of enqueued messages (%[3]s), to the pending. A
+// job's message was enqueued when its arguments say (see jobArgs), or,
+// enqueued before the relay existed, when the job was created.
+const sqlStats = `WITH j AS (
+    SELECT count(*) FILTER (WHERE state = ANY($3::text[]::%[2]s[])) AS pending,
+        min(coalesce((args->>'enqueued_at')::timestamptz, created_at)) FILTER (WHERE state = ANY($3::text[]::%[2]s[])) AS oldest,
+        count(*) FILTER (WHERE state = ANY($4::text[]::%[2]s[])) AS parked
+    FROM %[1]s WHERE state = ANY(($3::text[] || $4::text[])::%[2]s[]) AND queue = $1 AND kind = $2
+), e AS (SELECT count(*) AS pending, min(enqueued_at) AS oldest FROM %[3]s)
+SELECT j.pending + e.pending,
+    coalesce(extract(epoch FROM now() - least(j.oldest, e.oldest)), 0)::float8,
+    j.parked
+FROM j, e`
 
 // Stats counts the pending and parked messages (see Stats) in one
 // statement over River's job table, which scans the jobs of those states
-// (not the delivered ones). ctx governs it.
+// (not the delivered ones), and the table of enqueued messages, which
+// holds only the messages not yet relayed. ctx governs it.
 func (o *Outbox) Stats(ctx context.Context) (Stats, error) {
 	table, state := o.tables()
+	enqueued, _ := o.enqueuedTables()
 	var st Stats
 	var oldest float64
-	err := o.pool.QueryRow(ctx, fmt.Sprintf(sqlStats, table, state), queueName, kind, pendingStates, parkedStates).
+	err := o.pool.QueryRow(ctx, fmt.Sprintf(sqlStats, table, state, enqueued), queueName, kind, pendingStates, parkedStates).
 		Scan(&st.Pending, &oldest, &st.Parked)
 	if err != nil {
 		return Stats{}, fmt.Errorf("outbox: stats: %w", err)

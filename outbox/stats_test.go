@@ -33,8 +33,8 @@ func TestStatsCountsPendingAndParked(t *testing.T) {
 				tg, o, _ = postgresTarget(t, cfg)
 				stats = o.Stats
 				age = func() {
-					_, err := o.pool.Exec(ctx, `UPDATE river_job SET created_at = now() - interval '1 minute'
-						WHERE id = (SELECT min(id) FROM river_job)`)
+					_, err := o.pool.Exec(ctx, `UPDATE idem_outbox_enqueued SET enqueued_at = now() - interval '1 minute'
+						WHERE id = (SELECT min(id) FROM idem_outbox_enqueued)`)
 					require.NoError(t, err)
 				}
 			}
@@ -95,7 +95,9 @@ func TestStatsInASchema(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Pending)
 
-	_, err = home.client.JobCancel(ctx, id) // parked, as a cancelled job
+	_, err = home.relayOnce(ctx)
+	require.NoError(t, err)
+	_, err = home.client.JobCancel(ctx, jobOf(t, home, id)) // parked, as a cancelled job
 	require.NoError(t, err)
 	parked, err := o.Parked(ctx, 0, 10)
 	require.NoError(t, err)

@@ -31,26 +31,26 @@ const (
 type Mode int
 
 const (
-	// Transactional is the zero Mode. With a PostgresStore the claim, the
-	// handler's mutations (made through Tx(ctx)) and the stored response
+	// Transactional is the zero [Mode]. With a [PostgresStore] the claim, the
+	// handler's mutations (made through [Tx](ctx)) and the stored response
 	// are one database transaction: a crash before commit leaves nothing. A
-	// duplicate waits for the open transaction up to Config.WaitBound. With a
-	// MemoryStore the claim is held in memory and there is no transaction.
+	// duplicate waits for the open transaction up to [Config.WaitBound]. With a
+	// [MemoryStore] the claim is held in memory and there is no transaction.
 	Transactional Mode = iota
 	// Leased is for handlers whose effects leave the database (a call to a
 	// payment gateway): the claim commits on its own with a lease and a
-	// fencing token, the handler reaches them through LeaseFrom(ctx), and
+	// fencing token, the handler reaches them through [LeaseFrom](ctx), and
 	// a duplicate that finds a live lease gets 409 at once.
 	Leased
 )
 
-// The defaults that a zero Config field stands for.
+// Defaults of [Config], as its fields' docs state them.
 const (
-	DefaultRetention        = 24 * time.Hour
-	DefaultLease            = 30 * time.Second
-	DefaultWaitBound        = 2 * time.Second
-	DefaultMaxRequestBytes  = 1 << 20
-	DefaultMaxResponseBytes = 1 << 20
+	defaultRetention        = 24 * time.Hour
+	defaultLease            = 30 * time.Second
+	defaultWaitBound        = 2 * time.Second
+	defaultMaxRequestBytes  = 1 << 20
+	defaultMaxResponseBytes = 1 << 20
 )
 
 // defaultRejectStatuses are the statuses that refuse the request itself:
@@ -67,16 +67,18 @@ var neverReplayed = []string{
 	"Upgrade", "Content-Length", wire.HeaderReplayed,
 }
 
-// Config configures Middleware. Its zero value is ready to use: keys
+// Config configures [Middleware]. Its zero value is ready to use: keys
 // required, transactional mode, one scope for every caller, 24 h retention,
 // 30 s leases, a 2 s wait for a concurrent duplicate, 1 MiB caps on request
 // and response bodies and the contract's header allowlist and rejection
 // statuses.
 type Config struct {
-	// Keys says what a request without a key gets. Zero: KeyRequired.
+	// Keys is the [KeyPolicy]: what a request without a key gets. Zero:
+	// [KeyRequired].
 	Keys KeyPolicy
 
-	// Mode is Transactional (zero) or Leased.
+	// Mode is how the operation's effects and its stored response become
+	// durable together (see [Mode]): [Transactional] (zero) or [Leased].
 	Mode Mode
 
 	// Scope gives the tenant and principal a request is made for, from the
@@ -90,7 +92,7 @@ type Config struct {
 	// middleware per handler, mux.Handle("POST /v1/payments", mw(h)), so
 	// that r.Pattern is set), or the method plus the request path when no
 	// pattern is set, which the middleware logs once as a warning and
-	// marks in Event.RouteIsPath: then /v1/accounts/1 and /v1/accounts/2
+	// marks in [Event.RouteIsPath]: then /v1/accounts/1 and /v1/accounts/2
 	// are two routes. Go's ServeMux and
 	// chi (v5.2 and later) set r.Pattern and the path values; behind
 	// another router, give the pattern it matched:
@@ -109,43 +111,40 @@ type Config struct {
 	Route func(r *http.Request) string
 
 	// Retention is how long a record answers retries. A retry after it runs
-	// the handler again. In Leased mode it must be at least twice the
-	// Lease (Middleware panics otherwise), so that a retry after a lease
+	// the handler again. In [Leased] mode it must be at least twice the
+	// Lease ([Middleware] panics otherwise), so that a retry after a lease
 	// ended finds the record and its recovery point; a record whose lease
 	// is live is never treated as expired, and a takeover makes the record
-	// answer for a full Retention from then. Zero or negative:
-	// DefaultRetention.
+	// answer for a full Retention from then. Zero or negative: 24 h.
 	Retention time.Duration
 
 	// Lease is the length of a Leased-mode claim, judged by the database
-	// clock; the handler may extend it. Zero or negative: DefaultLease.
+	// clock; the handler may extend it. Zero or negative: 30 s.
 	Lease time.Duration
 
-	// WaitBound is how long a duplicate of a Transactional request that is
+	// WaitBound is how long a duplicate of a [Transactional] request that is
 	// still running waits for it before it gets 409 key-in-flight. With a
-	// PostgresStore each waiting duplicate holds a pool connection and an
+	// [PostgresStore] each waiting duplicate holds a pool connection and an
 	// open transaction while it waits, so size the pool for the duplicates
 	// too. In both modes the bound also covers the wait for a pool
 	// connection (the two waits share it): a request that gets none within
 	// it gets 409 key-in-flight when a Transactional attempt of its key runs
 	// on this store, else 503 store-unavailable (Retry-After 1), and holds
 	// nothing while it waits.
-	// Zero: DefaultWaitBound; negative: no wait for a running duplicate (a
+	// Zero: 2 s; negative: no wait for a running duplicate (a
 	// wait for a pool connection is then bounded only by the request's
 	// context).
 	WaitBound time.Duration
 
 	// MaxRequestBytes caps the request body, which the middleware reads to
-	// fingerprint it; a larger body gets 413. Zero or negative:
-	// DefaultMaxRequestBytes.
+	// fingerprint it; a larger body gets 413. Zero or negative: 1 MiB.
 	MaxRequestBytes int64
 
 	// MaxResponseBytes caps a stored response body. A response that outgrows
 	// it is committed as it stands, marked result-unavailable, and streamed
 	// to the client; a retry then gets 500 result-unavailable and the
 	// handler never runs again (a 5xx or a rejection status rolls back
-	// instead, and a retry runs afresh). Zero or negative:
-	// DefaultMaxResponseBytes.
+	// instead, and a retry runs afresh). Zero or negative: 1 MiB.
 	MaxResponseBytes int
 
 	// ReplayHeaders are response headers replayed besides Content-Type,
@@ -180,12 +179,12 @@ type Config struct {
 	// KeyHeader names the request header that carries the idempotency key,
 	// for APIs that use another than the draft's (X-Idempotency-Key,
 	// PayPal-Request-Id); clients must send the same name (idem's
-	// Config.KeyHeader). Middleware panics on a name that is not a valid
+	// Config.KeyHeader). [Middleware] panics on a name that is not a valid
 	// header field name. Empty: "Idempotency-Key".
 	KeyHeader string
 }
 
-// settings is a Config with its defaults resolved once, by Middleware.
+// settings is a [Config] with its defaults resolved once, by [Middleware].
 type settings struct {
 	Config
 	replay    map[string]bool
@@ -198,10 +197,10 @@ type settings struct {
 
 func newSettings(cfg Config) *settings {
 	s := &settings{Config: cfg}
-	s.Retention = orDefault(s.Retention, DefaultRetention)
-	s.Lease = orDefault(s.Lease, DefaultLease)
+	s.Retention = orDefault(s.Retention, defaultRetention)
+	s.Lease = orDefault(s.Lease, defaultLease)
 	if s.WaitBound == 0 { // negative means no wait
-		s.WaitBound = DefaultWaitBound
+		s.WaitBound = defaultWaitBound
 	}
 	if s.Mode == Leased && s.Retention < 2*s.Lease {
 		panic(fmt.Sprintf("server: Config.Retention (%s) must be at least twice Config.Lease (%s) in Leased mode: "+
@@ -214,8 +213,8 @@ func newSettings(cfg Config) *settings {
 		}
 		s.keyHeader = http.CanonicalHeaderKey(s.KeyHeader)
 	}
-	s.MaxRequestBytes = orDefault(s.MaxRequestBytes, DefaultMaxRequestBytes)
-	s.MaxResponseBytes = orDefault(s.MaxResponseBytes, DefaultMaxResponseBytes)
+	s.MaxRequestBytes = orDefault(s.MaxRequestBytes, defaultMaxRequestBytes)
+	s.MaxResponseBytes = orDefault(s.MaxResponseBytes, defaultMaxResponseBytes)
 	if s.ProblemPrefix == "" {
 		s.ProblemPrefix = wire.DefaultProblemPrefix
 	}
@@ -273,7 +272,7 @@ func (s *settings) route(r *http.Request) string {
 }
 
 // routeIsPath reports whether route(r) is r's method and raw path, for
-// want of a pattern (Event.RouteIsPath).
+// want of a pattern ([Event.RouteIsPath]).
 func (s *settings) routeIsPath(r *http.Request) bool { return s.Route == nil && r.Pattern == "" }
 
 // warnNoPattern says, once, that requests are keyed by their raw path.

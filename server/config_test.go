@@ -19,11 +19,11 @@ import (
 
 func TestConfigDefaults(t *testing.T) {
 	s := newSettings(Config{})
-	assert.Equal(t, DefaultRetention, s.Retention)
-	assert.Equal(t, DefaultLease, s.Lease)
-	assert.Equal(t, DefaultWaitBound, s.waitBound())
-	assert.EqualValues(t, DefaultMaxRequestBytes, s.MaxRequestBytes)
-	assert.Equal(t, DefaultMaxResponseBytes, s.MaxResponseBytes)
+	assert.Equal(t, defaultRetention, s.Retention)
+	assert.Equal(t, defaultLease, s.Lease)
+	assert.Equal(t, defaultWaitBound, s.waitBound())
+	assert.EqualValues(t, defaultMaxRequestBytes, s.MaxRequestBytes)
+	assert.Equal(t, defaultMaxResponseBytes, s.MaxResponseBytes)
 	assert.Equal(t, "urn:idem:problem:", s.ProblemPrefix)
 	assert.NotNil(t, s.Logger)
 	assert.Equal(t, 0*time.Second, newSettings(Config{WaitBound: -1}).waitBound(), "negative: no wait")
@@ -51,10 +51,10 @@ func TestNegativeConfigMeansTheDefault(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"Retention", newSettings(Config{Retention: -time.Hour}).Retention, DefaultRetention},
-		{"Lease", newSettings(Config{Lease: -time.Second}).Lease, DefaultLease},
-		{"MaxRequestBytes", newSettings(Config{MaxRequestBytes: -1}).MaxRequestBytes, int64(DefaultMaxRequestBytes)},
-		{"MaxResponseBytes", newSettings(Config{MaxResponseBytes: -1}).MaxResponseBytes, DefaultMaxResponseBytes},
+		{"Retention", newSettings(Config{Retention: -time.Hour}).Retention, defaultRetention},
+		{"Lease", newSettings(Config{Lease: -time.Second}).Lease, defaultLease},
+		{"MaxRequestBytes", newSettings(Config{MaxRequestBytes: -1}).MaxRequestBytes, int64(defaultMaxRequestBytes)},
+		{"MaxResponseBytes", newSettings(Config{MaxResponseBytes: -1}).MaxResponseBytes, defaultMaxResponseBytes},
 		{"WaitBound", newSettings(Config{WaitBound: -time.Second}).waitBound(), time.Duration(0)},
 		{"Interval", SweepConfig{Interval: -time.Second}.withDefaults().Interval, time.Minute},
 		{"Batch", SweepConfig{Batch: -1}.withDefaults().Batch, 100},

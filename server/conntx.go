@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// connTx is the transaction that a Transactional claim began on the wire,
+// connTx is the transaction that a [Transactional] claim began on the wire,
 // in its first round trip (begin), as a pgx.Tx for the handler (behind a
 // guardTx). pgx builds a Tx of its own only with its own BEGIN, which would
 // cost the claim a round trip; pgx documents Tx as an interface so that
@@ -36,10 +36,10 @@ func (t *connTx) Begin(ctx context.Context) (pgx.Tx, error) {
 	return sp, nil
 }
 
-// Commit is never called: guardTx answers ErrTxManaged.
+// Commit is never called: guardTx answers [ErrTxManaged].
 func (t *connTx) Commit(context.Context) error { return ErrTxManaged }
 
-// Rollback is never called: guardTx answers ErrTxManaged.
+// Rollback is never called: guardTx answers [ErrTxManaged].
 func (t *connTx) Rollback(context.Context) error { return ErrTxManaged }
 
 func (t *connTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {

@@ -23,15 +23,15 @@
 //
 // ExampleTx is this, compiled, with its createPayment.
 //
-// A route that needs another policy (KeyOptional) or mode (Leased) gets a
+// A route that needs another policy ([KeyOptional]) or mode ([Leased]) gets a
 // middleware of its own over the same store.
 //
 // # Transactional mode
 //
-// With a PostgresStore the middleware begins a transaction and claims the
+// With a [PostgresStore] the middleware begins a transaction and claims the
 // key in one round trip (after the first few requests on a connection,
 // which prepare the store's statements there), and the handler makes its
-// mutations in that transaction, Tx(ctx). The middleware stores the
+// mutations in that transaction, [Tx](ctx). The middleware stores the
 // response and commits in one more round trip, so mutation and stored
 // result commit together. The claim is a transaction-level advisory lock
 // on the key's scope (in the two-int4 key space, see PostgresStore) and
@@ -41,20 +41,20 @@
 // the store was lost, as in a failover, else 500). A 2xx, 3xx or 4xx such
 // as 402 commits and is stored; a 5xx or a panic rolls back
 // (then the 5xx goes out, or the panic goes on); a rejection status (400,
-// 404, 422, ... see Config.RejectStatuses) rolls back and stores nothing,
+// 404, 422, ... see [Config.RejectStatuses]) rolls back and stores nothing,
 // so a corrected retry is processed. A duplicate that arrives while the
 // first transaction is open waits for its lock, up to
-// Config.WaitBound: it replays when the first commits, runs when the first
+// [Config.WaitBound]: it replays when the first commits, runs when the first
 // rolls back, and gets 409 key-in-flight when the bound passes.
 //
 // # Leased mode
 //
 // For handlers whose effects leave the database, the claim commits on its
-// own with a lease and a fencing token (LeaseFrom). The handler may extend
+// own with a lease and a fencing token ([LeaseFrom]). The handler may extend
 // the lease and should record a recovery point before each external effect.
 // A duplicate that finds a live lease gets 409 with Retry-After set to the
 // time left. A retry after the lease expired takes the operation over with
-// a new token and learns from Lease.Recovery that an earlier attempt may
+// a new token and learns from [Lease.Recovery] that an earlier attempt may
 // have partly run, and how far it got. The completion of a stale attempt is
 // refused, and its client gets 409 key-in-flight instead of a response that
 // might contradict the new owner's. A 5xx or a panic ends the lease at once
@@ -62,9 +62,9 @@
 // recovery point; a rejection status on a first attempt that recorded no
 // recovery point releases the key.
 //
-// In Leased mode Config.Retention must be at least twice Config.Lease. A
+// In Leased mode [Config.Retention] must be at least twice [Config.Lease]. A
 // record whose lease is live is never treated as expired, a takeover makes
-// the record answer for a full retention from then, and Lease.Extend keeps
+// the record answer for a full retention from then, and [Lease.Extend] keeps
 // it at least one lease past the lease's new end: a retry after a lease
 // ended always finds the record and its recovery point.
 //
@@ -72,23 +72,23 @@
 //
 // An operation whose attempt ended without an outcome (its node died or
 // stalled past its lease, or it answered a 5xx) waits for its client's
-// retry to take it over. RunReconciler settles such abandoned operations
+// retry to take it over. [RunReconciler] settles such abandoned operations
 // in the background instead: it takes each over as a retry would (a new
 // fencing token and attempt number, so the stalled attempt's completion is
 // refused), hands its stored request and recovery point to the route's
-// ReconcileFunc, which looks the effect up downstream, and stores the
-// answer: Completed (the response every later retry replays), NotHappened
-// (the record is deleted; a later retry runs afresh) or NotKnown (looked at
+// [ReconcileFunc], which looks the effect up downstream, and stores the
+// answer: [Completed] (the response every later retry replays), [NotHappened]
+// (the record is deleted; a later retry runs afresh) or [NotKnown] (looked at
 // again after a backoff, and settled as result-unavailable at
-// ReconcileConfig.MaxAge). Several nodes may run reconcilers over one
+// [ReconcileConfig.MaxAge]). Several nodes may run reconcilers over one
 // database: each operation is taken by one of them at a time. A Leased
 // claim stores its request for this (method, path and query, pattern, path
-// values, Content-Type, Content-Language and Config.FingerprintHeaders, and
+// values, Content-Type, Content-Language and [Config.FingerprintHeaders], and
 // the body; never credentials or cookies).
 //
 // # Streaming and size
 //
-// A response larger than Config.MaxResponseBytes, or one the handler
+// A response larger than [Config.MaxResponseBytes], or one the handler
 // flushes or hijacks, is committed at that moment as result-unavailable and
 // streamed; a retry gets 500 result-unavailable and the handler never runs
 // again. A 5xx or a rejection status that streams rolls back (or releases
@@ -100,13 +100,13 @@
 //
 // A record answers retries for Config.Retention (24 h by default); a retry
 // after that runs the handler again, even before the record is swept.
-// RunSweeper (or Store.Sweep) deletes expired records in bounded batches.
+// [RunSweeper] (or [Store.Sweep]) deletes expired records in bounded batches.
 //
 // # Replicated databases
 //
 // The promises hold across a failover only when the new primary has every
 // commit that was answered: synchronous replication, and a failover that
-// fences the old primary. CheckDurability reports the settings that decide
+// fences the old primary. [CheckDurability] reports the settings that decide
 // it; log it at start. docs/replication.md says what each setting keeps
 // and what asynchronous replication loses (answered operations, never a
 // double in Transactional mode).

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Durability is what CheckDurability found: each setting of the database
+// Durability is what [CheckDurability] found: each setting of the database
 // that decides what a crash or a failover can take from idem's promises (no
 // double effect, no lost ok), with what it means in words. It is a report,
 // not a verdict: Clean says whether any finding is a risk, and the caller
@@ -63,7 +63,7 @@ func (d Durability) String() string {
 }
 
 // sqlDurability reads, in one round trip and on one connection, what
-// CheckDurability judges. pg_stat_replication shows a standby's state
+// [CheckDurability] judges. pg_stat_replication shows a standby's state
 // only to roles with pg_read_all_stats (pg_monitor): for others it is
 // NULL, counted as hidden.
 const sqlDurability = `
@@ -83,7 +83,7 @@ FROM (SELECT 1) AS one LEFT JOIN pg_stat_replication r ON true`
 // only when the database could not be read; ctx governs the read. A
 // server should call it at start and log the report (the payments
 // example does); a deployment that must not run with a risk may refuse to
-// start unless Durability.Clean.
+// start unless [Durability.Clean].
 func CheckDurability(ctx context.Context, db DB) (Durability, error) {
 	conn, err := db.Acquire(ctx)
 	if err != nil {

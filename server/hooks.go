@@ -6,19 +6,19 @@ import (
 	"time"
 )
 
-// Event describes one step of a keyed request, for Hooks.
+// Event describes one step of a keyed request, for [Hooks].
 type Event struct {
 	// Tenant, Principal, Route and Key name the record (its scope).
 	Tenant, Principal, Route, Key string
 	// RouteIsPath is true when Route is the request's method and raw path,
-	// not a pattern: the request had no r.Pattern and Config.Route is nil
+	// not a pattern: the request had no r.Pattern and [Config.Route] is nil
 	// (see Config.Route). Such a route names one path, /v1/payments/p1,
 	// so telemetry should not use it as a label: each id would be a series.
 	RouteIsPath bool
 	// Mode is the mode of the route.
 	Mode Mode
 	// Attempt is 1 for a first claim and n > 1 for the n-th attempt of a
-	// Leased operation that took over an expired lease; 0 when the request
+	// [Leased] operation that took over an expired lease; 0 when the request
 	// claimed nothing.
 	Attempt int
 	// Status is the handler's status (Handled), the status sent to the
@@ -39,13 +39,13 @@ type Event struct {
 	// large).
 	Elapsed time.Duration
 	// Waited is true when the claim waited for a running duplicate of the
-	// request (Transactional mode, see Config.WaitBound) before its
+	// request ([Transactional] mode, see [Config.WaitBound]) before its
 	// verdict, whatever the verdict was: for the key's lock, or for a pool
 	// connection while an attempt of the key ran on this node. It stays
 	// set in the request's later events.
 	Waited bool
 	// Unavailable is true in Committed when the operation's response was
-	// not stored (it was streamed, or outgrew Config.MaxResponseBytes):
+	// not stored (it was streamed, or outgrew [Config.MaxResponseBytes]):
 	// its record answers every retry with 500 result-unavailable.
 	Unavailable bool
 }
@@ -57,9 +57,9 @@ type Event struct {
 // tests of this module use Claimed, Handled and Committed to kill a server
 // at exact points.
 type Hooks struct {
-	// Claimed runs after the request claimed its key (in Transactional mode
+	// Claimed runs after the request claimed its key (in [Transactional] mode
 	// with Postgres: inside the open transaction) and before the handler
-	// runs. Event.Attempt > 1 marks a takeover of an expired lease.
+	// runs. [Event.Attempt] > 1 marks a takeover of an expired lease.
 	Claimed func(context.Context, Event)
 	// Handled runs after the handler returned (or started streaming) and
 	// before its outcome is committed, rolled back or released.
@@ -68,8 +68,8 @@ type Hooks struct {
 	// completed under the current lease) and before the response is written.
 	Committed func(context.Context, Event)
 	// Released runs after a 5xx, a panic or a rejection status rolled the
-	// attempt back (Transactional) or released the key or ended the lease
-	// (Leased), and after a commit that failed (Event.Err says why).
+	// attempt back ([Transactional]) or released the key or ended the lease
+	// ([Leased]), and after a commit that failed ([Event.Err] says why).
 	Released func(context.Context, Event)
 	// Replayed runs before a stored response is replayed.
 	Replayed func(context.Context, Event)
@@ -77,7 +77,7 @@ type Hooks struct {
 	// running the handler: key-missing, key-invalid, key-reused,
 	// key-in-flight, result-unavailable, or a store error.
 	Refused func(context.Context, Event)
-	// StaleCompletion runs when a Leased handler finished after another
+	// StaleCompletion runs when a [Leased] handler finished after another
 	// attempt took its key over: its completion was refused.
 	StaleCompletion func(context.Context, Event)
 }

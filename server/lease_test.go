@@ -62,7 +62,7 @@ func leaseServer(t *testing.T, k *kit, c *charge, hooks Hooks) *httptest.Server 
 
 func TestCheckpointRejectsBadData(t *testing.T) {
 	ls := &Lease{ops: &leasedAttempt{fence: memFence{m: NewMemoryStore()}}}
-	for _, data := range []json.RawMessage{json.RawMessage(`{"a":`), make(json.RawMessage, MaxRecoveryBytes+1)} {
+	for _, data := range []json.RawMessage{json.RawMessage(`{"a":`), make(json.RawMessage, maxRecoveryBytes+1)} {
 		assert.ErrorIs(t, ls.Checkpoint(context.Background(), "p", data), ErrRecoveryData)
 	}
 }

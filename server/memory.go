@@ -9,9 +9,9 @@ import (
 )
 
 // MemoryStore keeps idempotency records in process memory: the default for
-// demos, single-process services and tests. It follows the PostgresStore's
+// demos, single-process services and tests. It follows the [PostgresStore]'s
 // rules except that it cannot join a database transaction: in
-// Transactional mode the claim is held in memory, a duplicate waits for it
+// [Transactional] mode the claim is held in memory, a duplicate waits for it
 // up to the wait bound and then replays or gets 409, and a 5xx or a panic
 // releases the key. Its records die with the process. It deletes a few
 // expired records each time it inserts one, and Sweep deletes more. It is
@@ -62,13 +62,13 @@ func (r *memRecord) found(now time.Time) *found {
 }
 
 // held reports a record that a sweep must keep whatever its expiry: a
-// Transactional attempt runs, or a lease is live.
+// [Transactional] attempt runs, or a lease is live.
 func (r *memRecord) held(now time.Time) bool {
 	return r.state == stateRunning && (r.mode == Transactional || r.lockedUntil.After(now))
 }
 
 // Claim judges and claims c's record under the store's mutex, waiting
-// (Transactional) for a running attempt of the scope, at most c.Wait.
+// ([Transactional]) for a running attempt of the scope, at most c.Wait.
 func (m *MemoryStore) Claim(ctx context.Context, c *Claim) (ClaimResult, error) {
 	var timeout *time.Timer // started by the first wait: the bound covers all of them
 	for {
@@ -112,7 +112,7 @@ func (m *MemoryStore) await(ctx context.Context, wait <-chan struct{}, bound <-c
 	}
 }
 
-// tryClaim claims, judges or, for a running Transactional attempt, returns
+// tryClaim claims, judges or, for a running [Transactional] attempt, returns
 // the channel to wait on.
 func (m *MemoryStore) tryClaim(c *Claim) (ClaimResult, <-chan struct{}) {
 	m.mu.Lock()
@@ -169,7 +169,7 @@ func (m *MemoryStore) claimed(c *Claim, rec *memRecord, g grant) ClaimResult {
 }
 
 // Sweep deletes at most limit records whose retention has passed; it skips
-// records whose Transactional attempt still runs.
+// records whose [Transactional] attempt still runs.
 func (m *MemoryStore) Sweep(ctx context.Context, limit int) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -203,7 +203,7 @@ type memFence struct {
 	token uuid.UUID
 }
 
-// locked runs f on the attempt's record, or returns ErrLeaseLost when the
+// locked runs f on the attempt's record, or returns [ErrLeaseLost] when the
 // record is gone or belongs to another attempt.
 func (f memFence) locked(op func(rec *memRecord, now time.Time)) error {
 	f.m.mu.Lock()
@@ -244,7 +244,7 @@ func (f memFence) Complete(_ context.Context, res *Response) error {
 	})
 }
 
-// abort releases the key (Transactional; or Leased, for a refused first
+// abort releases the key ([Transactional]; or [Leased], for a refused first
 // attempt that recorded no recovery point) or ends the lease now.
 func (f memFence) Abort(_ context.Context, reject bool) error {
 	return f.locked(func(rec *memRecord, now time.Time) {
@@ -260,7 +260,7 @@ func (f memFence) Abort(_ context.Context, reject bool) error {
 	})
 }
 
-// memTxAttempt is a Transactional claim held in memory: no transaction.
+// memTxAttempt is a [Transactional] claim held in memory: no transaction.
 type memTxAttempt struct{ memFence }
 
 func (a memTxAttempt) Number() int { return 1 }

@@ -11,7 +11,7 @@ import (
 	"github.com/idemkit/idem/internal/fingerprint"
 )
 
-// ReadRecord returns the record of op's scope (see RecordStore).
+// ReadRecord returns the record of op's scope (see [RecordStore]).
 func (m *MemoryStore) ReadRecord(ctx context.Context, op Operation, payload bool) (Record, error) {
 	if err := ctx.Err(); err != nil {
 		return Record{}, err
@@ -31,7 +31,7 @@ func (m *MemoryStore) ReadRecord(ctx context.Context, op Operation, payload bool
 	return out, nil
 }
 
-// ListRunning returns a page of running records (see RecordStore); it
+// ListRunning returns a page of running records (see [RecordStore]); it
 // looks at every record, under the store's lock.
 func (m *MemoryStore) ListRunning(ctx context.Context, q InFlightQuery) ([]Record, error) {
 	if err := ctx.Err(); err != nil {
@@ -61,8 +61,8 @@ func comparePositions(a, b Position) int {
 		strings.Compare(a.Principal, b.Principal), strings.Compare(a.Route, b.Route), strings.Compare(a.Key, b.Key))
 }
 
-// DeleteRecord deletes the record of op's scope (see RecordStore), unless
-// its lease is live or its Transactional attempt runs and force is false.
+// DeleteRecord deletes the record of op's scope (see [RecordStore]), unless
+// its lease is live or its [Transactional] attempt runs and force is false.
 // A duplicate waiting for a Transactional attempt it deletes looks again,
 // and claims the key.
 func (m *MemoryStore) DeleteRecord(ctx context.Context, op Operation, force bool) (Record, error) {
@@ -87,7 +87,7 @@ func (m *MemoryStore) DeleteRecord(ctx context.Context, op Operation, force bool
 	return rec.record(now), nil
 }
 
-// CountRecords counts the records (see RecordCounts), exactly; it looks
+// CountRecords counts the records (see [RecordCounts]), exactly; it looks
 // at every record, under the store's lock.
 func (m *MemoryStore) CountRecords(ctx context.Context) (RecordCounts, error) {
 	if err := ctx.Err(); err != nil {

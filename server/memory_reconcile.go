@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// TakeAbandoned takes over the abandoned Leased records of routes, oldest
-// lease first, as PostgresStore's does.
+// TakeAbandoned takes over the abandoned [Leased] records of routes, oldest
+// lease first, as [PostgresStore]'s does.
 func (m *MemoryStore) TakeAbandoned(ctx context.Context, routes []string, lease time.Duration, limit int) ([]*Taken, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (m *MemoryStore) TakeAbandoned(ctx context.Context, routes []string, lease 
 	return out, nil
 }
 
-// abandoned reports a Leased record whose lease ended, due for a
+// abandoned reports a [Leased] record whose lease ended, due for a
 // reconciler, within its retention.
 func (r *memRecord) abandoned(now time.Time) bool {
 	return r.state == stateRunning && r.mode == Leased && !r.lockedUntil.After(now) &&

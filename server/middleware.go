@@ -17,7 +17,7 @@ import (
 
 // Middleware returns a middleware that runs each keyed request to a route
 // at most once per key and scope, and answers every retry with the stored
-// response (docs/CONTRACT.md). store nil means a new MemoryStore. Mount it per
+// response (docs/CONTRACT.md). store nil means a new [MemoryStore]. Mount it per
 // handler, so that r.Pattern names the route:
 //
 //	payments := server.Middleware(store, server.Config{Scope: scope})
@@ -27,9 +27,10 @@ import (
 // over the same store. The middleware is safe for concurrent use; the
 // request's context governs the claim, and the commit of a handler that
 // finished runs even if the client has gone. Middleware panics on a
-// Config it cannot honour (in Leased mode, a Retention shorter than twice
-// the Lease), and with the error of store's CheckMode for a Mode the store
-// cannot serve (a Redis store refuses Transactional routes).
+// [Config] it cannot honour (in [Leased] mode, a [Config.Retention] shorter
+// than twice [Config.Lease]), and with the error of store's
+// [Store.CheckMode] for a [Mode] the store cannot serve (a Redis store
+// refuses [Transactional] routes).
 func Middleware(store Store, cfg Config) func(http.Handler) http.Handler {
 	if store == nil {
 		store = NewMemoryStore()

@@ -7,14 +7,14 @@ import "context"
 // handler calls can derive stable names from it, as the outbox derives the
 // keys of the messages an operation sends.
 type Operation struct {
-	// Tenant and Principal are what Config.Scope returned for the request.
+	// Tenant and Principal are what [Config.Scope] returned for the request.
 	Tenant, Principal string
 	// Route is the route the record is kept under ("POST /v1/payments").
 	Route string
 	// Key is the request's Idempotency-Key, without sf-string quotes.
 	Key string
 	// Attempt is 1 for the first attempt of the operation, and n for the
-	// n-th attempt of a Leased operation after n-1 takeovers.
+	// n-th attempt of a [Leased] operation after n-1 takeovers.
 	Attempt int
 }
 
@@ -28,7 +28,7 @@ func runnerFrom(ctx context.Context) *runner {
 
 // OperationFrom returns the operation that ctx's request runs, while its
 // handler runs under the middleware. It returns false for a request that
-// claimed no key (a safe method, an unkeyed request under KeyOptional, a
+// claimed no key (a safe method, an unkeyed request under [KeyOptional], a
 // bypassed route) and outside the middleware.
 func OperationFrom(ctx context.Context) (Operation, bool) {
 	x := runnerFrom(ctx)

@@ -14,15 +14,15 @@ import (
 	"github.com/idemkit/idem/internal/wire"
 )
 
-// Errors of an Operator, in the operator's terms. Each comes back wrapped
+// Errors of an [Operator], in the operator's terms. Each comes back wrapped
 // with the detail; test with errors.Is.
 var (
 	// ErrUnknownKey: no record has this scope (tenant, principal, route
 	// and key). A retry with the key runs the handler as a first request.
 	ErrUnknownKey = errors.New("server: no record for this key in this scope")
 	// ErrLeaseLive: Evict without force named a record whose lease is
-	// live (or, in a MemoryStore, a Transactional attempt that runs, and
-	// in a PostgresStore a record that a request's transaction holds):
+	// live (or, in a [MemoryStore], a [Transactional] attempt that runs, and
+	// in a [PostgresStore] a record that a request's transaction holds):
 	// an attempt may be running, and nothing was deleted.
 	ErrLeaseLive = errors.New("server: the record's lease is live: an attempt may be running")
 	// ErrBadScope: the scope named cannot be a record's (an empty route, a
@@ -30,8 +30,8 @@ var (
 	ErrBadScope = errors.New("server: bad scope")
 )
 
-// RecordStore is the optional interface of a Store that an Operator reads
-// and evicts records through: PostgresStore and MemoryStore implement it,
+// RecordStore is the optional interface of a [Store] that an [Operator] reads
+// and evicts records through: [PostgresStore] and [MemoryStore] implement it,
 // and a third store may, to be looked at through an Operator (the admin
 // page, package admin; idemctl reads a PostgresStore's database). Its
 // methods return records as stored, headers included; the Operator is
@@ -43,8 +43,8 @@ var (
 type RecordStore interface {
 	// ReadRecord returns the record of op's scope (op.Attempt is
 	// ignored), with Request, Header and Body only when payload is true,
-	// or an error that wraps ErrUnknownKey when there is none. An expired
-	// record not yet swept is returned (Record.Expired tells). ctx governs
+	// or an error that wraps [ErrUnknownKey] when there is none. An expired
+	// record not yet swept is returned ([Record.Expired] tells). ctx governs
 	// the call.
 	ReadRecord(ctx context.Context, op Operation, payload bool) (Record, error)
 
@@ -57,15 +57,15 @@ type RecordStore interface {
 
 	// DeleteRecord deletes the record of op's scope and returns it as it
 	// was. It must delete nothing, and return the record with an error
-	// that wraps ErrLeaseLive, when the record is running under a live
+	// that wraps [ErrLeaseLive], when the record is running under a live
 	// lease (or held by an attempt running now) and force is false; the
 	// check and the delete must be one atomic step. It returns an error
-	// that wraps ErrUnknownKey when there is no record. A later write of
+	// that wraps [ErrUnknownKey] when there is no record. A later write of
 	// the attempt that held the record (complete, extend, checkpoint) must
-	// fail with ErrLeaseLost, as after a takeover. ctx governs the call.
+	// fail with [ErrLeaseLost], as after a takeover. ctx governs the call.
 	DeleteRecord(ctx context.Context, op Operation, force bool) (Record, error)
 
-	// CountRecords counts the records for a dashboard (see RecordCounts).
+	// CountRecords counts the records for a dashboard (see [RecordCounts]).
 	// ctx governs the call.
 	CountRecords(ctx context.Context) (RecordCounts, error)
 }
@@ -75,13 +75,13 @@ var (
 	_ RecordStore = (*MemoryStore)(nil)
 )
 
-// RecordCounts is what RecordStore.CountRecords counts.
+// RecordCounts is what [RecordStore.CountRecords] counts.
 type RecordCounts struct {
 	// Records is the number of records, swept or not: exact for a
-	// MemoryStore, the planner's estimate for a PostgresStore (counting
+	// [MemoryStore], the planner's estimate for a [PostgresStore] (counting
 	// a large table exactly reads all of it).
 	Records int64
-	// Running counts the records in state running (see StoreStats), and
+	// Running counts the records in state running (see [StoreStats]), and
 	// Stuck those of them whose lease has ended: abandoned operations
 	// waiting for their client's retry or a reconciler.
 	Running, Stuck int
@@ -100,15 +100,15 @@ type Record struct {
 	// stored and replayed) or "unavailable" (effects committed, response
 	// not stored: retries get 500 result-unavailable).
 	State string
-	// Mode is Leased for a record claimed under a lease, else
-	// Transactional.
+	// Mode is [Leased] for a record claimed under a lease, else
+	// [Transactional].
 	Mode Mode
 	// Status is the stored response's status, 0 when none is.
 	Status int
 	// CreatedAt is when the operation was first claimed; ExpiresAt is when
 	// its retention ends (a retry after it runs the handler again).
 	CreatedAt, ExpiresAt time.Time
-	// LeaseEnds is when the lease of a running Leased record ends or
+	// LeaseEnds is when the lease of a running [Leased] record ends or
 	// ended; zero when there is none.
 	LeaseEnds time.Time
 	// ReconcileAt is when a reconciler looks at the abandoned operation
@@ -121,23 +121,23 @@ type Record struct {
 	// fingerprint ("sha256-v3").
 	FingerprintAlg string
 	// ReadAt is the store's clock when the record was read (the
-	// database's for PostgresStore): Age, LeaseLeft, Stuck and Expired are
+	// database's for [PostgresStore]): Age, LeaseLeft, Stuck and Expired are
 	// judged at it.
 	ReadAt time.Time
 
-	// Request is the request a Leased record stored for a reconciler
-	// (nil for Transactional records), with the payload.
+	// Request is the request a [Leased] record stored for a reconciler
+	// (nil for [Transactional] records), with the payload.
 	Request *StoredRequest
 	// Header and Body are the stored response's, with the payload. An
-	// Operator shows only the headers that a replay may send
-	// (OperatorConfig.ReplayHeaders), never Set-Cookie, authentication or
+	// [Operator] shows only the headers that a replay may send
+	// ([OperatorConfig.ReplayHeaders]), never Set-Cookie, authentication or
 	// connection headers; Withheld names the stored headers it left out.
 	Header   http.Header
 	Body     []byte
 	Withheld []string
 }
 
-// StoredRequest is the request that a Leased record keeps for a
+// StoredRequest is the request that a [Leased] record keeps for a
 // reconciler: method, path and query, the ServeMux pattern, the
 // Content-Type, Content-Language and fingerprinted headers, and the body.
 type StoredRequest struct {
@@ -158,7 +158,7 @@ func (r Record) LeaseLeft() time.Duration {
 	return r.LeaseEnds.Sub(r.ReadAt)
 }
 
-// Stuck reports a Leased operation whose attempt ended without an
+// Stuck reports a [Leased] operation whose attempt ended without an
 // outcome (its lease ended, its node died or answered a 5xx) and that no
 // retry or reconciler has settled yet: the next retry takes it over with
 // its recovery point, and a reconciler of its route settles it.
@@ -177,12 +177,12 @@ func (r Record) Expired() bool {
 // state running), oldest first.
 type InFlightQuery struct {
 	// Stuck keeps only the operations whose lease has ended (see
-	// Record.Stuck).
+	// [Record.Stuck]).
 	Stuck bool
 	// Route keeps only the records of this route; "" keeps all.
 	Route string
-	// After is the position the page starts after: the zero Position
-	// starts from the oldest, InFlightPage.Next continues.
+	// After is the position the page starts after: the zero [Position]
+	// starts from the oldest, [InFlightPage.Next] continues.
 	After Position
 	// Limit is the most records a page holds. Zero or negative: 50; at
 	// most 1000.
@@ -191,7 +191,7 @@ type InFlightQuery struct {
 
 // Position is a place in the list of operations in flight: a record's
 // CreatedAt and scope. String gives its text form, for a URL or a command
-// line, and ParsePosition reads it back.
+// line, and [ParsePosition] reads it back.
 type Position struct {
 	CreatedAt                     time.Time
 	Tenant, Principal, Route, Key string
@@ -200,18 +200,18 @@ type Position struct {
 // InFlightPage is a page of InFlight.
 type InFlightPage struct {
 	Records []Record
-	// Next is the position to pass as InFlightQuery.After for the next
+	// Next is the position to pass as [InFlightQuery.After] for the next
 	// page; More is false when this page is the last.
 	Next Position
 	More bool
 }
 
-// OperatorConfig configures an Operator. Its zero value shows the
+// OperatorConfig configures an [Operator]. Its zero value shows the
 // contract's replayed headers and logs to slog.Default().
 type OperatorConfig struct {
 	// ReplayHeaders are response headers shown besides Content-Type,
 	// Content-Language, Location, ETag, Last-Modified and Cache-Control:
-	// the routes' Config.ReplayHeaders. Set-Cookie, authentication, Date
+	// the routes' [Config.ReplayHeaders]. Set-Cookie, authentication, Date
 	// and connection headers are never shown, whatever this says.
 	ReplayHeaders []string
 	// Logger receives a warning for every eviction, naming the record.
@@ -239,8 +239,8 @@ type Operator struct {
 	logger *slog.Logger
 }
 
-// NewOperator returns an Operator over store (a *PostgresStore or a
-// *MemoryStore, or a third store that implements RecordStore).
+// NewOperator returns an [Operator] over store (a *[PostgresStore] or a
+// *[MemoryStore], or a third store that implements [RecordStore]).
 func NewOperator(store RecordStore, cfg OperatorConfig) *Operator {
 	allow := headerSet(append(slices.Clone(baseReplayHeaders), cfg.ReplayHeaders...))
 	for _, name := range neverReplayed {
@@ -255,8 +255,8 @@ func NewOperator(store RecordStore, cfg OperatorConfig) *Operator {
 
 // Lookup returns the record of op's scope (tenant, principal, route and
 // key; op.Attempt is ignored), with its stored request and response when
-// payload is true, less the headers no replay sends (Record.Withheld names
-// them). Errors: ErrBadScope, ErrUnknownKey, and the store's. ctx governs
+// payload is true, less the headers no replay sends ([Record.Withheld] names
+// them). Errors: [ErrBadScope], [ErrUnknownKey], and the store's. ctx governs
 // the call.
 func (o *Operator) Lookup(ctx context.Context, op Operation, payload bool) (Record, error) {
 	if err := checkScope(op); err != nil {
@@ -270,7 +270,7 @@ func (o *Operator) Lookup(ctx context.Context, op Operation, payload bool) (Reco
 }
 
 // InFlight returns a page of the operations in flight, oldest first (see
-// InFlightQuery). ctx governs the call.
+// [InFlightQuery]). ctx governs the call.
 func (o *Operator) InFlight(ctx context.Context, q InFlightQuery) (InFlightPage, error) {
 	if q.Limit <= 0 {
 		q.Limit = 50
@@ -296,9 +296,9 @@ func (o *Operator) InFlight(ctx context.Context, q InFlightQuery) (InFlightPage,
 }
 
 // Evict deletes the record of op's scope, so that the next request with
-// its key runs the handler again (see Operator), and returns the record
+// its key runs the handler again (see [Operator]), and returns the record
 // as it was. It refuses a record whose lease is live, changing nothing,
-// unless force. Errors: ErrBadScope, ErrUnknownKey, ErrLeaseLive (with the
+// unless force. Errors: [ErrBadScope], [ErrUnknownKey], [ErrLeaseLive] (with the
 // time left), and the store's. ctx governs the call.
 func (o *Operator) Evict(ctx context.Context, op Operation, force bool) (Record, error) {
 	if err := checkScope(op); err != nil {
@@ -322,7 +322,7 @@ func (o *Operator) Evict(ctx context.Context, op Operation, force bool) (Record,
 	return o.shown(rec), nil
 }
 
-// Counts counts the records (see RecordCounts). ctx governs the call.
+// Counts counts the records (see [RecordCounts]). ctx governs the call.
 func (o *Operator) Counts(ctx context.Context) (RecordCounts, error) {
 	return o.store.CountRecords(ctx)
 }
@@ -343,7 +343,7 @@ func (o *Operator) shown(rec Record) Record {
 }
 
 // sensitiveRequestHeaders are request headers never shown, should a
-// route fingerprint one (Config.FingerprintHeaders).
+// route fingerprint one ([Config.FingerprintHeaders]).
 var sensitiveRequestHeaders = headerSet(append(slices.Clone(neverReplayed), "Cookie", "X-Api-Key"))
 
 // keep returns the headers of h that show accepts, by canonical name, and

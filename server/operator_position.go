@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// errPosition is returned by ParsePosition for text that String did not
+// errPosition is returned by [ParsePosition] for text that String did not
 // make.
 var errPosition = errors.New("server: not a position of the operations in flight")
 
@@ -16,7 +16,7 @@ func positionOf(rec Record) Position {
 	return Position{CreatedAt: rec.CreatedAt, Tenant: rec.Tenant, Principal: rec.Principal, Route: rec.Route, Key: rec.Key}
 }
 
-// positionText is the JSON of a Position's text form.
+// positionText is the JSON of a [Position]'s text form.
 type positionText struct {
 	T         time.Time `json:"t"`
 	Tenant    string    `json:"te,omitempty"`
@@ -25,7 +25,7 @@ type positionText struct {
 	Key       string    `json:"k"`
 }
 
-// String is p's text form (URL-safe base64), "" for the zero Position.
+// String is p's text form (URL-safe base64), "" for the zero [Position].
 func (p Position) String() string {
 	if p.IsZero() {
 		return ""
@@ -34,12 +34,12 @@ func (p Position) String() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// IsZero reports the zero Position: the start of the list.
+// IsZero reports the zero [Position]: the start of the list.
 func (p Position) IsZero() bool {
 	return p.CreatedAt.IsZero() && p.Tenant == "" && p.Principal == "" && p.Route == "" && p.Key == ""
 }
 
-// ParsePosition reads a Position's text form; "" is the zero Position.
+// ParsePosition reads a [Position]'s text form; "" is the zero Position.
 func ParsePosition(s string) (Position, error) {
 	if s == "" {
 		return Position{}, nil

@@ -49,7 +49,7 @@ func TestOperatorLooksUpADoneRecord(t *testing.T) {
 		assert.Equal(t, fingerprint.Alg, rec.FingerprintAlg)
 		assert.False(t, rec.Stuck())
 		assert.False(t, rec.Expired())
-		assert.InDelta(t, DefaultRetention.Seconds(), rec.ExpiresAt.Sub(rec.CreatedAt).Seconds(), 1)
+		assert.InDelta(t, defaultRetention.Seconds(), rec.ExpiresAt.Sub(rec.CreatedAt).Seconds(), 1)
 		require.NotNil(t, rec.Recovery)
 		assert.Equal(t, "charged", rec.Recovery.Point)
 		assert.Nil(t, rec.Body, "no payload unless asked")

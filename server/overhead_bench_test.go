@@ -146,7 +146,7 @@ func sqlOnlyPayments(pool *pgxpool.Pool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, key := r.Context(), r.Header.Get("Idempotency-Key")
 		c := &Claim{Scope: fingerprint.Scope("", "", route, key), Route: route, Key: key,
-			Digest: make([]byte, 32), DigestAlg: fingerprint.Alg, Retention: DefaultRetention}
+			Digest: make([]byte, 32), DigestAlg: fingerprint.Alg, Retention: defaultRetention}
 		conn, err := pool.Acquire(ctx)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)

@@ -13,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// DB is what PostgresStore needs of a connection pool; *pgxpool.Pool has
+// DB is what [PostgresStore] needs of a connection pool; *pgxpool.Pool has
 // it. The store claims each key on a connection of its own (Acquire): a
-// Transactional request keeps it, to begin the transaction in the claim's
-// round trip and commit it in the stored response's; a Leased claim gives
+// [Transactional] request keeps it, to begin the transaction in the claim's
+// round trip and commit it in the stored response's; a [Leased] claim gives
 // it back before the handler runs. The lease's later statements and the
 // sweep use Exec.
 type DB interface {
@@ -27,19 +27,19 @@ type DB interface {
 var _ DB = (*pgxpool.Pool)(nil)
 
 // PostgresStore keeps idempotency records in the idem_records table that
-// Migrate creates, in the schema the pool's search_path selects. Two
+// [Migrate] creates, in the schema the pool's search_path selects. Two
 // middleware instances on two pools (two server nodes) over one database
 // share its records. Claims of one key exclude each other with
 // transaction-level advisory locks in the two-int4 key space
 // (pg_advisory_xact_lock(int, int), keyed by the scope's hash), apart from
 // the bigint advisory locks that applications and migration tools mostly
 // use; should an application's two-int4 lock share a key, a claim only
-// waits for it. Transactional claims prepare their statements by name
+// waits for it. [Transactional] claims prepare their statements by name
 // (idem_ and a digest of the SQL) on each connection, whatever the pool's
 // DefaultQueryExecMode, so a pool behind PgBouncer in transaction mode needs
 // its prepared-statement support (max_prepared_statements), and they go
 // to the connection below pgx, so pgx's tracers (QueryTracer, BatchTracer)
-// see them only when they are prepared; Hooks report every claim and
+// see them only when they are prepared; [Hooks] report every claim and
 // commit. It is safe for concurrent use.
 type PostgresStore struct {
 	db    DB
@@ -52,7 +52,7 @@ type PostgresStore struct {
 }
 
 // NewPostgresStore returns a store on db, which must hold the schema of
-// Migrate.
+// [Migrate].
 func NewPostgresStore(db DB) *PostgresStore {
 	return &PostgresStore{db: db}
 }
@@ -80,7 +80,7 @@ func (s *PostgresStore) offset() time.Duration {
 }
 
 // Claim claims c's key: in a transaction that the handler shares
-// (Transactional), or in statements that commit on their own (Leased).
+// ([Transactional]), or in statements that commit on their own ([Leased]).
 func (s *PostgresStore) Claim(ctx context.Context, c *Claim) (ClaimResult, error) {
 	var res ClaimResult
 	var err error
@@ -104,7 +104,7 @@ func (s *PostgresStore) Claim(ctx context.Context, c *Claim) (ClaimResult, error
 // claimLeased claims the key in statements that commit on their own, so
 // the lease is durable before the handler runs. They run on one pool
 // connection, which the claim waits for, and gives back before the handler
-// runs. As in a Transactional claim, the wait bound covers the wait for
+// runs. As in a [Transactional] claim, the wait bound covers the wait for
 // the connection and for the scope's lock together: the statements wait
 // for the lock at most what the pool wait left.
 func (s *PostgresStore) claimLeased(ctx context.Context, c *Claim) (ClaimResult, error) {
@@ -146,12 +146,12 @@ func endTx(ctx context.Context, conn *pgxpool.Conn) error {
 	return err
 }
 
-// querier is a claim's connection (Leased) or transaction (Transactional).
+// querier is a claim's connection ([Leased]) or transaction ([Transactional]).
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// settle turns a Leased claim that did not insert into a verdict: it reads
+// settle turns a [Leased] claim that did not insert into a verdict: it reads
 // the record, and reclaims an expired one or takes over an expired lease,
 // or claims again when the record vanished. Every statement commits on its
 // own.
@@ -189,8 +189,9 @@ func (s *PostgresStore) settle(ctx context.Context, q querier, c *Claim, token u
 }
 
 // steal reclaims an expired record or takes over an expired lease; won is
-// false when another request got there first. q is the claim's connection (Leased) or
-// the claim's transaction, which holds the scope's lock (Transactional).
+// false when another request got there first. q is the claim's connection
+// ([Leased]) or the claim's transaction, which holds the scope's lock
+// ([Transactional]).
 func (s *PostgresStore) steal(ctx context.Context, q querier, c *Claim, token uuid.UUID, f *found, v Verdict) (grant, bool, error) {
 	var row pgx.Row
 	if v == vReclaim {
@@ -219,7 +220,7 @@ func (s *PostgresStore) steal(ctx context.Context, q querier, c *Claim, token uu
 	return g, true, nil
 }
 
-// leaseArg is the lease length of a claim: NULL in Transactional mode,
+// leaseArg is the lease length of a claim: NULL in [Transactional] mode,
 // whose running records no other request ever sees (they commit done).
 func leaseArg(c *Claim) any {
 	if c.Mode != Leased {
@@ -229,7 +230,7 @@ func leaseArg(c *Claim) any {
 }
 
 // boundArg is the wait bound of a claim statement's lock: NULL in
-// Transactional mode, whose reclaims and takeovers hold the lock already.
+// [Transactional] mode, whose reclaims and takeovers hold the lock already.
 func boundArg(c *Claim) any {
 	if c.Mode != Leased {
 		return nil

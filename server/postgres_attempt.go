@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// insert tries to claim the key in Leased mode: true when this request now
+// insert tries to claim the key in [Leased] mode: true when this request now
 // owns it, false when the key is taken.
 func (s *PostgresStore) insert(ctx context.Context, q querier, c *Claim, token uuid.UUID) (bool, error) {
 	var inserted bool
@@ -77,7 +77,7 @@ type pgFence struct {
 	token uuid.UUID
 }
 
-// exec runs a fenced statement; ErrLeaseLost when it changed no row.
+// exec runs a fenced statement; [ErrLeaseLost] when it changed no row.
 func (f pgFence) exec(ctx context.Context, sql string, args ...any) error {
 	tag, err := f.s.db.Exec(ctx, sql, append([]any{f.scope[:], [16]byte(f.token)}, args...)...)
 	if err != nil {

@@ -17,8 +17,8 @@ import (
 // The SQL of PostgresStore's RecordStore methods. Like the claims, they
 // judge time by statement_timestamp() plus the store's clock offset.
 
-// recordColumns are the columns of a Record, without payload, and the
-// store's clock (%[1]s is the clock's parameter); mode is Leased when the
+// recordColumns are the columns of a [Record], without payload, and the
+// store's clock (%[1]s is the clock's parameter); mode is [Leased] when the
 // record keeps a request (only Leased claims store one).
 const recordColumns = `r.tenant, r.principal, r.route, r.idem_key, r.attempt, r.state, r.request IS NOT NULL,
     r.status, r.created_at, r.expires_at, r.locked_until, r.reconcile_at, r.recovery_point, r.recovery_data,
@@ -65,7 +65,7 @@ FROM idem_records AS r WHERE r.state = 'running'`
 // holds the record's row (a claim reclaiming it, in its transaction).
 const evictLockTimeout = "2s"
 
-// ReadRecord returns the record of op's scope (see RecordStore), in one
+// ReadRecord returns the record of op's scope (see [RecordStore]), in one
 // index lookup.
 func (s *PostgresStore) ReadRecord(ctx context.Context, op Operation, payload bool) (Record, error) {
 	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
@@ -90,7 +90,7 @@ func (s *PostgresStore) ReadRecord(ctx context.Context, op Operation, payload bo
 	return rec, nil
 }
 
-// ListRunning returns a page of running records (see RecordStore).
+// ListRunning returns a page of running records (see [RecordStore]).
 func (s *PostgresStore) ListRunning(ctx context.Context, q InFlightQuery) ([]Record, error) {
 	after := q.After
 	var created any = after.CreatedAt
@@ -113,9 +113,9 @@ func (s *PostgresStore) ListRunning(ctx context.Context, q InFlightQuery) ([]Rec
 	return recs, nil
 }
 
-// DeleteRecord deletes the record of op's scope (see RecordStore) in one
+// DeleteRecord deletes the record of op's scope (see [RecordStore]) in one
 // statement, which waits at most 2 s for a request that holds its row,
-// then reports the record as held (ErrLeaseLive).
+// then reports the record as held ([ErrLeaseLive]).
 func (s *PostgresStore) DeleteRecord(ctx context.Context, op Operation, force bool) (Record, error) {
 	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
 	var rec Record
@@ -151,7 +151,7 @@ func (s *PostgresStore) DeleteRecord(ctx context.Context, op Operation, force bo
 	return rec, fmt.Errorf("%w (%s)", ErrLeaseLive, describe(op))
 }
 
-// CountRecords counts the records (see RecordCounts) in one statement
+// CountRecords counts the records (see [RecordCounts]) in one statement
 // over the running records' partial index.
 func (s *PostgresStore) CountRecords(ctx context.Context) (RecordCounts, error) {
 	var c RecordCounts
@@ -167,7 +167,7 @@ func (s *PostgresStore) CountRecords(ctx context.Context) (RecordCounts, error) 
 	return c, nil
 }
 
-// withConn runs f on a connection of the pool (DB has no Query of its
+// withConn runs f on a connection of the pool ([DB] has no Query of its
 // own: the claims acquire theirs).
 func (s *PostgresStore) withConn(ctx context.Context, f func(conn *pgxpool.Conn) error) error {
 	conn, err := s.db.Acquire(ctx)

@@ -28,7 +28,7 @@ import "fmt"
 
 // boundedLock is the FROM item that takes the scope's advisory lock
 // (%[1]s, %[2]s), first setting lock_timeout to the bound (%[3]s, "250ms")
-// unless the bound is NULL: a Transactional reclaim or takeover holds the
+// unless the bound is NULL: a [Transactional] reclaim or takeover holds the
 // lock already.
 const boundedLock = `(SELECT pg_advisory_xact_lock(%[1]s, %[2]s)
     FROM (SELECT CASE WHEN %[3]s::text IS NOT NULL THEN set_config('lock_timeout', %[3]s, true) END) AS bound
@@ -47,10 +47,10 @@ const boundedClock = `(SELECT statement_timestamp() + %[4]s::interval AS t FROM 
 const sqlTryLock = `SELECT pg_try_advisory_xact_lock($1, $2), set_config('` + txMarker + `', 'on', true)`
 
 // txMarker is the transaction-local setting by which the statements that
-// write a Transactional record know they run in the claim's transaction.
+// write a [Transactional] record know they run in the claim's transaction.
 const txMarker = "idem.claim"
 
-// inClaimTx is the condition of a Transactional record's write.
+// inClaimTx is the condition of a [Transactional] record's write.
 const inClaimTx = `current_setting('` + txMarker + `', true) = 'on'`
 
 // sqlWaitLock waits for the scope's advisory lock, at most the wait bound,
@@ -62,7 +62,7 @@ FROM (SELECT pg_advisory_xact_lock($1, $2), bound.saved
     FROM (SELECT set_config('lock_timeout', $3, true), saved.v AS saved
         FROM (SELECT current_setting('lock_timeout') AS v OFFSET 0) AS saved) AS bound) AS locked`
 
-// sqlInsertDone writes the record of a Transactional attempt that claimed a
+// sqlInsertDone writes the record of a [Transactional] attempt that claimed a
 // new key, as its transaction commits: $1 scope_hash, $2 tenant,
 // $3 principal, $4 route, $5 key, $6 fp_alg, $7 fingerprint, $8 state,
 // $9 token, $10 clock offset, $11 retention, $12 status, $13 headers,
@@ -72,11 +72,11 @@ const sqlInsertDone = `INSERT INTO idem_records (scope_hash, tenant, principal, 
 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now() + $10::interval, now() + $10::interval + $11::interval, $12, $13, $14
 WHERE ` + inClaimTx
 
-// sqlInsert claims a key in Leased mode. Its arguments (claimValues),
+// sqlInsert claims a key in [Leased] mode. Its arguments (claimValues),
 // shared with sqlReclaim: $1 scope_hash, $2 tenant, $3 principal, $4 route,
 // $5 key, $6 fp_alg, $7 fingerprint, $8 token, $9 lease, $10 retention,
 // $11 clock offset, $12 wait bound, $13 and $14 lock keys, $15 request
-// (NULL in Transactional mode).
+// (NULL in [Transactional] mode).
 var sqlInsert = `INSERT INTO idem_records AS r (scope_hash, tenant, principal, route, idem_key,
     fp_alg, fingerprint, state, token, attempt, locked_until, created_at, expires_at, request)
 SELECT $1, $2, $3, $4, $5, $6, $7, 'running', $8, 1, clock.t + $9::interval, clock.t, clock.t + $10::interval, $15
@@ -85,7 +85,7 @@ ON CONFLICT (scope_hash) DO NOTHING
 RETURNING true`
 
 // sqlReclaim claims a record whose retention has passed: it counts as
-// absent. In Transactional mode the lease ($9) and the wait bound ($12)
+// absent. In [Transactional] mode the lease ($9) and the wait bound ($12)
 // are NULL.
 var sqlReclaim = `UPDATE idem_records AS r SET tenant = $2, principal = $3, route = $4, idem_key = $5,
     fp_alg = $6, fingerprint = $7, state = 'running', token = $8, attempt = 1,
@@ -107,7 +107,7 @@ FROM idem_records AS r WHERE r.scope_hash = $1`
 
 // sqlTakeover takes over an expired lease held by token $5: $1 scope_hash,
 // $2 new token, $3 lease, $4 clock offset, $6 wait bound, $7 and $8 lock
-// keys, $9 retention; in Transactional mode the lease and the wait bound
+// keys, $9 retention; in [Transactional] mode the lease and the wait bound
 // are NULL. The record then answers retries for a full retention from the
 // takeover: an operation that is still being attempted is not forgotten.
 var sqlTakeover = `UPDATE idem_records AS r SET token = $2, attempt = r.attempt + 1,
@@ -125,7 +125,7 @@ const sqlComplete = `UPDATE idem_records SET state = $3, status = $4, headers = 
     locked_until = NULL
 WHERE scope_hash = $1 AND token = $2 AND state = 'running'`
 
-// sqlCompleteTx is sqlComplete for a Transactional attempt that reclaimed
+// sqlCompleteTx is sqlComplete for a [Transactional] attempt that reclaimed
 // or took over a record: it writes only in the claim's transaction.
 const sqlCompleteTx = sqlComplete + ` AND ` + inClaimTx
 

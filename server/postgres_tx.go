@@ -58,7 +58,7 @@ func (s *PostgresStore) acquire(ctx context.Context, wait time.Duration) (*pgxpo
 	return conn, err
 }
 
-// localClaims are the scopes whose Transactional attempts run on this
+// localClaims are the scopes whose [Transactional] attempts run on this
 // store now, each holding a connection and its scope's lock: a request
 // that gets no connection within the wait bound and whose scope is here is
 // a duplicate (409 key-in-flight); any other gets 503 store-unavailable.
@@ -152,7 +152,7 @@ func (s *PostgresStore) waitAndRead(ctx context.Context, conn *pgx.Conn, c *Clai
 	return f, err
 }
 
-// pgTxAttempt is a Transactional claim: an open transaction on a
+// pgTxAttempt is a [Transactional] claim: an open transaction on a
 // connection of its own, which holds the scope's lock and which the
 // handler shares through a guardTx.
 type pgTxAttempt struct {

@@ -11,7 +11,7 @@ import (
 
 // pass takes over and settles abandoned operations, batch after batch,
 // until none is due or ctx is done, and returns how many it took over.
-// An operation answered NotKnown is due again only after its backoff, so
+// An operation answered [NotKnown] is due again only after its backoff, so
 // a pass ends.
 func (rc *reconciler) pass(ctx context.Context) (int, error) {
 	total := 0
@@ -64,7 +64,7 @@ func (rc *reconciler) settleAll(ctx context.Context, batch []*Taken) {
 }
 
 // leave gives up waiting for t's function, which ignores its context: the
-// operation is settled NotKnown with errStuck, looked at again after its
+// operation is settled [NotKnown] with errStuck, looked at again after its
 // backoff (at once when ctx is done, for another reconciler), unless the
 // function's own answer is stored first; the function runs on.
 func (rc *reconciler) leave(ctx context.Context, t *Taken) {
@@ -82,7 +82,7 @@ func (rc *reconciler) leave(ctx context.Context, t *Taken) {
 	rc.log(ctx, slog.LevelError, "idem: reconciler went on without a ReconcileFunc that outlived its lease", ev, false)
 }
 
-// errStuck is the error of an operation whose ReconcileFunc outlived its
+// errStuck is the error of an operation whose [ReconcileFunc] outlived its
 // lease and the grace.
 var errStuck = errors.New("server: the ReconcileFunc did not return within its lease and ReconcileConfig.Grace: it ignores its context")
 
@@ -157,7 +157,7 @@ func (rc *reconciler) ask(ctx context.Context, t *Taken) (st Settlement, err err
 	return st, err
 }
 
-// check refuses a Completed settlement that the middleware would not
+// check refuses a [Completed] settlement that the middleware would not
 // store.
 func (rc *reconciler) check(st Settlement) error {
 	switch {
@@ -171,7 +171,7 @@ func (rc *reconciler) check(st Settlement) error {
 	return nil
 }
 
-// response is the stored form of a Completed settlement: its header
+// response is the stored form of a [Completed] settlement: its header
 // without what the middleware never stores.
 func (st Settlement) response() *Response {
 	never := headerSet(neverReplayed)

@@ -322,7 +322,7 @@ func TestReconcilerKilledMidSettlement(t *testing.T) {
 				return Settlement{Answer: Completed, Status: 201, Body: []byte("alive")}, nil
 			}}})
 		assert.Zero(t, runPass(t, alive), "the dead reconciler's lease is live")
-		k.clock.Advance(DefaultLease + time.Second)
+		k.clock.Advance(defaultLease + time.Second)
 		assert.Equal(t, 1, runPass(t, alive))
 		assert.Equal(t, []int{3}, attempts, "a higher fencing token than the dead reconciler's attempt 2")
 		close(letGo) // the "dead" one wakes up: its settlement must be refused
@@ -348,7 +348,7 @@ func TestReconcileRefusesBadAnswers(t *testing.T) {
 				case "k-1":
 					panic("lookup bug")
 				default:
-					return Settlement{Answer: Completed, Status: 201, Body: make([]byte, DefaultMaxResponseBytes+1)}, nil
+					return Settlement{Answer: Completed, Status: 201, Body: make([]byte, defaultMaxResponseBytes+1)}, nil
 				}
 			}}})
 		rc.cfg.Batch = 1 // one at a time: errs in key order
@@ -370,13 +370,13 @@ func TestReconcileConfig(t *testing.T) {
 	assert.Error(t, RunReconciler(context.Background(), NewMemoryStore(), ReconcileConfig{}), "returns at once")
 	rc, err := newReconciler(nil, ReconcileConfig{Routes: answer(Settlement{})})
 	require.NoError(t, err)
-	assert.Equal(t, DefaultReconcileInterval, rc.cfg.Interval)
-	assert.Equal(t, DefaultLease, rc.cfg.Lease)
-	assert.Equal(t, DefaultReconcileMaxAge, rc.cfg.MaxAge)
+	assert.Equal(t, defaultReconcileInterval, rc.cfg.Interval)
+	assert.Equal(t, defaultLease, rc.cfg.Lease)
+	assert.Equal(t, defaultReconcileMaxAge, rc.cfg.MaxAge)
 	rc.rand = func() float64 { return 1 }
 	assert.Equal(t, 10*time.Second, rc.backoff(2))
 	assert.Equal(t, 40*time.Second, rc.backoff(4))
-	assert.Equal(t, DefaultReconcileMaxBackoff, rc.backoff(40))
+	assert.Equal(t, defaultReconcileMaxBackoff, rc.backoff(40))
 }
 
 func TestRunReconcilerStopsGracefully(t *testing.T) {

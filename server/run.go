@@ -122,8 +122,8 @@ func (x *runner) commitFailed(err error) {
 	x.h.s.writeProblem(x.w, commitFailed(err))
 }
 
-// release rolls the attempt back (Transactional), or releases the key or
-// ends the lease (Leased); reject says the request itself was refused.
+// release rolls the attempt back ([Transactional]), or releases the key or
+// ends the lease ([Leased]); reject says the request itself was refused.
 func (x *runner) release(reject bool, cause error) {
 	ctx, cancel := detached(x.ctx)
 	defer cancel()
@@ -151,7 +151,7 @@ func (x *runner) onPanic() {
 	panic(p)
 }
 
-// leasedOf is att as the LeasedAttempt that a store must give a Leased
+// leasedOf is att as the [LeasedAttempt] that a store must give a [Leased]
 // claim; a store that does not breaks its contract, and the request
 // panics (net/http recovers it) after the attempt is aborted.
 func leasedOf(att Attempt) LeasedAttempt {

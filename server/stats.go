@@ -6,18 +6,18 @@ import (
 	"time"
 )
 
-// StoreStats is what Store.Stats counts: the operations in flight, for a
+// StoreStats is what [Store.Stats] counts: the operations in flight, for a
 // gauge of how many there are and how old the oldest is.
 type StoreStats struct {
 	// Running counts the records whose operation is claimed and not yet
-	// completed, released or settled: attempts running now, and Leased
+	// completed, released or settled: attempts running now, and [Leased]
 	// operations whose attempt ended without an outcome (a node that
 	// died), until a retry or a reconciler settles them.
 	//
-	// A PostgresStore sees committed claims only, those of Leased
-	// operations: a Transactional claim is its request's open
+	// A [PostgresStore] sees committed claims only, those of Leased
+	// operations: a [Transactional] claim is its request's open
 	// transaction, invisible to other sessions until it commits, when
-	// its record is done. A MemoryStore counts the claims of both modes.
+	// its record is done. A [MemoryStore] counts the claims of both modes.
 	Running int
 	// OldestRunning is the age of the oldest of them by the store's clock
 	// (the time since its operation was first claimed); 0 when none.
@@ -29,7 +29,7 @@ type StoreStats struct {
 const sqlStats = `SELECT count(*), coalesce(extract(epoch FROM statement_timestamp() + $1::interval - min(created_at)), 0)::float8
 FROM idem_records WHERE state = 'running'`
 
-// Stats counts the running records (see StoreStats) in one statement, an
+// Stats counts the running records (see [StoreStats]) in one statement, an
 // index scan of the running records only. ctx governs it.
 func (s *PostgresStore) Stats(ctx context.Context) (StoreStats, error) {
 	conn, err := s.db.Acquire(ctx)
@@ -46,7 +46,7 @@ func (s *PostgresStore) Stats(ctx context.Context) (StoreStats, error) {
 	return st, nil
 }
 
-// Stats counts the running records (see StoreStats); it looks at every
+// Stats counts the running records (see [StoreStats]); it looks at every
 // record, under the store's lock.
 func (m *MemoryStore) Stats(ctx context.Context) (StoreStats, error) {
 	if err := ctx.Err(); err != nil {

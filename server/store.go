@@ -32,13 +32,13 @@ import (
 //     [VerdictReplay] with its [Response]; one completed as unavailable
 //     [VerdictUnavailable]; a running one whose lease is live
 //     [VerdictInFlight]; and a running one whose lease ended must be taken
-//     over. In Transactional mode a running attempt is waited for first,
+//     over. In [Transactional] mode a running attempt is waited for first,
 //     whatever its digest, as the Exclusion rule says.
 //   - Exclusion. At most one attempt of a scope runs at a time. In
 //     Transactional mode a second claim must wait for the running attempt,
 //     at most [Claim.Wait] (covering its wait for a connection too), and
 //     then judge the record anew: replay what committed, claim what was
-//     released, or answer in flight when the wait ran out. In Leased mode a
+//     released, or answer in flight when the wait ran out. In [Leased] mode a
 //     claim that finds a live lease must answer in flight at once, with the
 //     time left on the lease ([ClaimResult.RetryAfter]).
 //   - Fencing. A Leased claim, a takeover and a reconciler's takeover must
@@ -64,7 +64,7 @@ import (
 // and must be when several nodes or goroutines share it.
 type Store interface {
 	// CheckMode returns nil when the store can claim keys in mode, and
-	// otherwise an error that says why not: Middleware panics with it,
+	// otherwise an error that says why not: [Middleware] panics with it,
 	// so that a route the store cannot protect is refused when it is
 	// mounted, not at its first request.
 	CheckMode(mode Mode) error
@@ -75,7 +75,7 @@ type Store interface {
 	Claim(ctx context.Context, c *Claim) (ClaimResult, error)
 
 	// TakeAbandoned takes over at most limit abandoned operations of
-	// routes (running in Leased mode, lease ended, due for a reconciler,
+	// routes (running in [Leased] mode, lease ended, due for a reconciler,
 	// within retention), oldest lease first, each under a new token, the
 	// next attempt number and a lease of its own, skipping any that
 	// another claim or reconciler holds. ctx governs the call.
@@ -89,12 +89,12 @@ type Store interface {
 	Sweep(ctx context.Context, limit int) (int, error)
 
 	// Stats counts the records in flight and the age of the oldest (see
-	// StoreStats), for a gauge. ctx governs the call. It must not wait for
+	// [StoreStats]), for a gauge. ctx governs the call. It must not wait for
 	// a record that a request holds.
 	Stats(ctx context.Context) (StoreStats, error)
 }
 
-// ErrLeaseLost is returned by Lease methods, and reported to hooks as a
+// ErrLeaseLost is returned by [Lease] methods, and reported to hooks as a
 // stale completion, when another attempt has taken the key over (or the
 // record expired): this attempt no longer owns the operation. A store's
 // fenced writes ([Attempt], [LeasedAttempt], [Settler]) return it for a
@@ -112,22 +112,22 @@ type Claim struct {
 	// and Key. A store keys its records by it.
 	Scope [32]byte
 	// Tenant, Principal, Route and Key name the operation (see
-	// [Operation]); a store keeps them for [Taken.Operation].
+	// [Operation]); a store keeps them for a [Taken]'s Operation.
 	Tenant, Principal, Route, Key string
 	// Digest is the request's fingerprint, made by the algorithm named
 	// DigestAlg; a new record keeps both.
 	Digest    []byte
 	DigestAlg string
-	// Mode is the route's mode: Transactional or Leased.
+	// Mode is the route's mode: [Transactional] or [Leased].
 	Mode Mode
-	// Lease is the length of a Leased attempt's lease.
+	// Lease is the length of a [Leased] attempt's lease.
 	Lease time.Duration
 	// Retention is how long the record answers retries.
 	Retention time.Duration
-	// Wait bounds a Transactional claim's wait for a running attempt of
+	// Wait bounds a [Transactional] claim's wait for a running attempt of
 	// the scope and for a connection; 0: no wait.
 	Wait time.Duration
-	// Request is the stored form of the request (Leased mode, nil
+	// Request is the stored form of the request ([Leased] mode, nil
 	// otherwise), which a store keeps for [Taken.Request].
 	Request []byte
 
@@ -162,12 +162,12 @@ type Verdict int
 
 const (
 	// VerdictClaimed: this request owns the key; the handler runs under
-	// ClaimResult.Attempt.
+	// [ClaimResult.Attempt].
 	VerdictClaimed Verdict = iota
-	// VerdictReplay: the stored ClaimResult.Response answers the request.
+	// VerdictReplay: the stored [ClaimResult.Response] answers the request.
 	VerdictReplay
 	// VerdictInFlight: another attempt runs (409 key-in-flight), for
-	// ClaimResult.RetryAfter more.
+	// [ClaimResult.RetryAfter] more.
 	VerdictInFlight
 	// VerdictMismatch: the key was used for another request (422
 	// key-reused).
@@ -177,7 +177,7 @@ const (
 	VerdictUnavailable
 )
 
-// The judgements of decide that are not a final Verdict.
+// The judgements of decide that are not a final [Verdict].
 const (
 	vReclaim  Verdict = iota + 100 // expired: claim afresh
 	vWait                          // an open transaction holds it: wait, then look again
@@ -187,16 +187,16 @@ const (
 // ClaimResult is the answer of [Store.Claim].
 type ClaimResult struct {
 	Verdict Verdict
-	// Response is the stored response (VerdictReplay).
+	// Response is the stored response ([VerdictReplay]).
 	Response *Response
 	// RetryAfter is the time left on the lease that answered
-	// VerdictInFlight; 0 when unknown (the middleware then says 1 s).
+	// [VerdictInFlight]; 0 when unknown (the middleware then says 1 s).
 	RetryAfter time.Duration
-	// Attempt is the claimed attempt (VerdictClaimed). In Leased mode it
+	// Attempt is the claimed attempt ([VerdictClaimed]). In [Leased] mode it
 	// must be a [LeasedAttempt].
 	Attempt Attempt
 	// Waited reports a claim that waited for a running duplicate (see
-	// Event.Waited).
+	// [Event.Waited]).
 	Waited bool
 }
 
@@ -209,8 +209,8 @@ func inFlight(left time.Duration) ClaimResult {
 type Response struct {
 	// Unavailable marks an operation whose effects happened but whose
 	// response was not stored (it streamed, or outgrew
-	// Config.MaxResponseBytes, or a reconciler parked it): a later claim
-	// gets VerdictUnavailable. Header and Body are then empty, and Status
+	// [Config.MaxResponseBytes], or a reconciler parked it): a later claim
+	// gets [VerdictUnavailable]. Header and Body are then empty, and Status
 	// is the one the handler chose (0 for a parked operation).
 	Unavailable bool
 	Status      int
@@ -254,7 +254,7 @@ type Attempt interface {
 	// stale). Any error means the caller must not send the handler's
 	// response. ctx governs the call.
 	Complete(ctx context.Context, res *Response) error
-	// Abort ends a failed attempt: rollback (Transactional), or in Leased
+	// Abort ends a failed attempt: rollback ([Transactional]), or in [Leased]
 	// mode the release of the key (the record is deleted) when reject (the
 	// request was refused) and the attempt is a first one that recorded no
 	// recovery point, else the end of the lease now, keeping the record and
@@ -263,7 +263,7 @@ type Attempt interface {
 	Abort(ctx context.Context, reject bool) error
 }
 
-// LeasedAttempt is the Attempt of a Leased claim: the token-fenced writes
+// LeasedAttempt is the [Attempt] of a [Leased] claim: the token-fenced writes
 // behind the handler's [Lease] ([ErrLeaseLost] for a stale token).
 type LeasedAttempt interface {
 	Attempt
@@ -362,7 +362,7 @@ func decide(f *found, c *Claim) Verdict {
 	}
 }
 
-// result turns a final verdict on f (not vWait) into a ClaimResult.
+// result turns a final verdict on f (not vWait) into a [ClaimResult].
 func (f *found) result(v Verdict) ClaimResult {
 	switch v {
 	case VerdictReplay:
@@ -374,9 +374,9 @@ func (f *found) result(v Verdict) ClaimResult {
 	}
 }
 
-// CheckMode accepts both modes: the store joins a Transactional
-// handler's database transaction (Tx).
+// CheckMode accepts both modes: the store joins a [Transactional]
+// handler's database transaction ([Tx]).
 func (s *PostgresStore) CheckMode(Mode) error { return nil }
 
-// CheckMode accepts both modes; a Transactional claim is held in memory.
+// CheckMode accepts both modes; a [Transactional] claim is held in memory.
 func (m *MemoryStore) CheckMode(Mode) error { return nil }

@@ -18,7 +18,7 @@ import (
 const headerFormat = 1
 
 // legacyHeaderFormat is the first byte of the headers of a record stored
-// by a version that kept them as jsonb (converted to bytes by Migrate): a
+// by a version that kept them as jsonb (converted to bytes by [Migrate]): a
 // JSON object of arrays of strings.
 const legacyHeaderFormat = '{'
 

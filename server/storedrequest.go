@@ -11,7 +11,7 @@ import (
 )
 
 // requestFormat is the first byte of a stored request (the request column
-// of a Leased record): then the method, the request URI (path and query),
+// of a [Leased] record): then the method, the request URI (path and query),
 // the ServeMux pattern, the number of path values and each name and
 // value, the header block (encodeHeader) and the body, every field
 // prefixed by its length as a uvarint.
@@ -21,8 +21,8 @@ const requestFormat = 1
 // read.
 var errStoredRequest = errors.New("server: stored request is corrupt or of an unknown format")
 
-// storedHeaders are the request headers a Leased record keeps besides
-// Config.FingerprintHeaders: what a reconciler needs to read the body.
+// storedHeaders are the request headers a [Leased] record keeps besides
+// [Config.FingerprintHeaders]: what a reconciler needs to read the body.
 // Credentials and cookies are never stored.
 var storedHeaders = []string{"Content-Type", "Content-Language"}
 

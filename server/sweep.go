@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// SweepConfig configures RunSweeper. Its zero value sweeps every minute in
+// SweepConfig configures [RunSweeper]. Its zero value sweeps every minute in
 // batches of 100, at most 100,000 records a sweep.
 type SweepConfig struct {
 	// Interval is the time between sweeps. Zero or negative: one minute.

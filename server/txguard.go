@@ -10,17 +10,17 @@ import (
 )
 
 // ErrTxManaged is returned by Commit and Rollback on the transaction that
-// Tx gives a handler: the middleware commits or rolls it back by the
+// [Tx] gives a handler: the middleware commits or rolls it back by the
 // handler's response status (a 5xx or a rejection status rolls back).
 var ErrTxManaged = errors.New("server: the idempotency middleware commits or rolls back this transaction")
 
-// ErrTxEnded is the error of a Transactional request whose handler ended
-// the transaction that Tx gave it with SQL of its own (COMMIT, END,
+// ErrTxEnded is the error of a [Transactional] request whose handler ended
+// the transaction that [Tx] gave it with SQL of its own (COMMIT, END,
 // ROLLBACK, ABORT, PREPARE TRANSACTION, COMMIT AND CHAIN): from then on the
 // methods of that Tx return it, and the middleware answers 500
 // commit-failed and stores no response, because what the handler did may
-// have committed without the idempotency record, or rolled back. Hooks see
-// it in Event.Err.
+// have committed without the idempotency record, or rolled back. [Hooks] see
+// it in [Event.Err].
 var ErrTxEnded = errors.New("server: the handler ended the idempotency middleware's transaction with SQL of its own; its response is not stored")
 
 // guardTx is the pgx.Tx a handler gets, and the savepoints begun from it.
@@ -34,7 +34,7 @@ var ErrTxEnded = errors.New("server: the handler ended the idempotency middlewar
 // interface breaks the build until it is guarded here.
 //
 // It also watches for a handler that ends the transaction with SQL (see
-// ErrTxEnded), without parsing any: before each call, after each call that
+// [ErrTxEnded]), without parsing any: before each call, after each call that
 // has finished on the wire when it returns, and when the middleware closes
 // it, it looks at the connection's transaction status, which pgconn keeps
 // from the server's last ReadyForQuery message ('I': outside a transaction
@@ -60,7 +60,7 @@ var _ pgx.Tx = (*guardTx)(nil)
 
 func newGuardTx(tx pgx.Tx) *guardTx { return &guardTx{tx: tx, state: new(guardState)} }
 
-// close ends the handler's use of the transaction. It returns ErrTxEnded
+// close ends the handler's use of the transaction. It returns [ErrTxEnded]
 // when the handler ended the transaction: the middleware must then not
 // commit what is open on the connection as the request's outcome.
 func (g *guardTx) close() error {
@@ -97,7 +97,7 @@ func (g *guardTx) ended() bool {
 }
 
 // after returns the error of a call that has finished on the wire, with
-// ErrTxEnded when the call ended the transaction.
+// [ErrTxEnded] when the call ended the transaction.
 func (g *guardTx) after(err error) error {
 	if g.ended() {
 		return errors.Join(err, ErrTxEnded)

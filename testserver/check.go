@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The violations Check finds. Each Violation unwraps to one of them, so
+// The violations [Check] finds. Each [Violation] unwraps to one of them, so
 // errors.Is(report.Err(), ErrDoubleEffect) tells whether a run had a double
 // effect.
 var (
@@ -25,11 +25,11 @@ var (
 	ErrOrphanEffect = errors.New("testserver: effect without an operation")
 )
 
-// Violation is one broken promise found by Check. It is an error that
+// Violation is one broken promise found by [Check]. It is an error that
 // unwraps to its Kind.
 type Violation struct {
-	// Kind is one of ErrDoubleEffect, ErrLostOK, ErrWrongResult,
-	// ErrFailedApplied, ErrOrphanEffect.
+	// Kind is one of [ErrDoubleEffect], [ErrLostOK], [ErrWrongResult],
+	// [ErrFailedApplied], [ErrOrphanEffect].
 	Kind error
 	// Op is the operation id.
 	Op string
@@ -50,13 +50,13 @@ type Unresolved struct {
 	// Op is the operation id.
 	Op string
 	// Effects is how many times it took effect (0 or 1; 2 or more is also
-	// an ErrDoubleEffect violation).
+	// an [ErrDoubleEffect] violation).
 	Effects int
 	// Detail is the client's error.
 	Detail string
 }
 
-// Report is the result of Check: counts for programs, Violations and
+// Report is the result of [Check]: counts for programs, Violations and
 // Unknowns for detail, String for people. The zero Report is a run with
 // nothing in it.
 type Report struct {

@@ -2,7 +2,7 @@ package testserver
 
 import "time"
 
-// clock is the time source of a Server: real by default, a fake one in the
+// clock is the time source of a [Server]: real by default, a fake one in the
 // package's own tests.
 type clock interface {
 	Now() time.Time

@@ -9,7 +9,7 @@ import (
 	"github.com/idemkit/idem/internal/wire"
 )
 
-// Config configures a Server. The zero Config listens on 127.0.0.1 on a
+// Config configures a [Server]. The zero Config listens on 127.0.0.1 on a
 // free port, applies no faults, uses seed 0 and keeps every event.
 type Config struct {
 	// Addr is the loopback address to listen on. Empty means
@@ -34,20 +34,20 @@ type Config struct {
 	// attempt 1.
 	OperationHeader string
 	// FaultHeader, when set, names a request header whose value (in the
-	// ParseFault syntax) forces that fault on the request, before any
+	// [ParseFault] syntax) forces that fault on the request, before any
 	// rule; the header is removed before the handler sees the request. A
 	// malformed value is answered 400 without running the handler. Empty
 	// (the default) disables the header.
 	FaultHeader string
-	// HoldTimeout bounds how long FaultHold waits for a retry; when none
+	// HoldTimeout bounds how long [FaultHold] waits for a retry; when none
 	// arrives, the held request goes on alone. Zero means 10s.
 	HoldTimeout time.Duration
 	// MaxEvents bounds the events kept in memory (the latest are kept).
 	// Zero keeps them all, right for tests; set it for long-running
-	// proxies, and count from OnEvent (Summary.Add) what must cover the
+	// proxies, and count from OnEvent ([Summary.Add]) what must cover the
 	// whole run. Besides the events, the only memory that grows with the
 	// traffic is the attempt counter: one entry per operation id seen in
-	// the last hour (see Event.Attempt).
+	// the last hour (see [Event.Attempt]).
 	MaxEvents int
 	// OnEvent, when set, is called with every event as it is logged, from
 	// the request's goroutine; it must be safe for concurrent use and
@@ -55,35 +55,34 @@ type Config struct {
 	OnEvent func(Event)
 }
 
-// defaultHoldTimeout is HoldTimeout's default.
-const defaultHoldTimeout = 10 * time.Second
+// Defaults of [Config], as its fields' docs state them.
+const (
+	defaultAddr        = "127.0.0.1:0"
+	defaultHoldTimeout = 10 * time.Second
+)
 
-// keyHeader returns KeyHeader or its default.
-func (c Config) keyHeader() string {
+// withDefaults is c with its empty and zero fields resolved, once, by
+// start.
+func (c Config) withDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = defaultAddr
+	}
 	if c.KeyHeader == "" {
-		return wire.HeaderKey
+		c.KeyHeader = wire.HeaderKey
 	}
-	return c.KeyHeader
-}
-
-// holdTimeout returns HoldTimeout or its default.
-func (c Config) holdTimeout() time.Duration {
 	if c.HoldTimeout == 0 {
-		return defaultHoldTimeout
+		c.HoldTimeout = defaultHoldTimeout
 	}
-	return c.HoldTimeout
+	return c
 }
 
-// ErrNotLoopback is returned for a Config.Addr whose host is not a loopback
+// ErrNotLoopback is returned for a [Config.Addr] whose host is not a loopback
 // address.
 var ErrNotLoopback = errors.New("testserver: listen address is not loopback")
 
-// listen opens the configured loopback listener.
+// listen opens the configured loopback listener (c resolved).
 func (c Config) listen() (net.Listener, error) {
 	addr := c.Addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("testserver: listen address %q: %w", addr, err)
@@ -94,7 +93,7 @@ func (c Config) listen() (net.Listener, error) {
 	return net.Listen("tcp", addr)
 }
 
-// validate checks the parts of c that New cannot repair.
+// validate checks the parts of c that [New] cannot repair.
 func (c Config) validate() error {
 	if c.MaxEvents < 0 || c.HoldTimeout < 0 {
 		return errors.New("testserver: MaxEvents or HoldTimeout is negative")

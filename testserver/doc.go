@@ -2,39 +2,39 @@
 // retries dangerous, and checks afterwards that every operation took effect
 // exactly once.
 //
-// A Server is like an httptest.Server (New wraps any http.Handler, NewProxy
+// A [Server] is like an httptest.Server ([New] wraps any http.Handler, [NewProxy]
 // puts the same faults in front of upstream URLs) that listens on loopback
 // only and applies Rules to each request. A rule matches requests (method,
 // path, header, operation id, attempt number of that operation, global
-// request index, time window) and decides a Fault, either from a script per
+// request index, time window) and decides a [Fault], either from a script per
 // attempt or by a seeded draw. Faults come in three groups:
 //
 //   - before the handler runs, so the operation certainly did not happen:
-//     FaultStatus, FaultReset, FaultClose, FaultBlackhole, FaultDelay,
-//     FaultSlowRead;
+//     [FaultStatus], [FaultReset], [FaultClose], [FaultBlackhole], [FaultDelay],
+//     [FaultSlowRead];
 //   - after the handler ran, so the client cannot tell whether it did:
-//     FaultDropReset, FaultDropClose, FaultDropHang, FaultDelayResponse,
-//     FaultPartialBody, FaultSlowBody, FaultStatusAfter;
-//   - races: FaultHold keeps an attempt back until its retry arrives.
+//     [FaultDropReset], [FaultDropClose], [FaultDropHang], [FaultDelayResponse],
+//     [FaultPartialBody], [FaultSlowBody], [FaultStatusAfter];
+//   - races: [FaultHold] keeps an attempt back until its retry arrives.
 //
 // The operation id of a request is its idempotency key (the
-// Idempotency-Key header, or the one Config.KeyHeader names), else the value of
-// Config.OperationHeader, else none (each such request is its own
+// Idempotency-Key header, or the one [Config.KeyHeader] names), else the value of
+// [Config.OperationHeader], else none (each such request is its own
 // operation). Attempt n of an operation is the n-th request with its id to
 // reach the server. A seeded decision depends only on (seed, rule, operation
 // id, attempt), never on a shared random stream, so one seed gives the same
 // fault to every (operation, attempt) however the goroutines interleave.
 //
-// Ground truth comes in three parts. The Server keeps an Event per request:
+// Ground truth comes in three parts. The Server keeps an [Event] per request:
 // what arrived, on which connection, which fault was applied, whether the
-// handler ran and what went out. A Ledger records the business effects per
+// handler ran and what went out. A [Ledger] records the business effects per
 // operation (live from a handler, or after the fact from a database), and a
-// History records what the client concluded for each operation: ok with a
-// result, a definite failure, or an unknown outcome. Check compares the two
-// and returns a Report whose violations are the bugs that idempotency keys
+// [History] records what the client concluded for each operation: ok with a
+// result, a definite failure, or an unknown outcome. [Check] compares the two
+// and returns a [Report] whose violations are the bugs that idempotency keys
 // exist to prevent.
 //
-// A seeded test calls Seed(t), which logs the seed and reads IDEM_SEED, so
+// A seeded test calls [Seed](t), which logs the seed and reads IDEM_SEED, so
 // that a failing run can be replayed with the same faults. The program
 // testserver/cmd/faultproxy puts the same rules in front of a server
 // written in any language.

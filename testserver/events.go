@@ -27,7 +27,7 @@ type Event struct {
 	// Key is the Idempotency-Key, parsed (the key itself, without the
 	// quotes of its sf-string form); as received when it is malformed; ""
 	// when absent. Op is the operation id (the key, or the
-	// Config.OperationHeader value, or "").
+	// [Config.OperationHeader] value, or "").
 	Key string `json:"key,omitempty"`
 	Op  string `json:"op,omitempty"`
 	// Attempt is the attempt number of Op: 1 for the first request with
@@ -36,10 +36,10 @@ type Event struct {
 	// always 1 without an id.
 	Attempt int `json:"attempt"`
 	// Rule names the rule that decided the fault ("" when none matched,
-	// "header" for Config.FaultHeader).
+	// "header" for [Config.FaultHeader]).
 	Rule string `json:"rule,omitempty"`
-	// Fault is the fault applied; Fault.Kind is FaultNone for a pass. In
-	// JSON it is a string in the ParseFault syntax ("none" for a pass).
+	// Fault is the fault applied; [Fault.Kind] is [FaultNone] for a pass. In
+	// JSON it is a string in the [ParseFault] syntax ("none" for a pass).
 	Fault Fault `json:"fault"`
 	// HandlerRan is true when the handler was called. In a proxy it is
 	// true when the request was sent upstream, or may have been: it is
@@ -57,14 +57,14 @@ type Event struct {
 	// connection when the fault wrote it raw. Bytes handed to a connection
 	// the client had already closed count too.
 	BodyBytes int64 `json:"body_bytes"`
-	// Upstream is the upstream URL a proxy used ("" for New).
+	// Upstream is the upstream URL a proxy used ("" for [New]).
 	Upstream string `json:"upstream,omitempty"`
 	// Err says why the request ended abnormally on the server side (the
 	// client left during a delay, an upstream error...); "" otherwise.
 	Err string `json:"err,omitempty"`
 }
 
-// eventLog keeps the events of a Server: the latest max of them in a ring
+// eventLog keeps the events of a [Server]: the latest max of them in a ring
 // (all of them when max is 0), so that logging costs O(1) however many are
 // kept.
 type eventLog struct {

@@ -23,7 +23,7 @@ type exchange struct {
 }
 
 // Info is what the server decided about a request, as its handler sees it
-// through InfoFrom.
+// through [InfoFrom].
 type Info struct {
 	// Index is the global request index (1 for the first request).
 	Index int
@@ -38,9 +38,9 @@ type Info struct {
 
 type exchangeKey struct{}
 
-// InfoFrom returns what the Server decided about the request whose context
+// InfoFrom returns what the [Server] decided about the request whose context
 // is ctx (a handler passes r.Context()). ok is false outside a Server's
-// handler. A handler that keeps a Ledger can use Info.Op as the operation
+// handler. A handler that keeps a [Ledger] can use [Info.Op] as the operation
 // id of the effect it records.
 func InfoFrom(ctx context.Context) (info Info, ok bool) {
 	x, ok := ctx.Value(exchangeKey{}).(*exchange)
@@ -50,7 +50,7 @@ func InfoFrom(ctx context.Context) (info Info, ok bool) {
 	return Info{Index: x.ev.Index, Op: x.ev.Op, Attempt: x.ev.Attempt, Conn: x.ev.Conn, Fault: x.fault}, true
 }
 
-// serveHTTP is the Server's handler: it numbers the request, decides its
+// serveHTTP is the [Server]'s handler: it numbers the request, decides its
 // fault, applies it and logs the event.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.enter() {
@@ -115,10 +115,10 @@ func (s *Server) admit(r *http.Request) (*exchange, error) {
 	return x, nil
 }
 
-// operation returns the request's idempotency key (Config.KeyHeader;
+// operation returns the request's idempotency key ([Config.KeyHeader];
 // parsed when valid, as received otherwise) and its operation id.
 func (s *Server) operation(r *http.Request) (key, op string) {
-	if raw := r.Header.Get(s.cfg.keyHeader()); raw != "" {
+	if raw := r.Header.Get(s.cfg.KeyHeader); raw != "" {
 		key, err := wire.ParseKey(raw)
 		if err != nil {
 			key = raw // still names the operation; the server under test rejects it
@@ -131,7 +131,7 @@ func (s *Server) operation(r *http.Request) (key, op string) {
 	return "", ""
 }
 
-// forcedFault reads Config.FaultHeader: nil when disabled or absent.
+// forcedFault reads [Config.FaultHeader]: nil when disabled or absent.
 func (s *Server) forcedFault(r *http.Request) (*Fault, error) {
 	if s.cfg.FaultHeader == "" {
 		return nil, nil
@@ -167,7 +167,7 @@ func (s *Server) runHandler(w http.ResponseWriter, x *exchange) {
 }
 
 // handlerStarted releases whoever waits for this request's handler to
-// start (FaultHold); finish calls it too, for requests whose handler never
+// start ([FaultHold]); finish calls it too, for requests whose handler never
 // runs.
 func (x *exchange) handlerStarted() {
 	x.startOnce.Do(func() {

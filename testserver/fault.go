@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// FaultKind names what a Fault does. The string is the name used in rules
+// FaultKind names what a [Fault] does. The string is the name used in rules
 // files, fault flags, the fault header and the event log.
 type FaultKind string
 
@@ -18,7 +18,7 @@ const (
 	// FaultNone passes the request to the handler and its response back.
 	FaultNone FaultKind = ""
 
-	// FaultStatus answers Fault.Status (default 503) with an optional
+	// FaultStatus answers [Fault.Status] (default 503) with an optional
 	// Retry-After, without running the handler.
 	FaultStatus FaultKind = "status"
 	// FaultReset resets the connection (TCP RST) before the request body is
@@ -31,11 +31,11 @@ const (
 	// the client sends is read and discarded, until the client gives up
 	// or the server closes. The handler never runs.
 	FaultBlackhole FaultKind = "blackhole"
-	// FaultDelay waits Fault.Delay before running the handler. When the
+	// FaultDelay waits [Fault.Delay] before running the handler. When the
 	// client gives up during the wait, the handler does not run.
 	FaultDelay FaultKind = "delay"
-	// FaultSlowRead reads the request body Fault.Bytes at a time with
-	// Fault.Delay between reads, then runs the handler. When the client
+	// FaultSlowRead reads the request body [Fault.Bytes] at a time with
+	// [Fault.Delay] between reads, then runs the handler. When the client
 	// gives up during the read, the handler does not run.
 	FaultSlowRead FaultKind = "slow-read"
 
@@ -50,27 +50,27 @@ const (
 	// closes.
 	FaultDropHang FaultKind = "drop-hang"
 	// FaultDelayResponse runs the handler and sends its response
-	// Fault.Delay later (set it past the client's timeout).
+	// [Fault.Delay] later (set it past the client's timeout).
 	FaultDelayResponse FaultKind = "delay-response"
 	// FaultPartialBody runs the handler, sends its status and headers with
-	// the full Content-Length and then only Fault.Bytes bytes of the body
+	// the full Content-Length and then only [Fault.Bytes] bytes of the body
 	// (default half; never the whole body) before closing the connection.
 	FaultPartialBody FaultKind = "partial-body"
-	// FaultSlowBody runs the handler and sends its body Fault.Bytes at a
-	// time with Fault.Delay between writes.
+	// FaultSlowBody runs the handler and sends its body [Fault.Bytes] at a
+	// time with [Fault.Delay] between writes.
 	FaultSlowBody FaultKind = "slow-body"
 	// FaultStatusAfter runs the handler, discards its committed response
-	// and answers Fault.Status (default 503) with an optional Retry-After
+	// and answers [Fault.Status] (default 503) with an optional Retry-After
 	// instead.
 	FaultStatusAfter FaultKind = "status-after"
 
 	// FaultHold keeps the request back, before the handler, until a later
-	// attempt of the same operation arrives (at most Config.HoldTimeout),
+	// attempt of the same operation arrives (at most [Config.HoldTimeout]),
 	// then lets both run concurrently, in a set order: by default the held
 	// attempt enters the handler first (the realistic case: the first
 	// attempt was slow, its client gave up and retried while it still
-	// ran), and the retry enters Fault.Delay after it (zero: as soon as
-	// the held handler has been called); with Fault.RetryFirst the other
+	// ran), and the retry enters [Fault.Delay] after it (zero: as soon as
+	// the held handler has been called); with [Fault.RetryFirst] the other
 	// way round. Give Delay a few milliseconds when the first must have
 	// reached a shared resource (a row lock) before the second starts. The
 	// held attempt's handler runs with a context that the client's
@@ -87,7 +87,7 @@ var kinds = []FaultKind{
 	FaultPartialBody, FaultSlowBody, FaultStatusAfter, FaultHold,
 }
 
-// Kinds returns every fault kind except FaultNone.
+// Kinds returns every fault kind except [FaultNone].
 func Kinds() []FaultKind {
 	return append([]FaultKind(nil), kinds...)
 }
@@ -103,7 +103,7 @@ func (k FaultKind) AfterHandler() bool {
 	return false
 }
 
-// valid reports whether k is FaultNone or one of the listed kinds.
+// valid reports whether k is [FaultNone] or one of the listed kinds.
 func (k FaultKind) valid() bool {
 	if k == FaultNone {
 		return true
@@ -119,37 +119,37 @@ func (k FaultKind) valid() bool {
 // Fault is what happens to one request. Fields that do not apply to Kind
 // are ignored; zero values mean the defaults given per field.
 type Fault struct {
-	// Kind is what the fault does. FaultNone passes the request.
+	// Kind is what the fault does. [FaultNone] passes the request.
 	Kind FaultKind
-	// Status is the status of FaultStatus and FaultStatusAfter. Zero
+	// Status is the status of [FaultStatus] and [FaultStatusAfter]. Zero
 	// means 503. It must be 400-599.
 	Status int
-	// RetryAfter, when positive, adds a Retry-After header to FaultStatus
-	// and FaultStatusAfter: delta-seconds, rounded up, at least 1.
+	// RetryAfter, when positive, adds a Retry-After header to [FaultStatus]
+	// and [FaultStatusAfter]: delta-seconds, rounded up, at least 1.
 	RetryAfter time.Duration
 	// RetryAfterDate sends RetryAfter as an HTTP-date (now + RetryAfter)
 	// instead of delta-seconds.
 	RetryAfterDate bool
-	// Delay is the wait of FaultDelay and FaultDelayResponse, the pause
-	// before each chunk of FaultSlowRead and FaultSlowBody, and the head
-	// start of the first of FaultHold's two requests. Zero means no wait.
+	// Delay is the wait of [FaultDelay] and [FaultDelayResponse], the pause
+	// before each chunk of [FaultSlowRead] and [FaultSlowBody], and the head
+	// start of the first of [FaultHold]'s two requests. Zero means no wait.
 	Delay time.Duration
-	// Bytes is the chunk size of FaultSlowRead and FaultSlowBody (zero
-	// means 1) and the number of body bytes FaultPartialBody sends before
+	// Bytes is the chunk size of [FaultSlowRead] and [FaultSlowBody] (zero
+	// means 1) and the number of body bytes [FaultPartialBody] sends before
 	// the cut (zero means half the body, rounded down; as many as the body
 	// has or more means all but the last byte, so the body is always cut;
 	// on an empty body the cut comes inside the status line).
 	Bytes int
-	// RetryFirst makes FaultHold let the retry into the handler first and
+	// RetryFirst makes [FaultHold] let the retry into the handler first and
 	// the held attempt right after it.
 	RetryFirst bool
 }
 
-// ErrBadFault is wrapped by the errors that report an invalid Fault or
+// ErrBadFault is wrapped by the errors that report an invalid [Fault] or
 // fault header value.
 var ErrBadFault = errors.New("testserver: invalid fault")
 
-// Validate reports an error wrapping ErrBadFault when f cannot be applied.
+// Validate reports an error wrapping [ErrBadFault] when f cannot be applied.
 func (f Fault) Validate() error {
 	switch {
 	case !f.Kind.valid():
@@ -164,7 +164,7 @@ func (f Fault) Validate() error {
 	return nil
 }
 
-// KindList returns the names of Kinds, comma-separated, for messages and
+// KindList returns the names of [Kinds], comma-separated, for messages and
 // usage texts.
 func KindList() string {
 	names := make([]string, len(kinds))
@@ -174,7 +174,7 @@ func KindList() string {
 	return strings.Join(names, ", ")
 }
 
-// status returns the status to send for FaultStatus and FaultStatusAfter.
+// status returns the status to send for [FaultStatus] and [FaultStatusAfter].
 func (f Fault) status() int {
 	if f.Status == 0 {
 		return http.StatusServiceUnavailable
@@ -224,7 +224,7 @@ func (f Fault) MarshalText() ([]byte, error) {
 	return []byte(f.String()), nil
 }
 
-// UnmarshalText parses text as ParseFault does.
+// UnmarshalText parses text as [ParseFault] does.
 func (f *Fault) UnmarshalText(text []byte) error {
 	parsed, err := ParseFault(string(text))
 	if err != nil {
@@ -234,12 +234,12 @@ func (f *Fault) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// ParseFault parses the fault header syntax that Fault.String writes: a
+// ParseFault parses the fault header syntax that [Fault.String] writes: a
 // kind, then optional ";name=value" parameters status, retry-after,
 // delay (Go durations, or whole seconds for retry-after), bytes, and the
 // flags date and retry-first, which take no value ("date=false" is an
 // error, not a way to turn the flag off). "none" and "" parse as
-// FaultNone.
+// [FaultNone].
 func ParseFault(s string) (Fault, error) {
 	parts := strings.Split(s, ";")
 	f := Fault{Kind: FaultKind(strings.TrimSpace(parts[0]))}

@@ -40,13 +40,13 @@ type Outcome struct {
 	Op string
 	// Kind is what the client concluded.
 	Kind OutcomeKind
-	// Result is the result the client received (OutcomeOK only).
+	// Result is the result the client received ([OutcomeOK] only).
 	Result string
 	// Detail says why, for failures and unknown outcomes (the error text).
 	Detail string
 }
 
-// History records the client side: one Outcome per operation the client
+// History records the client side: one [Outcome] per operation the client
 // started. Recording a second outcome for an operation replaces the first
 // (a client's final word counts). The zero History is empty and ready; it
 // is safe for concurrent use.
@@ -56,7 +56,7 @@ type History struct {
 }
 
 // OK records that op succeeded with result (an empty result is not
-// compared by Check).
+// compared by [Check]).
 func (h *History) OK(op, result string) {
 	h.record(Outcome{Op: op, Kind: OutcomeOK, Result: result})
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// holdBoard pairs requests held by FaultHold with the retries that release
+// holdBoard pairs requests held by [FaultHold] with the retries that release
 // them.
 type holdBoard struct {
 	mu   sync.Mutex
@@ -93,12 +93,12 @@ func (s *Server) follow(ctx context.Context, first <-chan struct{}, lag time.Dur
 }
 
 // holdRequest holds x until a later attempt of its operation arrives (at
-// most Config.HoldTimeout), then lets it continue with a context that the
+// most [Config.HoldTimeout]), then lets it continue with a context that the
 // client's disconnect does not cancel but Close still does. It returns
 // false when the server closed during the hold.
 func (s *Server) holdRequest(x *exchange, f Fault) bool {
 	x.ctx, x.release = detach(s.ctx, x.ctx)
-	wait := s.cfg.holdTimeout()
+	wait := s.cfg.HoldTimeout
 	if x.ev.Op == "" {
 		x.ev.Err = "hold: request has no operation id, so no retry can release it"
 		return s.sleep(x.ctx, wait) == nil

@@ -8,7 +8,7 @@ import (
 // Ledger records the business effects of operations: each time an
 // operation really happened (a payment row written, a transfer booked),
 // its operation id and result. A handler records effects live (see
-// InfoFrom for the operation id), or a test records them after the run,
+// [InfoFrom] for the operation id), or a test records them after the run,
 // for example from the rows in its database. The zero Ledger is empty and
 // ready; it is safe for concurrent use.
 type Ledger struct {
@@ -16,7 +16,7 @@ type Ledger struct {
 	effects map[string]*Effect
 }
 
-// Effect is what a Ledger knows about one operation.
+// Effect is what a [Ledger] knows about one operation.
 type Effect struct {
 	// Op is the operation id ("" for effects that named none).
 	Op string
@@ -28,7 +28,7 @@ type Effect struct {
 }
 
 // Record records that operation op took effect once more, with result (an
-// empty result is not compared by Check). An empty op records an effect
+// empty result is not compared by [Check]). An empty op records an effect
 // that no operation claims, which Check reports.
 func (l *Ledger) Record(op, result string) {
 	l.mu.Lock()

@@ -9,12 +9,12 @@ import (
 )
 
 // Rule decides the fault of the requests it matches. Rules are tried in
-// order and the first rule whose Match matches a request decides its fault,
+// order and the first rule whose [Match] matches a request decides its fault,
 // which may be none: later rules are not consulted.
 //
 // A rule is a script (Script non-empty: attempt n of an operation gets
 // Script[n-1], later attempts pass) or a seeded mix (Mix: one uniform draw
-// per request picks at most one Chance). A rule with neither passes the
+// per request picks at most one [Chance]). A rule with neither passes the
 // requests it matches, which is how a rule exempts them from later rules.
 type Rule struct {
 	// Name identifies the rule in the event log and in the seeded draw.
@@ -25,16 +25,16 @@ type Rule struct {
 	// Match selects the requests. The zero Match matches every request.
 	Match Match
 	// Script is the fault per attempt: attempt n gets Script[n-1] (a zero
-	// Fault passes); attempts past the end pass.
+	// [Fault] passes); attempts past the end pass.
 	Script []Fault
 	// Mix is a seeded mix, used when Script is empty: for each request
 	// one number u in [0,1) is drawn from (seed, rule name, operation id,
-	// attempt), and the first Chance whose cumulative P exceeds u applies.
+	// attempt), and the first [Chance] whose cumulative P exceeds u applies.
 	// The P must be in [0,1] and sum to at most 1; the rest passes.
 	Mix []Chance
 }
 
-// Chance is one entry of a Rule's Mix: Fault with probability P.
+// Chance is one entry of a [Rule]'s Mix: [Fault] with probability P.
 type Chance struct {
 	// P is the probability, in [0,1].
 	P float64
@@ -60,7 +60,7 @@ type Match struct {
 	// value, or with any value when the value is empty.
 	Header map[string]string
 	// Key matches the operation id (the Idempotency-Key, or the
-	// Config.OperationHeader value) exactly. Empty matches any.
+	// [Config.OperationHeader] value) exactly. Empty matches any.
 	Key string
 	// Attempt bounds the attempt number of the request's operation
 	// (1 for the first request with its id).
@@ -69,7 +69,7 @@ type Match struct {
 	// server received). Index{Min: 10, Max: 19} is a burst.
 	Index Range
 	// From and Until bound the time since the rules were installed (by
-	// New, NewProxy or SetRules): the rule matches in [From, Until). Zero
+	// [New], [NewProxy] or SetRules): the rule matches in [From, Until). Zero
 	// Until means no end. An outage window is a status rule with both.
 	From, Until time.Duration
 }
@@ -128,10 +128,10 @@ func matchPath(pattern, path string) bool {
 	return pattern == "" || pattern == path
 }
 
-// ErrBadRule is wrapped by the errors that report an invalid Rule.
+// ErrBadRule is wrapped by the errors that report an invalid [Rule].
 var ErrBadRule = errors.New("testserver: invalid rule")
 
-// Validate reports an error wrapping ErrBadRule (and ErrBadFault for a bad
+// Validate reports an error wrapping [ErrBadRule] (and [ErrBadFault] for a bad
 // fault) when r cannot be applied.
 func (r Rule) Validate() error {
 	if len(r.Script) > 0 && len(r.Mix) > 0 {

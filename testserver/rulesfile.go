@@ -25,7 +25,7 @@ import (
 // retry_after_date, retry_first); every duration (from, until, delay,
 // retry_after) is a Go duration string ("250ms") or a number of seconds,
 // fractional ones included (1.5); a fault is an object or a string in the
-// ParseFault syntax. Unknown fields and invalid rules are errors.
+// [ParseFault] syntax. Unknown fields and invalid rules are errors.
 func ParseRules(data []byte) ([]Rule, error) {
 	var file struct {
 		Rules []jsonRule `json:"rules"`
@@ -87,13 +87,13 @@ func (jr jsonRule) rule() Rule {
 	return r
 }
 
-// jsonRange is a Range in a rules file: {"min": 1, "max": 2}.
+// jsonRange is a [Range] in a rules file: {"min": 1, "max": 2}.
 type jsonRange struct {
 	Min int `json:"min"`
 	Max int `json:"max"`
 }
 
-// jsonFault is a Fault read from an object or a ParseFault string.
+// jsonFault is a [Fault] read from an object or a [ParseFault] string.
 type jsonFault Fault
 
 func (f *jsonFault) UnmarshalJSON(data []byte) error {

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// SeedEnv is the environment variable that Seed reads.
-const SeedEnv = "IDEM_SEED"
+// seedEnv is the environment variable that [Seed] reads, as its doc states.
+const seedEnv = "IDEM_SEED"
 
 // Seed returns the seed for a seeded test: the value of $IDEM_SEED when
 // set (so a failing run can be replayed), else a new one from the clock.
@@ -17,16 +17,16 @@ const SeedEnv = "IDEM_SEED"
 // test fails (or with -v). A malformed $IDEM_SEED fails the test.
 func Seed(tb testing.TB) uint64 {
 	tb.Helper()
-	seed, err := ParseSeed(os.Getenv(SeedEnv))
+	seed, err := ParseSeed(os.Getenv(seedEnv))
 	if err != nil {
-		tb.Fatalf("%s: %v", SeedEnv, err)
+		tb.Fatalf("%s: %v", seedEnv, err)
 	}
-	tb.Logf("testserver: seed %d (rerun with %s=%d)", seed, SeedEnv, seed)
+	tb.Logf("testserver: seed %d (rerun with %s=%d)", seed, seedEnv, seed)
 	return seed
 }
 
 // ParseSeed returns the seed written in s, an unsigned decimal integer, or
-// a new one from the clock when s is empty: the rule of Seed and of the
+// a new one from the clock when s is empty: the rule of [Seed] and of the
 // faultproxy -seed flag. The error wraps strconv's.
 func ParseSeed(s string) (uint64, error) {
 	if s == "" {

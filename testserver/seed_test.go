@@ -21,8 +21,8 @@ func TestParseSeed(t *testing.T) {
 }
 
 func TestSeedReadsTheEnvironment(t *testing.T) {
-	t.Setenv(SeedEnv, "7")
+	t.Setenv(seedEnv, "7")
 	if got := Seed(t); got != 7 {
-		t.Fatalf("Seed with %s=7 = %d, want 7", SeedEnv, got)
+		t.Fatalf("Seed with %s=7 = %d, want 7", seedEnv, got)
 	}
 }

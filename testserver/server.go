@@ -11,15 +11,15 @@ import (
 )
 
 // Server is an HTTP/1.1 server on a loopback port that applies fault rules
-// to every request before passing it to a handler (New) or to upstream
-// servers (NewProxy), and logs an Event for each. It is safe for
+// to every request before passing it to a handler ([New]) or to upstream
+// servers ([NewProxy]), and logs an [Event] for each. It is safe for
 // concurrent use; Close releases everything it holds.
 type Server struct {
 	// URL is the base URL of the server, "http://127.0.0.1:port", without
 	// a trailing slash.
 	URL string
 
-	cfg     Config
+	cfg     Config // resolved (withDefaults)
 	handler http.Handler
 	proxy   *proxy // nil for New
 	clock   clock
@@ -43,7 +43,7 @@ type Server struct {
 	done     chan struct{} // closed when Serve returns
 }
 
-// New starts a Server that runs handler behind the configured faults, like
+// New starts a [Server] that runs handler behind the configured faults, like
 // httptest.NewServer. It panics, as httptest does, when it cannot listen or
 // cfg is invalid (a bad rule, a non-loopback Addr): both are bugs in the
 // test that calls it.
@@ -55,11 +55,11 @@ func New(handler http.Handler, cfg Config) *Server {
 	return s
 }
 
-// NewProxy starts a Server that forwards each request to one of upstreams
+// NewProxy starts a [Server] that forwards each request to one of upstreams
 // (absolute http or https URLs; several are used in turn, round-robin),
 // behind the configured faults. The upstream's response is buffered when a
 // fault needs it (those that act after the handler), streamed otherwise.
-// It returns an error for a bad upstream URL, a bad Config or a failed
+// It returns an error for a bad upstream URL, a bad [Config] or a failed
 // listen.
 func NewProxy(upstreams []string, cfg Config) (*Server, error) {
 	p, err := newProxy(upstreams)
@@ -69,7 +69,7 @@ func NewProxy(upstreams []string, cfg Config) (*Server, error) {
 	return start(p, p, cfg, realClock{})
 }
 
-// start validates cfg, listens and serves.
+// start validates cfg, resolves its defaults, listens and serves.
 func start(handler http.Handler, p *proxy, cfg Config, clk clock) (*Server, error) {
 	if handler == nil {
 		return nil, errors.New("testserver: nil handler")
@@ -77,6 +77,7 @@ func start(handler http.Handler, p *proxy, cfg Config, clk clock) (*Server, erro
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	ln, err := cfg.listen()
 	if err != nil {
 		return nil, err
@@ -109,8 +110,8 @@ func start(handler http.Handler, p *proxy, cfg Config, clk clock) (*Server, erro
 }
 
 // SetRules replaces the rules, atomically: every request is decided by the
-// old rules or by the new ones, never a mix. Time windows (Match.From,
-// Match.Until) restart from now. It returns an error, and changes nothing,
+// old rules or by the new ones, never a mix. Time windows ([Match.From],
+// [Match.Until]) restart from now. It returns an error, and changes nothing,
 // when a rule is invalid.
 func (s *Server) SetRules(rules []Rule) error {
 	if err := ValidateRules(rules); err != nil {
@@ -121,7 +122,7 @@ func (s *Server) SetRules(rules []Rule) error {
 }
 
 // Events returns a copy of the events logged so far (the latest
-// Config.MaxEvents when set), in the order requests finished.
+// [Config.MaxEvents] when set), in the order requests finished.
 func (s *Server) Events() []Event {
 	return s.log.snapshot()
 }

@@ -8,8 +8,8 @@ import (
 
 // Summary counts what an event log shows: the attempts on the wire and
 // what the server did to them. It is built from a slice of events
-// (Summarize) or one event at a time (Add, for example from
-// Config.OnEvent, which sees every event however few the server keeps).
+// ([Summarize]) or one event at a time (Add, for example from
+// [Config.OnEvent], which sees every event however few the server keeps).
 type Summary struct {
 	// Requests counts the events. Operations counts the operations whose
 	// first attempt is among them (events with an operation id at attempt
@@ -17,13 +17,13 @@ type Summary struct {
 	// is the highest attempt number seen.
 	Requests, Operations, MaxAttempt int
 	// HandlerRuns counts requests whose handler ran (in a proxy: that
-	// were, or may have been, sent upstream; see Event.HandlerRan).
+	// were, or may have been, sent upstream; see [Event.HandlerRan]).
 	HandlerRuns int
 	// Conns counts the connections whose first request is among the
 	// events; Reused the requests that came on a connection that had
 	// carried an earlier one.
 	Conns, Reused int
-	// Faults counts requests by the fault applied; FaultNone counts the
+	// Faults counts requests by the fault applied; [FaultNone] counts the
 	// ones passed untouched.
 	Faults map[FaultKind]int
 	// Statuses counts requests by the status that went out (0: none).
@@ -40,7 +40,7 @@ func Summarize(events []Event) Summary {
 }
 
 // Add counts one more event, in constant time and memory. The zero
-// Summary is ready to use. Add is not safe for concurrent use: guard it
+// [Summary] is ready to use. Add is not safe for concurrent use: guard it
 // (an OnEvent function is called from many requests at once).
 func (s *Summary) Add(e Event) {
 	if s.Faults == nil {

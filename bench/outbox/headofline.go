@@ -113,7 +113,7 @@ func casesNames(cases []holCase) []string {
 // to the last healthy message delivered (holLimit when not all were) and
 // how many were.
 func holRun(ctx context.Context, pool *pgxpool.Pool, c holCase) (time.Duration, int, error) {
-	if _, err := pool.Exec(ctx, "TRUNCATE river_job"); err != nil {
+	if _, err := pool.Exec(ctx, "TRUNCATE river_job, idem_outbox_enqueued"); err != nil {
 		return 0, 0, err
 	}
 	healthy := newSink(holHealthy)

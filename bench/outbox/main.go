@@ -4,6 +4,8 @@
 //
 //	go run ./bench/outbox -mode payments    # POST /v1/payments with and without a message per payment
 //	go run ./bench/outbox -mode deliver     # messages/s to a loopback receiver, 1 and 2 dispatchers
+//	go run ./bench/outbox -mode steady      # the payment rate sustained with a dispatcher delivering,
+//	                                        # with and without a message per payment
 //	go run ./bench/outbox -mode latency     # commit -> receiver at a steady rate: p50, p99; and
 //	                                        # commit -> worker through River alone (no HTTP), the bound
 //	go run ./bench/outbox -mode headofline  # 10 messages to a healthy host, alone and behind a hanging
@@ -14,9 +16,9 @@
 //
 // Flags: -n (payments per round, or messages), -rounds, -concurrency
 // (requests in flight), -rate (messages per second) and -duration (of the
-// steady runs; deadhost: of the outage, 60 s), -dispatchers (deliver: 0
-// runs 1 then 2), -fetch-cooldown (the dispatchers' Config.FetchCooldown,
-// and River's alone in latency).
+// steady runs and of each step of -mode steady; deadhost: of the outage,
+// 60 s), -dispatchers (deliver: 0 runs 1 then 2), -fetch-cooldown (the
+// dispatchers' Config.FetchCooldown, and River's alone in latency).
 package main
 
 import (
@@ -49,7 +51,7 @@ func (o options) messages() int { return int(o.seconds.Seconds() * float64(o.rat
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "latency", "payments, deliver, latency, headofline, deadhost or migrate")
+	flag.StringVar(&o.mode, "mode", "latency", "payments, deliver, steady, latency, headofline, deadhost or migrate")
 	flag.StringVar(&o.schema, "schema", "", "the schema (migrate mode)")
 	flag.IntVar(&o.n, "n", 0, "payments per round (payments: 4000), messages (deliver: 10000)")
 	flag.IntVar(&o.rounds, "rounds", 4, "alternating rounds (payments, latency)")
@@ -76,8 +78,8 @@ func main() {
 // naming the flag.
 func (o options) check() error {
 	switch {
-	case !slices.Contains([]string{"payments", "deliver", "latency", "headofline", "deadhost", "migrate"}, o.mode):
-		return fmt.Errorf("-mode must be payments, deliver, latency, headofline, deadhost or migrate, got %q", o.mode)
+	case !slices.Contains([]string{"payments", "deliver", "steady", "latency", "headofline", "deadhost", "migrate"}, o.mode):
+		return fmt.Errorf("-mode must be payments, deliver, steady, latency, headofline, deadhost or migrate, got %q", o.mode)
 	case o.mode == "migrate" && o.schema == "":
 		return errors.New("-schema is required with -mode migrate")
 	case o.n < 0:
@@ -92,6 +94,8 @@ func (o options) check() error {
 		return fmt.Errorf("-rate must be at least 1, got %d", o.rate)
 	case o.cooldown < 0:
 		return fmt.Errorf("-fetch-cooldown must not be negative, got %s", o.cooldown)
+	case o.mode == "steady" && o.seconds < time.Second:
+		return fmt.Errorf("-duration must be at least 1s with -mode steady, got %s", o.seconds)
 	case o.mode == "latency" && o.messages() < 1:
 		return fmt.Errorf("-rate x -duration must be at least one message, got %d/s for %s", o.rate, o.seconds)
 	case o.mode == "deadhost" && o.seconds < 10*time.Second:
@@ -126,6 +130,8 @@ func run(ctx context.Context, o options) error {
 		return benchPayments(ctx, dbURL, o)
 	case "deliver":
 		return benchDeliver(ctx, dbURL, o)
+	case "steady":
+		return benchSteady(ctx, dbURL, o)
 	case "headofline":
 		return benchHeadOfLine(ctx, dbURL, o)
 	case "deadhost":

@@ -27,6 +27,7 @@ func TestCheckRefusesBadFlags(t *testing.T) {
 		{func(o *options) { o.cooldown = -time.Millisecond }, "-fetch-cooldown"},
 		{func(o *options) { o.seconds = time.Millisecond }, "-duration"},
 		{func(o *options) { o.mode, o.seconds = "deadhost", 5*time.Second }, "-duration"},
+		{func(o *options) { o.mode, o.seconds = "steady", 500*time.Millisecond }, "-duration"},
 	} {
 		o := good
 		tc.edit(&o)

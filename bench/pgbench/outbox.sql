@@ -20,7 +20,7 @@
 \startpipeline
 BEGIN;
 -- drop:lock
-SELECT pg_try_advisory_xact_lock(:la, 7);
+SELECT pg_try_advisory_xact_lock(:la, 7), set_config('idem.claim', 'on', true);
 -- drop:read
 SELECT r.fp_alg, r.fingerprint, r.state, r.token, r.expires_at <= statement_timestamp(),
     (extract(epoch FROM r.locked_until - statement_timestamp()) * 1000000)::bigint,
@@ -46,9 +46,10 @@ SELECT pg_notify(current_schema() || '.river_insert', '{"queue":"idem_outbox"}')
 -- drop:record
 INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key, fp_alg, fingerprint,
     state, token, attempt, created_at, expires_at, status, headers, body)
-VALUES (sha256(int8send(:k)), '', '', 'POST /v1/payments', '7f3c9a52-6d1e-4b8a-9c0f-2e5d7a1b3c4d',
-    'sha256-v2', sha256(int8send(:acct)), 'done', '7f3c9a52-6d1e-4b8a-9c0f-2e5d7a1b3c4d', 1,
+SELECT sha256(int8send(:k)), '', '', 'POST /v1/payments', '7f3c9a52-6d1e-4b8a-9c0f-2e5d7a1b3c4d',
+    'sha256-v3', sha256(int8send(:acct)), 'done', '7f3c9a52-6d1e-4b8a-9c0f-2e5d7a1b3c4d', 1,
     now(), now() + '24 hours'::interval, 201, '\x00010c436f6e74656e742d54797065010010617070'::bytea,
-    convert_to('{"id":123456,"account":123,"amount":1250,"status":"paid"}', 'UTF8'));
+    convert_to('{"id":123456,"account":123,"amount":1250,"status":"paid"}', 'UTF8')
+WHERE current_setting('idem.claim', true) = 'on';
 COMMIT;
 \endpipeline

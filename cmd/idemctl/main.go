@@ -14,11 +14,11 @@
 //	stats                                                         counts of records and messages
 //
 // The database is -db, or DATABASE_URL; the tables are those of the URL's
-// search_path (server.Migrate's idem_records, River's river_job).
-// -key-retention must be the dispatchers' outbox Config.KeyRetention
+// search_path ([server.Migrate]'s idem_records, River's river_job).
+// -key-retention must be the dispatchers' [outbox.Config.KeyRetention]
 // (default 24h): redrive refuses a message a delivery of which may have
 // taken effect longer ago. -replay-headers names the routes'
-// server.Config.ReplayHeaders, shown with -payload; Set-Cookie,
+// [server.Config.ReplayHeaders], shown with -payload; Set-Cookie,
 // authentication and connection headers are never shown.
 //
 // Output is a table for people, or JSON with -json. Exit status: 0 done;

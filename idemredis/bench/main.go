@@ -1,10 +1,10 @@
 // Command bench measures, side by side in one run, a Leased operation's
-// claim and completion (server.Store's Claim, then the attempt's
+// claim and completion ([server.Store]'s Claim, then the attempt's
 // Complete) at a number of operations in flight, on three subjects:
 //
-//   - postgres: server.PostgresStore on DATABASE_URL (-db), in a schema of
+//   - postgres: [server.PostgresStore] on DATABASE_URL (-db), in a schema of
 //     its own that it drops at the end;
-//   - redis: idemredis.Store on the Redis at -redis;
+//   - redis: [idemredis.Store] on the Redis at -redis;
 //   - redis-bound: the same two Lua scripts (the store's claim and
 //     complete, idemredis/internal/lua) through a bare go-redis loop with
 //     the same arguments, and nothing of the store around them: the most

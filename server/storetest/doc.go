@@ -2,7 +2,7 @@
 // middleware relies on (see server.Store's doc), the way testing/fstest
 // checks an fs.FS and River's riverdrivertest a driver: one call, [Run],
 // runs every area a store must pass, on real requests through
-// server.Middleware and on the store's own methods.
+// [server.Middleware] and on the store's own methods.
 //
 // A store's test gives Run a [Harness], whose one required field makes a
 // fresh store whose clock the suite can move:
@@ -18,7 +18,7 @@
 // The suite moves time by hours without sleeping: a store judges leases
 // and retention by its own clock plus [Clock.Offset] (a test-only hook of
 // the store; the offset only ever grows). Areas that need a mode the store
-// refuses (server.Store.CheckMode) are not run, and the log says so: a
+// refuses ([server.Store.CheckMode]) are not run, and the log says so: a
 // Leased-only store passes the suite without its Transactional areas.
 //
 // The contract the suite checks is [server.Store]'s doc, rule by rule;

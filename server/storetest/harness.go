@@ -40,7 +40,7 @@ type Harness struct {
 
 	// Effect, when set, makes a handler's effect named label in the
 	// request's database transaction when the request has one (as
-	// server.Tx gives a PostgresStore's Transactional handler), and
+	// [server.Tx] gives a PostgresStore's Transactional handler), and
 	// reports whether it did; Effects counts the effects of label that
 	// committed on s's database. With them the suite checks that a
 	// Transactional attempt's effects commit with its record or not at
@@ -61,10 +61,10 @@ func (c *Clock) Advance(d time.Duration) { c.off.Add(int64(d)) }
 func (c *Clock) Offset() time.Duration { return time.Duration(c.off.Load()) }
 
 // Now is the local time plus Offset, for a store whose clock is the
-// process's own (server.MemoryStore's).
+// process's own ([server.MemoryStore]'s).
 func (c *Clock) Now() time.Time { return time.Now().Add(c.Offset()) }
 
-// mode is a server.Mode a test runs in.
+// mode is a [server.Mode] a test runs in.
 type mode struct {
 	name string
 	mode server.Mode

@@ -11,6 +11,11 @@ import (
 	"github.com/idemkit/idem/server"
 )
 
+// defaultLease is Config.Lease's default. The API resolves it and gives
+// the middleware the resolved lease, because the gateway call must fit in
+// the lease (createCharge).
+const defaultLease = 30 * time.Second
+
 // Config configures the API. Its zero value serves accounts and payments
 // from memory, requires an Idempotency-Key on POST /v1/payments, and does
 // not mount POST /v1/charges (no gateway).
@@ -44,12 +49,13 @@ type Config struct {
 	// a key: its downstream key derives from it.
 	Keys server.KeyPolicy
 
-	// Retention is how long a stored response answers retries. Zero:
-	// server.DefaultRetention (24 h).
+	// Retention is how long a stored response answers retries. Zero: the
+	// server's default (server.Config.Retention), 24 h.
 	Retention time.Duration
 
 	// Lease is the lease of a POST /v1/charges attempt, which the handler
-	// renews before it calls the gateway. Zero: server.DefaultLease (30 s).
+	// renews before it calls the gateway. Zero: 30 s, as the server's
+	// default (server.Config.Lease).
 	Lease time.Duration
 
 	// GatewayURL is the base URL of the card gateway (see Gateway) that
@@ -127,10 +133,10 @@ func New(cfg Config) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	a := &api{backend: cfg.Backend, lease: cfg.Lease, onStep: cfg.OnStep, log: cfg.Logger}
-	if a.lease <= 0 {
-		a.lease = server.DefaultLease
+	if cfg.Lease <= 0 {
+		cfg.Lease = defaultLease
 	}
+	a := &api{backend: cfg.Backend, lease: cfg.Lease, onStep: cfg.OnStep, log: cfg.Logger}
 	mw := server.Config{
 		Keys: cfg.Keys, Scope: scope, Retention: cfg.Retention, Lease: cfg.Lease,
 		Hooks: cfg.Hooks, Logger: cfg.Logger,

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -119,5 +120,5 @@ func TestReconcileFlags(t *testing.T) {
 	}
 	o, err := parseFlags([]string{"-reconcile", "10s"}, io.Discard, noEnv)
 	require.NoError(t, err)
-	assert.Equal(t, server.DefaultReconcileMaxAge, o.reconcileMaxAge)
+	assert.Equal(t, time.Hour, o.reconcileMaxAge, "-reconcile-max-age defaults to the reconciler's MaxAge default")
 }

@@ -162,14 +162,14 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen `address`")
 	dbflag.Var(fs, &o.db, getenv, dbflag.Memory)
-	fs.DurationVar(&o.retention, "retention", server.DefaultRetention, "how long stored responses answer retries")
-	fs.DurationVar(&o.lease, "lease", server.DefaultLease, "the lease of a POST /v1/charges attempt")
+	fs.DurationVar(&o.retention, "retention", 24*time.Hour, "how long stored responses answer retries")
+	fs.DurationVar(&o.lease, "lease", 30*time.Second, "the lease of a POST /v1/charges attempt")
 	fs.StringVar(&o.gateway, "gateway", "", "card gateway base `URL`; empty starts one in this process")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long a shutdown waits for the requests in flight")
 	fs.DurationVar(&o.readTimeout, "read-timeout", 15*time.Second, "how long a client may take to send a whole request")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "how long a kept-alive connection may wait for its next request")
 	fs.DurationVar(&o.reconcile, "reconcile", 0, "run a reconciler at this `interval` (0: none)")
-	fs.DurationVar(&o.reconcileMaxAge, "reconcile-max-age", server.DefaultReconcileMaxAge,
+	fs.DurationVar(&o.reconcileMaxAge, "reconcile-max-age", time.Hour,
 		"how long a charge may stay unknown before the reconciler settles it as result-unavailable")
 	fs.StringVar(&o.notify, "notify", "", "receiver base `URL`: payments notify it through the outbox")
 	fs.BoolVar(&o.requireDurable, "require-durable", false, "refuse to start unless the database's durability report is clean")

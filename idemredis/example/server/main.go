@@ -93,7 +93,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.StringVar(&o.redis, "redis", "", "Redis `addresses`, comma-separated, for the records of POST /v1/charges")
 	fs.StringVar(&o.prefix, "redis-prefix", "", "the Redis store's key `prefix` (empty: idem)")
 	fs.IntVar(&o.replicas, "replicas", 0, "WAIT for this many Redis replicas before a claim counts")
-	fs.DurationVar(&o.lease, "lease", server.DefaultLease, "the lease of a POST /v1/charges attempt")
+	fs.DurationVar(&o.lease, "lease", 30*time.Second, "the lease of a POST /v1/charges attempt")
 	fs.StringVar(&o.gateway, "gateway", "", "card gateway base `URL`; empty starts one in this process")
 	fs.DurationVar(&o.gatewayTimeout, "gateway-timeout", 0, "above 0: a plain gateway client making one attempt of at most this")
 	fs.DurationVar(&o.reconcile, "reconcile", 0, "run a reconciler at this `interval` (0: none)")
@@ -189,7 +189,7 @@ func openBackend(ctx context.Context, url string, cfg *api.Config) (closeDB func
 	return pool.Close, nil
 }
 
-// openRedis sets cfg.ChargesStore: an idemredis.Store at -redis, or the
+// openRedis sets cfg.ChargesStore: an [idemredis.Store] at -redis, or the
 // payments' store when -redis is empty.
 func openRedis(ctx context.Context, o options, cfg *api.Config) (func(), error) {
 	if o.redis == "" {

@@ -9,8 +9,8 @@ import (
 
 // Notify is a handler for server.Middleware whose message to the ledger is
 // sent if and only if the handler's transaction commits. ob comes from
-// outbox.New(pool, outbox.Config{}), after outbox.Migrate made River's
-// tables; ob.Run(ctx) delivers (or run dispatchers in processes of their own).
+// outbox.New(pool, outbox.Config{}), after outbox.Migrate made its tables
+// and River's; ob.Run(ctx) delivers (or run dispatchers in processes of their own).
 func Notify(ob *outbox.Outbox, ledgerURL string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		tx, _ := server.Tx(r.Context()) // the operation's transaction, its own writes included

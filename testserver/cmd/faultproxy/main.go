@@ -6,7 +6,7 @@
 //	go run ./testserver/cmd/faultproxy -listen 127.0.0.1:8081 \
 //	    -upstream http://127.0.0.1:8080 -fault drop-reset -p 0.2
 //
-// Rules come from -rules (a JSON file, see testserver.ParseRules) and from
+// Rules come from -rules (a JSON file, see [testserver.ParseRules]) and from
 // -fault. The first line on stdout gives the address and the seed; -log
 // prints every request's event as a JSON line. SIGHUP reloads the rules
 // file; SIGINT or SIGTERM stops the proxy and prints a summary of every

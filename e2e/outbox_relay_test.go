@@ -1,0 +1,95 @@
+//go:build unix
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/examples/payments/api"
+	"github.com/idemkit/idem/internal/gobuild"
+	"github.com/idemkit/idem/internal/pgtest"
+	"github.com/idemkit/idem/outbox"
+	"github.com/idemkit/idem/testserver"
+)
+
+// sqlRelayHeld finds the relay's backend held before its DELETE of the
+// rows it moved (waiting for the test's lock on the search_path's table,
+// whoever else runs this test elsewhere), and tells whether it wrote
+// River's job table in that transaction.
+const sqlRelayHeld = `SELECT l.pid, EXISTS (SELECT FROM pg_locks r
+    WHERE r.pid = l.pid AND r.relation = 'river_job'::regclass AND r.mode = 'RowExclusiveLock' AND r.granted)
+FROM pg_locks l
+WHERE l.relation = 'idem_outbox_enqueued'::regclass AND l.mode = 'RowExclusiveLock' AND NOT l.granted`
+
+// TestOutboxRelayKilled: 300 notifications are committed in the outbox
+// (rows of the table of enqueued messages), and a dispatcher process
+// starts. Its relay takes the rows, inserts them as River jobs, and is
+// held before it deletes them by a lock the test holds on the table; the
+// process is SIGKILLed there. The relay's transaction dies with it: the
+// rows stay, and no job is left. A new dispatcher then delivers every
+// notification, and the Receiver's records show each exactly once.
+func TestOutboxRelayKilled(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "dispatcher")
+	require.NoError(t, gobuild.Build("github.com/idemkit/idem/examples/payments/dispatcher", bin))
+	const n = 300
+	rig := newOutboxRig(t, pgtest.SchemaURL(t), testserver.Config{}, api.ReceiverConfig{})
+	ob, err := outbox.New(rig.pool, outbox.Config{RescueAfter: rescueAfter, Timeout: 3 * time.Second})
+	require.NoError(t, err)
+	ids := rig.enqueue(t, ob, 0, n)
+	log, err := os.Create(filepath.Join(t.TempDir(), "dispatchers.log"))
+	require.NoError(t, err)
+	defer log.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	blocker, err := rig.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = blocker.Rollback(context.Background()) }()
+	_, err = blocker.Exec(ctx, "LOCK TABLE idem_outbox_enqueued IN SHARE MODE") // lets the relay's SELECT FOR UPDATE by, not its DELETE
+	require.NoError(t, err)
+	victim := startDispatcher(t, bin, rig.url, "a", log)
+	var pid int
+	var inserted bool
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) { // polling the database, not testing time
+		err := rig.pool.QueryRow(ctx, sqlRelayHeld).Scan(&pid, &inserted)
+		if err == nil {
+			break
+		}
+		require.Less(t, time.Since(start), time.Minute, "the relay did not reach its DELETE; log:\n%s", tail(log))
+	}
+	require.True(t, inserted, "the relay wrote River's job table before its DELETE")
+	victim.kill(t)
+	require.NoError(t, blocker.Rollback(ctx))
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) { // the backend sees its client gone
+		var alive bool
+		require.NoError(t, rig.pool.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1)", pid).Scan(&alive))
+		if !alive {
+			break
+		}
+		require.Less(t, time.Since(start), time.Minute, "the killed relay's backend lives on")
+	}
+	var enqueued, jobs int
+	require.NoError(t, rig.pool.QueryRow(ctx,
+		"SELECT (SELECT count(*) FROM idem_outbox_enqueued), (SELECT count(*) FROM river_job)").Scan(&enqueued, &jobs))
+	require.Equal(t, n, enqueued, "the killed relay's rows stay")
+	require.Zero(t, jobs, "the killed relay left no job")
+
+	startDispatcher(t, bin, rig.url, "b", log)
+	rig.waitNotified(t, n, 60*time.Second)
+	rig.requireExactlyOnce(t, ids)
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		st, err := ob.Stats(ctx)
+		require.NoError(t, err)
+		if st.Pending == 0 {
+			require.Zero(t, st.Parked, "parked messages")
+			break
+		}
+		require.Less(t, time.Since(start), time.Minute, "messages still pending: %+v", st)
+	}
+}

@@ -1,0 +1,76 @@
+package outbox
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Migrate upgrades an outbox made before the relay in place: the messages
+// already in River's table (jobs without a message ID in their arguments,
+// as Enqueue stored them then) keep their job IDs as their IDs, are
+// delivered, parked and re-driven by them, and the new messages' IDs
+// never equal theirs.
+func TestMigrateUpgradesAnOutboxInPlace(t *testing.T) {
+	ctx := context.Background()
+	pool := migratedPool(t)
+	_, err := pool.Exec(ctx, "DROP TABLE idem_outbox_enqueued") // the schema of the version before
+	require.NoError(t, err)
+	o, err := New(pool, fastConfig(&events{}))
+	require.NoError(t, err)
+	tg := target{name: "postgres", run: o.Run, parked: o.Parked}
+	d := newDownstream(t, func(key string, n int) (int, http.Header, string) {
+		if key == "k-old-refused" && n == 1 {
+			return http.StatusBadRequest, nil, "no"
+		}
+		return http.StatusCreated, nil, "ok"
+	})
+	old := map[string]int64{}
+	for _, key := range []string{"k-old", "k-old-refused"} { // as the Enqueue before the relay stored them
+		m := d.message("event")
+		m.Key = key
+		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			res, err := o.client.InsertTx(ctx, tx, toArgs(&m), &insertOpts)
+			if err == nil {
+				old[key] = res.Job.ID
+			}
+			return err
+		}))
+	}
+
+	require.NoError(t, Migrate(ctx, pool))
+	st, err := o.Lookup(ctx, old["k-old"])
+	require.NoError(t, err)
+	assert.Equal(t, StatePending, st.State)
+	assert.Equal(t, "k-old", st.Message.Key)
+	assert.Equal(t, old["k-old"], st.ID)
+	m := d.message("event")
+	m.Key = "k-new"
+	newID, err := enqueueIn(t, o, m)
+	require.NoError(t, err)
+	assert.Greater(t, newID, old["k-old-refused"], "drawn from the jobs' sequence")
+	m.Key = "k-old"
+	_, err = enqueueIn(t, o, m) // enqueued again: folded into the old one by the relay
+	require.NoError(t, err)
+
+	running(t, tg.run)
+	p := tg.waitParked(t, 1, "the old refused message is parked")[0]
+	assert.Equal(t, old["k-old-refused"], p.ID)
+	require.NoError(t, o.Redrive(ctx, p.ID))
+	eventually(t, func() bool {
+		return d.requests("k-old") == 1 && d.requests("k-new") == 1 && d.requests("k-old-refused") == 2
+	}, "old and new messages delivered, the re-driven one again")
+	eventually(t, func() bool {
+		st, err = o.Lookup(ctx, old["k-old"])
+		return err == nil && st.State == StateDelivered
+	}, "the old message is delivered")
+	enqueued, _ := counts(t, pool)
+	require.Zero(t, enqueued)
+	res, err := o.client.JobList(ctx, byKey("k-old"))
+	require.NoError(t, err)
+	assert.Len(t, res.Jobs, 1, "the old message's key is still taken by it")
+}

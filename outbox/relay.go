@@ -1,0 +1,223 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+)
+
+// The relay moves committed messages from idem_outbox_enqueued into
+// River's queue: in one transaction of its own, it locks up to relayBatch
+// rows (FOR UPDATE SKIP LOCKED, so that the relays of several dispatchers
+// take different rows), inserts them as River jobs with InsertManyTx, and
+// deletes them. A relay that dies at any point before its commit leaves
+// the rows where they were, and no job: another relay (or it, restarted)
+// moves them again. River's unique key on the message's key keeps a key
+// to one job whatever happens: a message enqueued again under a key that
+// was relayed already (a re-run operation, after the first one's row was
+// moved) is folded into the first job when it is the same message, and
+// parked with ReasonKeyConflict when it is not (see insertJobs).
+//
+// A relay runs when it is woken, by a notification that an enqueue sent
+// (see listen), and every Config.PollInterval. An enqueue sends one only
+// when no enqueue of its Outbox did in the last wakeEvery, and a
+// notification that wakes the relay may come before the commits of the
+// messages enqueued just after it: so after a batch that moved rows the
+// relay looks again at once (rows committed while it moved these), and
+// after a wake or such a batch it looks again every relayRecheck for
+// 2 x wakeEvery (watch). A message is then relayed within relayRecheck
+// of its commit (and the relay's transaction) when its transaction
+// commits within wakeEvery of its Enqueue, or while messages keep coming;
+// otherwise (a transaction that sent the notification rolled back, or one
+// that committed long after its Enqueue in a lull) within
+// Config.PollInterval.
+const (
+	relayBatch   = 1000
+	relayRecheck = 5 * time.Millisecond
+	wakeEvery    = 50 * time.Millisecond
+	watch        = 2 * wakeEvery
+)
+
+// SQL of the relay's transaction: the rows it takes, in key order (the
+// table's only index), and their delete. %s is the table.
+const (
+	sqlRelayTake   = `SELECT key, id, message, enqueued_at FROM %s ORDER BY key LIMIT $1 FOR UPDATE SKIP LOCKED`
+	sqlRelayDelete = `DELETE FROM %s WHERE key = ANY($1)`
+)
+
+// relay moves committed messages into River's queue until ctx is done.
+// wake receives a token when a message may have been committed.
+func (o *Outbox) relay(ctx context.Context, wake <-chan struct{}) {
+	var busy time.Time // the last wake, or batch that moved rows
+	for {
+		moved, err := o.relayOnce(ctx)
+		now := time.Now()
+		if moved > 0 {
+			busy = now
+		}
+		wait := o.s.PollInterval
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			o.s.Logger.WarnContext(ctx, "outbox: cannot relay messages", "error", err)
+		case moved > 0: // more may have committed while it moved these
+			wait = 0
+		case now.Sub(busy) < watch:
+			wait = relayRecheck
+		}
+		woken, ok := sleep(ctx, wake, wait)
+		if !ok {
+			return
+		}
+		if woken {
+			busy = time.Now()
+		}
+	}
+}
+
+// sleep waits for d, a token of wake, or the end of ctx; it reports
+// whether a token came, and whether ctx is still live.
+func sleep(ctx context.Context, wake <-chan struct{}, d time.Duration) (woken, live bool) {
+	if d <= 0 {
+		return false, ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false, false
+	case <-wake:
+		return true, true
+	case <-t.C:
+		return false, true
+	}
+}
+
+// relayOnce moves up to relayBatch committed messages into River's queue,
+// in one transaction, and returns how many it moved. A batch begun
+// finishes when ctx ends, within Config.StopTimeout.
+func (o *Outbox) relayOnce(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.s.StopTimeout)
+	defer cancel()
+	table, _ := o.enqueuedTables()
+	moved := 0
+	err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, fmt.Sprintf(sqlRelayTake, table), relayBatch)
+		if err != nil {
+			return err
+		}
+		taken, err := pgx.CollectRows(rows, pgx.RowToStructByPos[takenRow])
+		if err != nil {
+			return err
+		}
+		batch := o.decodeTaken(ctx, taken)
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := o.insertJobs(ctx, tx, batch); err != nil {
+			return err
+		}
+		keys := make([]string, len(batch))
+		for i := range batch {
+			keys[i] = batch[i].Key
+		}
+		if _, err := tx.Exec(ctx, fmt.Sprintf(sqlRelayDelete, table), keys); err != nil {
+			return err
+		}
+		moved = len(batch)
+		return nil
+	})
+	return moved, err
+}
+
+// takenRow is a row of sqlRelayTake.
+type takenRow struct {
+	Key     string
+	ID      int64
+	Message []byte
+	At      time.Time
+}
+
+// decodeTaken returns the rows taken as the arguments of their jobs. A
+// row whose message does not decode (not one that Enqueue wrote) is
+// logged, and left in the table.
+func (o *Outbox) decodeTaken(ctx context.Context, taken []takenRow) []jobArgs {
+	batch := make([]jobArgs, 0, len(taken))
+	for _, r := range taken {
+		m, err := decodeArgs(r.Message)
+		if err != nil {
+			o.s.Logger.ErrorContext(ctx, "outbox: a message in the table does not decode; it stays there",
+				"id", r.ID, "key", r.Key, "error", err)
+			continue
+		}
+		a := toArgs(&m)
+		a.Key, a.ID, a.EnqueuedAt = r.Key, r.ID, r.At
+		batch = append(batch, a)
+	}
+	return batch
+}
+
+// insertOpts are the River options of a message's job: its queue, no
+// attempts limit of River's own (the outbox parks a message itself), and
+// its key unique among the jobs of every state.
+var insertOpts = river.InsertOpts{
+	Queue: queueName, MaxAttempts: riverMaxAttempts,
+	UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: allStates},
+}
+
+// insertJobs inserts batch as River jobs in tx. A message whose key has a
+// job already (a message enqueued again after the first was relayed) is folded into it when it is the same, and is
+// inserted without the unique key, to be parked, when it is not.
+func (o *Outbox) insertJobs(ctx context.Context, tx pgx.Tx, batch []jobArgs) error {
+	params := make([]river.InsertManyParams, len(batch))
+	for i := range batch {
+		params[i] = river.InsertManyParams{Args: batch[i], InsertOpts: &insertOpts}
+	}
+	res, err := o.client.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return err
+	}
+	var conflicts []river.InsertManyParams
+	for _, r := range res {
+		if !r.UniqueSkippedAsDuplicate {
+			continue
+		}
+		if c, ok := conflictOf(batch, r.Job.EncodedArgs, r.Job.ID); ok {
+			o.s.Logger.WarnContext(ctx, "outbox: a different message was enqueued under a key already used: parking it",
+				"id", c.ID, "key", c.Key, "first", c.Conflict)
+			conflicts = append(conflicts, river.InsertManyParams{Args: c,
+				InsertOpts: &river.InsertOpts{Queue: queueName, MaxAttempts: riverMaxAttempts}})
+		}
+	}
+	if len(conflicts) > 0 {
+		_, err = o.client.InsertManyTx(ctx, tx, conflicts)
+	}
+	return err
+}
+
+// conflictOf finds the message of batch that River found a job for
+// already (the job's arguments encoded, and its ID), and returns it marked
+// as a conflict when it differs from the job's message; ok is false when
+// it is the same message (it is folded into the job).
+func conflictOf(batch []jobArgs, encoded []byte, jobID int64) (c jobArgs, ok bool) {
+	first, err := decodeJobArgs(encoded)
+	if err != nil {
+		return jobArgs{}, false
+	}
+	for _, a := range batch {
+		if a.Key != first.Key {
+			continue
+		}
+		m, fm := a.message(), first.message()
+		if m.same(&fm) {
+			return jobArgs{}, false
+		}
+		a.Conflict = first.messageID(jobID)
+		return a, true
+	}
+	return jobArgs{}, false
+}

@@ -1,0 +1,264 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/pgtest"
+)
+
+// enqueueIn enqueues m through o in a transaction of its own, committed.
+func enqueueIn(t *testing.T, o *Outbox, m Message) (int64, error) {
+	t.Helper()
+	var id int64
+	err := pgx.BeginFunc(context.Background(), o.pool, func(tx pgx.Tx) (err error) {
+		id, err = o.Enqueue(context.Background(), tx, m)
+		return err
+	})
+	return id, err
+}
+
+// counts returns the messages waiting to be relayed and River's jobs.
+func counts(t *testing.T, pool *pgxpool.Pool) (enqueued, jobs int) {
+	t.Helper()
+	require.NoError(t, pool.QueryRow(context.Background(),
+		"SELECT (SELECT count(*) FROM idem_outbox_enqueued), (SELECT count(*) FROM river_job)").Scan(&enqueued, &jobs))
+	return enqueued, jobs
+}
+
+// sqlRelayHeld finds the relay's backend held before its DELETE of the
+// rows it moved (waiting for the test's lock on the search_path's table),
+// and tells whether it wrote River's job table in that transaction.
+const sqlRelayHeld = `SELECT l.pid, EXISTS (SELECT FROM pg_locks r
+    WHERE r.pid = l.pid AND r.relation = 'river_job'::regclass AND r.mode = 'RowExclusiveLock' AND r.granted)
+FROM pg_locks l
+WHERE l.relation = 'idem_outbox_enqueued'::regclass AND l.mode = 'RowExclusiveLock' AND NOT l.granted`
+
+// A relay that dies between moving its rows into River's table and
+// deleting them commits nothing: its rows stay, no job is left, and the
+// next relay moves each message once, carrying its ID. The relay is held
+// in its DELETE by a lock the test takes, and its connection is then
+// terminated, as a killed process's is.
+func TestRelayDyingBeforeItsDeleteLeavesTheRows(t *testing.T) {
+	pool := migratedPool(t)
+	o, err := New(pool, Config{Logger: discardLogger(), StopTimeout: time.Minute})
+	require.NoError(t, err)
+	ctx := context.Background()
+	ids := map[string]int64{}
+	for _, key := range []string{"k-1", "k-2", "k-3"} {
+		id, err := enqueueIn(t, o, Message{Name: "event", Method: "POST", URL: "http://127.0.0.1:9/x", Key: key})
+		require.NoError(t, err)
+		ids[key] = id
+	}
+
+	blocker, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = blocker.Rollback(ctx) }()                                // a failed test lets the relay go
+	_, err = blocker.Exec(ctx, "LOCK TABLE idem_outbox_enqueued IN SHARE MODE") // lets SELECT FOR UPDATE by, not DELETE
+	require.NoError(t, err)
+	failed := make(chan error, 1)
+	go func() { _, err := o.relayOnce(ctx); failed <- err }()
+	var pid int
+	var inserted bool
+	eventually(t, func() bool {
+		return pool.QueryRow(ctx, sqlRelayHeld).Scan(&pid, &inserted) == nil
+	}, "the relay inserted the jobs and waits to delete the rows")
+	require.True(t, inserted, "the relay wrote River's table")
+	_, err = pool.Exec(ctx, "SELECT pg_terminate_backend($1)", pid)
+	require.NoError(t, err)
+	require.Error(t, <-failed)
+	require.NoError(t, blocker.Rollback(ctx))
+	eventually(t, func() bool {
+		var alive bool
+		err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1)", pid).Scan(&alive)
+		return err == nil && !alive
+	}, "the relay's backend is gone, and its locks with it")
+
+	enqueued, jobs := counts(t, pool)
+	require.Equal(t, 3, enqueued, "the rows stay")
+	require.Zero(t, jobs, "no job is left")
+
+	moved, err := o.relayOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, moved)
+	enqueued, jobs = counts(t, pool)
+	require.Equal(t, [2]int{0, 3}, [2]int{enqueued, jobs})
+	for key, id := range ids {
+		st, err := o.LookupKey(ctx, key)
+		require.NoError(t, err)
+		assert.Equal(t, StatePending, st.State)
+		assert.Equal(t, id, st.ID, "key %s keeps the ID Enqueue returned", key)
+	}
+}
+
+// Enqueue is idempotent by key: while the first message waits to be
+// relayed, the same message returns the first one's ID and adds nothing,
+// and a different one is refused with ErrKeyConflict (two messages of one
+// operation under one name included); once the first was relayed, the
+// relay settles it: the same message is folded into the first (one job,
+// sent once), a different one is parked with ReasonKeyConflict, unsent,
+// until Redrive sends it.
+func TestEnqueueIdempotentByKeyAcrossTheRelay(t *testing.T) {
+	tg, o, pool := postgresTarget(t, fastConfig(&events{}))
+	d := newDownstream(t, nil)
+	ctx := context.Background()
+	m := d.message("payment.created")
+	m.Key = "k-same"
+	other := m
+	other.Body = []byte(`{"event":"other"}`)
+	first, err := enqueueIn(t, o, m)
+	require.NoError(t, err)
+	again, err := enqueueIn(t, o, m)
+	require.NoError(t, err)
+	assert.Equal(t, first, again, "the first one's ID")
+	_, err = enqueueIn(t, o, other)
+	assert.ErrorIs(t, err, ErrKeyConflict)
+	errRolledBack := errors.New("rolled back")
+	require.ErrorIs(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { // two of one operation under one name
+		if _, err := o.Enqueue(ctx, tx, Message{Name: "twice", Method: "POST", URL: d.srv.URL, Key: "k-op"}); err != nil {
+			return err
+		}
+		_, err := o.Enqueue(ctx, tx, Message{Name: "twice", Method: "POST", URL: d.srv.URL, Key: "k-op", Body: []byte("2")})
+		assert.ErrorIs(t, err, ErrKeyConflict)
+		return errRolledBack
+	}), errRolledBack)
+	moved, err := o.relayOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, moved)
+
+	_, err = enqueueIn(t, o, m)
+	require.NoError(t, err)
+	_, err = enqueueIn(t, o, other)
+	assert.ErrorIs(t, err, ErrKeyConflict, "the same message waits in the table under the key")
+	_, err = o.relayOnce(ctx)
+	require.NoError(t, err)
+	enqueued, jobs := counts(t, pool)
+	require.Equal(t, [2]int{0, 1}, [2]int{enqueued, jobs}, "the same message is folded into the first")
+	conflictID, err := enqueueIn(t, o, other)
+	require.NoError(t, err, "the first message was relayed: the relay settles it")
+	_, err = o.relayOnce(ctx)
+	require.NoError(t, err)
+
+	running(t, tg.run)
+	parked := tg.waitParked(t, 1, "the different message is parked")[0]
+	assert.Equal(t, conflictID, parked.ID)
+	assert.Equal(t, ReasonKeyConflict, parked.Reason)
+	assert.Equal(t, other.Body, parked.Message.Body)
+	assert.Contains(t, parked.Err, "message "+strconv.FormatInt(first, 10))
+	eventually(t, func() bool { return d.requests("k-same") == 1 }, "the first message is delivered")
+	st, err := o.LookupKey(ctx, "k-same")
+	require.NoError(t, err)
+	assert.Equal(t, first, st.ID, "the key's first message")
+
+	require.NoError(t, o.Redrive(ctx, conflictID))
+	eventually(t, func() bool { return d.requests("k-same") == 2 }, "the re-driven conflict is sent, under its key")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	assert.Equal(t, string(other.Body), d.got["k-same"][1])
+}
+
+// An enqueue that commits wakes a listening relay, and at most one
+// enqueue per wakeEvery of an Outbox sends the notification.
+func TestEnqueueWakesTheRelay(t *testing.T) {
+	pool := migratedPool(t)
+	o, err := New(pool, Config{Logger: discardLogger()})
+	require.NoError(t, err)
+	start, offset := time.Now(), atomic.Int64{} // a clock that moves only when told
+	o.s.now = func() time.Time { return start.Add(time.Duration(offset.Load())) }
+	ctx, cancel := context.WithCancel(context.Background())
+	wake := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() { o.listen(ctx, wake); close(done) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-wake: // it listens, and pokes once for what was committed before
+	case <-time.After(20 * time.Second):
+		t.Fatal("the relay did not listen")
+	}
+	_, err = enqueueIn(t, o, Message{Name: "event", Method: "POST", URL: "http://127.0.0.1:9/x", Key: "k-wake"})
+	require.NoError(t, err)
+	select {
+	case <-wake:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the commit did not wake the relay")
+	}
+	offset.Add(int64(wakeEvery - time.Millisecond))
+	assert.False(t, o.wakeDue(), "an enqueue within wakeEvery of the last notification sends none")
+	offset.Add(int64(time.Millisecond))
+	assert.True(t, o.wakeDue(), "one after it does")
+}
+
+// Parked lists by message ID, and pages by it, even when the relay gave
+// the messages' jobs IDs in another order (it moves rows in key order).
+func TestParkedPagesByMessageID(t *testing.T) {
+	tg, o, _ := postgresTarget(t, fastConfig(&events{}))
+	d := newDownstream(t, func(string, int) (int, http.Header, string) { return http.StatusBadRequest, nil, "no" })
+	ctx := context.Background()
+	var ids []int64
+	for _, key := range []string{"k-z", "k-y", "k-x", "k-w"} { // enqueued in the reverse of the relay's order
+		m := d.message("event")
+		m.Key = key
+		id, err := tg.enqueue(ctx, m)
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	_, err := o.relayOnce(ctx)
+	require.NoError(t, err)
+	running(t, tg.run)
+	tg.waitParked(t, 4, "all four parked")
+	var got []int64
+	for after := int64(0); ; {
+		page, err := o.Parked(ctx, after, 3)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		for _, p := range page {
+			got = append(got, p.ID)
+		}
+		after = page[len(page)-1].ID
+	}
+	assert.Equal(t, ids, got)
+}
+
+// With Config.Schema, the message is enqueued in that schema's table,
+// relayed and delivered by an outbox whose pool's search_path is another
+// schema, without the outbox's tables.
+func TestRelayInASchema(t *testing.T) {
+	home := migratedPool(t)
+	ctx := context.Background()
+	var schema string
+	require.NoError(t, home.QueryRow(ctx, "SELECT current_schema()").Scan(&schema))
+	elsewhere := pgtest.NewPool(t, pgtest.SchemaURL(t))
+	cfg := fastConfig(&events{})
+	cfg.Schema, cfg.PollInterval = schema, time.Hour // woken by the commit, not by a poll
+	o, err := New(elsewhere, cfg)
+	require.NoError(t, err)
+	d := newDownstream(t, nil)
+	running(t, o.Run)
+	eventually(t, func() bool { // the relay listens
+		var n int
+		err := home.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN "idem_outbox_%'`).Scan(&n)
+		return err == nil && n > 0
+	}, "the relay listens")
+	m := d.message("event")
+	m.Key = "k-schema"
+	id, err := enqueueIn(t, o, m)
+	require.NoError(t, err)
+	eventually(t, func() bool { return d.requests("k-schema") == 1 }, "delivered")
+	enqueued, jobs := counts(t, home)
+	assert.Equal(t, [2]int{0, 1}, [2]int{enqueued, jobs})
+	st, err := o.Lookup(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, "k-schema", st.Message.Key)
+}
