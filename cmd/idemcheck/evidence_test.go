@@ -155,3 +155,25 @@ func TestConcurrentIdenticalResponsesWithoutACount(t *testing.T) {
 	assert.Equal(t, conformance.Pass, res.Verdict, "the count shows one effect per round: %s", res.Detail)
 	assert.Regexp(t, `one response each, \d+ replays of it, \d+ told to wait; the count grew by 3`, res.Detail)
 }
+
+// A server that ignores keys and answers every request with the same
+// bytes cannot pass the replay check on those bytes alone: without a
+// replay mark, an id or a count the check cannot tell, as the concurrent
+// check cannot. With a mark the same server fails.
+func TestReplayIdenticalBytesWithoutEvidence(t *testing.T) {
+	t.Parallel()
+	srv := hostile(t, func(w http.ResponseWriter) {
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"status":"accepted"}`))
+	})
+	res := checkOf(t, "replay", "-url", srv.URL+"/v1/payments", "-replayed-header", "")
+	assert.Equal(t, conformance.NotApplicable, res.Verdict, res.Detail)
+	assert.Contains(t, res.Detail, "cannot tell: the repeat got the same 201 and body")
+
+	res = checkOf(t, "replay", "-url", srv.URL+"/v1/payments")
+	assert.Equal(t, conformance.Fail, res.Verdict, res.Detail)
+
+	_, honest := newFakeAPI(t, quirkAnonymous, "") // honours keys; its count shows it
+	res = checkOf(t, "replay", append(countedArgs(honest), "-replayed-header", "")...)
+	assert.Equal(t, conformance.Pass, res.Verdict, res.Detail)
+}

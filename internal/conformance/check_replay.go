@@ -90,6 +90,9 @@ func checkReplay(ctx context.Context, r *runner) Result {
 		return failed(r.evidenceOf(x1, x2), "%s", strings.Join(problems, "; "))
 	}
 	detail := fmt.Sprintf("the repeat got the same %d and body", x2.status)
+	if _, named := r.id(x1); !t.on && !named && r.cfg.ReplayedHeader == "" {
+		return notApplicable("cannot tell: %s, but the API marks no replay and names no resource, and no count was given: a server that ignores the key and answers every request alike sends the same bytes: give -count-url, -id-field or -replayed-header to decide", detail)
+	}
 	if r.cfg.ReplayedHeader != "" {
 		detail += fmt.Sprintf(", with %s: %s", r.cfg.ReplayedHeader, x2.replayed)
 	}
