@@ -99,6 +99,9 @@ func (s *settings) send(ctx context.Context, tk ticket, dest string, msg *Messag
 		started = s.now()
 		r = deliver(ctx, s, msg)
 		if sent = r.verdict != localRefusal; sent {
+			if r.verdict == delivered {
+				tk.delivered()
+			}
 			return r, started, 0, false
 		}
 		if paced.IsZero() {

@@ -51,7 +51,7 @@ type destination struct {
 	avg      time.Duration           // moving average of those deliveries' times
 	next     time.Time               // the end of its put-off schedule
 	idle     time.Time               // when its last delivery ended
-	refusing bool                    // the client refused its last delivery (see ticket.refused)
+	refusing bool                    // the client refused a delivery since the last success (see ticket.refused)
 }
 
 func newShare(workers int, maxWait time.Duration, now func() time.Time, random func() float64) *share {
@@ -176,7 +176,6 @@ func (t ticket) end(sent bool) {
 	if !sent {
 		return
 	}
-	d.refusing = false
 	took := now.Sub(*t.start)
 	if !d.known {
 		d.known, d.avg = true, took
@@ -186,12 +185,19 @@ func (t ticket) end(sent bool) {
 }
 
 // refused records that the client refused t's delivery (its host's
-// breaker open): until a delivery to it is sent, the destination may take
-// every worker when it is alone (see bound).
-func (t ticket) refused() {
+// breaker open): until a delivery to it succeeds (delivered), the
+// destination may take every worker when it is alone (see bound). A
+// failed one does not end it: the breaker's probes are sent and fail
+// while the host is down.
+func (t ticket) refused() { t.setRefusing(true) }
+
+// delivered records that t's delivery succeeded.
+func (t ticket) delivered() { t.setRefusing(false) }
+
+func (t ticket) setRefusing(on bool) {
 	t.s.mu.Lock()
 	defer t.s.mu.Unlock()
-	t.d.refusing = true
+	t.d.refusing = on
 }
 
 // cancel forgets t, a delivery that did not start.
