@@ -143,7 +143,7 @@ func TestADispatcherServesTheQueuesOfAnotherConfig(t *testing.T) {
 	}))
 	narrow, err := New(pool, fastConfig(&events{}))
 	require.NoError(t, err)
-	require.Equal(t, 16, narrow.s.Queues)
+	require.Equal(t, 4, narrow.s.Queues)
 	running(t, narrow.Run)
 	eventually(t, func() bool { return d.requests("in-queue-40") == 1 }, "the message in queue 40 is delivered")
 }

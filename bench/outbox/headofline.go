@@ -161,14 +161,29 @@ func holRun(ctx context.Context, pool *pgxpool.Pool, c holCase) (time.Duration, 
 		return 0, 0, err
 	}
 	start := time.Now()
+	var took time.Duration
+	got := holHealthy
 	select {
 	case <-healthy.all:
-		return time.Since(start), holHealthy, nil
+		took = time.Since(start)
 	case <-time.After(holLimit):
 		healthy.mu.Lock()
-		defer healthy.mu.Unlock()
-		return holLimit, len(healthy.seen), nil
+		took, got = holLimit, len(healthy.seen)
+		healthy.mu.Unlock()
 	}
+	return took, got, noteShared(ctx, pool)
+}
+
+// noteShared prints a line when the healthy and the bad host's messages
+// were in the same River queue (see outbox.Config.Queues).
+func noteShared(ctx context.Context, pool *pgxpool.Pool) error {
+	var shared bool
+	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM river_job b JOIN river_job h ON b.queue = h.queue
+WHERE b.args->>'key' LIKE 'bad-%' AND h.args->>'key' LIKE 'ok-%')`).Scan(&shared)
+	if err == nil && shared {
+		fmt.Println("  (the healthy and the bad host's messages shared a queue)")
+	}
+	return err
 }
 
 // relayed waits until the table of enqueued messages is empty: the bad
