@@ -86,12 +86,16 @@ func benchHeadOfLine(ctx context.Context, dbURL string, o options) error {
 	times := make([][]time.Duration, len(cases)+len(bounds))
 	for round := range o.rounds {
 		for i, c := range cases {
-			d, got, err := holRun(ctx, pool, c)
+			d, got, shared, err := holRun(ctx, pool, c)
 			if err != nil {
 				return err
 			}
 			times[i] = append(times[i], d)
-			fmt.Printf("round %d %-52s %d of %d in %s\n", round+1, c.name, got, holHealthy, d.Round(100*time.Microsecond))
+			note := ""
+			if shared && c.bad > 0 {
+				note = " (in the bad host's queue)"
+			}
+			fmt.Printf("round %d %-52s %d of %d in %s%s\n", round+1, c.name, got, holHealthy, d.Round(100*time.Microsecond), note)
 		}
 		for j, b := range bounds {
 			d, err := b.run()
@@ -128,11 +132,11 @@ func casesNames(cases []holCase) []string {
 // holRun runs one case on an empty queue: it starts the dispatcher with
 // the bad host's messages, waits until they are relayed and then
 // holSettle, enqueues the healthy messages, and returns the time from
-// their commit to the last delivered (holLimit when not all were) and how
-// many were.
-func holRun(ctx context.Context, pool *pgxpool.Pool, c holCase) (time.Duration, int, error) {
+// their commit to the last delivered (holLimit when not all were), how
+// many were, and whether they were in the bad host's River queue.
+func holRun(ctx context.Context, pool *pgxpool.Pool, c holCase) (took time.Duration, got int, shared bool, err error) {
 	if _, err := pool.Exec(ctx, "TRUNCATE river_job, idem_outbox_enqueued"); err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	healthy := newSink(holHealthy)
 	defer healthy.srv.Close()
@@ -140,13 +144,13 @@ func holRun(ctx context.Context, pool *pgxpool.Pool, c holCase) (time.Duration, 
 		Client: idem.Config{Breaker: idem.BreakerConfig{Disabled: !c.breaker}}}
 	ob, err := outbox.New(pool, cfg)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	if c.bad > 0 {
 		bad := httptest.NewServer(c.handler)
 		defer func() { bad.CloseClientConnections(); bad.Close() }()
 		if err := enqueueBatch(ctx, pool, ob, bad.URL, "bad-", c.bad); err != nil {
-			return 0, 0, err
+			return 0, 0, false, err
 		}
 	}
 	runCtx, stop := context.WithCancel(ctx)
@@ -154,15 +158,14 @@ func holRun(ctx context.Context, pool *pgxpool.Pool, c holCase) (time.Duration, 
 	go func() { done <- ob.Run(runCtx) }()
 	defer func() { stop(); <-done }()
 	if err := relayed(ctx, pool); err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	time.Sleep(holSettle)
 	if err := enqueueBatch(ctx, pool, ob, healthy.srv.URL, "ok-", holHealthy); err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	start := time.Now()
-	var took time.Duration
-	got := holHealthy
+	got = holHealthy
 	select {
 	case <-healthy.all:
 		took = time.Since(start)
@@ -171,19 +174,17 @@ func holRun(ctx context.Context, pool *pgxpool.Pool, c holCase) (time.Duration, 
 		took, got = holLimit, len(healthy.seen)
 		healthy.mu.Unlock()
 	}
-	return took, got, noteShared(ctx, pool)
+	shared, err = sharedQueue(ctx, pool)
+	return took, got, shared, err
 }
 
-// noteShared prints a line when the healthy and the bad host's messages
+// sharedQueue reports whether the healthy and the bad host's messages
 // were in the same River queue (see outbox.Config.Queues).
-func noteShared(ctx context.Context, pool *pgxpool.Pool) error {
+func sharedQueue(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
 	var shared bool
 	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM river_job b JOIN river_job h ON b.queue = h.queue
 WHERE b.args->>'key' LIKE 'bad-%' AND h.args->>'key' LIKE 'ok-%')`).Scan(&shared)
-	if err == nil && shared {
-		fmt.Println("  (the healthy and the bad host's messages shared a queue)")
-	}
-	return err
+	return shared, err
 }
 
 // relayed waits until the table of enqueued messages is empty: the bad
