@@ -69,9 +69,13 @@ type Config struct {
 	// MaxBackoff). Zero: 1 s and 5 min.
 	MinBackoff, MaxBackoff time.Duration
 
-	// Workers is how many messages one dispatcher delivers at once; a
-	// destination whose deliveries are slow gets at most three quarters of
-	// them (see the package doc, "Sharing the workers"). Zero: 20.
+	// Workers is how many messages one dispatcher delivers at once from
+	// one queue: the Postgres outbox has Queues of them (and the queue of
+	// earlier versions), so it delivers up to Workers x (Queues + 1) at
+	// once in all, and a destination alone in its queue may use all of
+	// that queue's Workers. A slow destination that shares its queue with
+	// others gets at most three quarters of them (see the package doc,
+	// "Sharing the workers"). Memory has one queue. Zero: 20.
 	Workers int
 
 	// Observer is told of every delivery outcome. Zero: nothing is told.
@@ -87,10 +91,11 @@ type Config struct {
 	// RescueAfter is how long a message may stay "being delivered" before
 	// it is taken as abandoned (its dispatcher died) and delivered again,
 	// with the same key. It must exceed Timeout by at least 2 s: a live
-	// dispatcher's delivery is cancelled at Timeout, after a wait for a
-	// worker of at most half of RescueAfter - Timeout - 2 s and at most
-	// 5 s (see the package doc, "Sharing the workers"), so a message is
-	// never delivered by two dispatchers at once. A killed dispatcher's
+	// dispatcher's delivery is cancelled at Timeout, and a turn whose
+	// delivery its client refused (breaker open) holds its worker at most
+	// Timeout plus half of RescueAfter - Timeout - 2 s, and plus 5 s at
+	// most (see the package doc, "A destination that is down"), so a
+	// message is never delivered by two dispatchers at once. A killed dispatcher's
 	// message is delivered again within RescueAfter plus about a minute
 	// (River's rescuer runs every 30 s on the elected leader, a dead
 	// leader is replaced within 20 s, and the rescued message becomes
@@ -118,6 +123,18 @@ type Config struct {
 	// own, since River's leader applies its maintenance settings to every
 	// job of its schema.
 	Schema string
+
+	// Queues is how many River queues the destinations (the scheme, host
+	// and port of Message.URL) are spread over, by a hash of each: each
+	// queue has its own Workers and fetches on its own, so a destination
+	// that hangs or fails holds up only the destinations of its queue (see
+	// the package doc, "Sharing the workers"). Give every dispatcher of a
+	// database the same Queues: a dispatcher's relay puts each message in
+	// the queue of its destination among its own Queues. A dispatcher also
+	// serves, within a minute, the outbox's queues that another dispatcher
+	// serves or served in the last 24 h, so that changing Queues strands
+	// no message. Zero: 16; at most 100.
+	Queues int
 
 	// StopTimeout bounds the graceful stop of Run: deliveries still
 	// running after it are cancelled (and delivered again later, with the
@@ -192,14 +209,10 @@ type settings struct {
 	now       func() time.Time
 	random    func() float64 // in [0, 1)
 	span      time.Duration  // the time MaxAttempts deliveries imply (see span)
-	share     *share
 	refusals  *refusals
-	// workers holds a token per delivery running, at most Workers; the
-	// Postgres outbox fetches up to window messages at once, and one
-	// waits up to slotWait for a worker.
-	workers  chan struct{}
-	window   int
-	slotWait time.Duration
+	// hold is how long, over Timeout, a delivery that its client refused
+	// may hold its worker while it waits for its pace (see refusals).
+	hold time.Duration
 }
 
 func newSettings(cfg Config) (*settings, error) {
@@ -218,6 +231,7 @@ func newSettings(cfg Config) (*settings, error) {
 	s.PollInterval = orDefault(s.PollInterval, time.Second)
 	s.FetchCooldown = orDefault(s.FetchCooldown, 2*time.Millisecond)
 	s.StopTimeout = orDefault(s.StopTimeout, s.Timeout)
+	s.Queues = min(orDefault(s.Queues, 16), maxQueues)
 	if s.Logger == nil {
 		s.Logger = slog.Default()
 	}
@@ -235,20 +249,16 @@ func newSettings(cfg Config) (*settings, error) {
 	}
 	s.rt = idem.NewTransport(s.Client)
 	s.span = span(s.MaxAttempts, s.MinBackoff, s.MaxBackoff)
-	s.workers, s.window = make(chan struct{}, s.Workers), s.Workers
-	if s.slotWait = min(5*time.Second, (s.RescueAfter-s.Timeout-2*time.Second)/2); s.slotWait > 0 {
-		s.window = 4 * s.Workers
-	}
+	s.hold = max(min(5*time.Second, (s.RescueAfter-s.Timeout-2*time.Second)/2), 0)
 	now, random := func() time.Time { return s.now() }, func() float64 { return s.random() } // tests replace them
-	s.share = newShare(s.Workers, s.MaxBackoff, now, random)
 	s.refusals = newRefusals(now, random)
 	return s, nil
 }
 
-// jobTimeout is River's bound on a job: the wait for a worker and the
-// delivery's own timeout end first, and the second after them leaves time
-// to return, before RescueAfter.
-func (s *settings) jobTimeout() time.Duration { return s.slotWait + s.Timeout + time.Second }
+// jobTimeout is River's bound on a job: the delivery's own timeout and
+// the hold of a refused one end first, and the second after them leaves
+// time to return (and for a wait in share.take), before RescueAfter.
+func (s *settings) jobTimeout() time.Duration { return s.hold + s.Timeout + time.Second }
 
 func orDefault[T int | time.Duration](v, def T) T {
 	if v <= 0 {

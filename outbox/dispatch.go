@@ -19,8 +19,9 @@ type turn struct {
 	v    verdict
 	rec  record
 	wait time.Duration
-	// putOff: nothing was sent, its destination is at its share of the
-	// workers (see share); it is not a delivery and is not counted.
+	// putOff: nothing was sent (its destination is at its share of the
+	// workers, see share, or came back while the turn held after a
+	// refusal, see send); it is not a delivery and is not counted.
 	putOff bool
 	// stopping: the dispatcher stops; the delivery is not counted and the
 	// message is due again at once.
@@ -31,12 +32,12 @@ type turn struct {
 }
 
 // dispatch takes one turn of message msg (id), whose attempt this is the
-// n-th of the retry window win: it parks it when it is overdue, puts it
-// off when its destination is at its share (or no worker is free within
-// slotWait), or delivers it, on one of the Workers, and applies the
-// parking rules. It tells the Observer nothing: the caller does when
-// it has stored the outcome (see observe).
-func (s *settings) dispatch(ctx context.Context, id int64, msg *Message, n int, win record) turn {
+// n-th of the retry window win, on the workers of its queue, which share
+// (sh) divides among the queue's destinations: it parks the message when
+// it is overdue, puts it off when its destination is at its share, or
+// delivers it and applies the parking rules. It tells the Observer
+// nothing: the caller does when it has stored the outcome (see observe).
+func (s *settings) dispatch(ctx context.Context, sh *share, id int64, msg *Message, n int, win record) turn {
 	dest := destinationOf(msg.URL)
 	s.refusals.woken(dest, id)
 	t := turn{d: Delivery{ID: id, Name: msg.Name, Key: msg.Key, Attempt: n}, v: retry, rec: win}
@@ -46,27 +47,29 @@ func (s *settings) dispatch(ctx context.Context, id int64, msg *Message, n int, 
 		t.rec.Outcome, t.d.Reason = string(reason), reason
 		return t
 	}
-	tk, wait, ok := s.share.take(ctx, dest)
-	if ok && !s.worker(ctx) {
-		tk.cancel()
-		ok, wait = false, 0
-	}
+	deadline := s.now().Add(s.hold + s.Timeout) // within River's bound (jobTimeout)
+	tk, wait, ok := sh.take(ctx, dest)
 	if !ok {
 		t.putOff, t.wait = true, wait
 		return t
 	}
-	r, started := s.send(ctx, tk, msg)
-	if r.verdict == retry && ctx.Err() != nil {
+	r, started, booked, again := s.send(ctx, tk, dest, msg, deadline)
+	switch {
+	case r.verdict != delivered && r.verdict != refused && ctx.Err() != nil:
 		// The dispatcher is stopping (or River's bound passed): deliver it
 		// again at once, elsewhere, without counting this delivery.
 		t.stopping, t.rec = true, newRecord(r, "", win)
+		return t
+	case again:
+		t.putOff = true // its destination is back: due at once, not counted
 		return t
 	}
 	win = win.tried(r, started)
 	reason, wait := s.decide(r, n, win)
 	switch {
 	case r.verdict == localRefusal && reason == "":
-		wait = s.refusals.schedule(dest, id, wait)
+		wait = max(wait, booked)
+		s.refusals.hold(dest, id)
 	case r.verdict == delivered:
 		t.release = s.refusals.release(dest)
 	}
@@ -75,39 +78,81 @@ func (s *settings) dispatch(ctx context.Context, id int64, msg *Message, n int, 
 	return t
 }
 
-// send delivers msg on ticket tk and one of the Workers, which it gives
-// back (a panic of the client's base transport included).
-func (s *settings) send(ctx context.Context, tk ticket, msg *Message) (r result, started time.Time) {
+// send delivers msg on ticket tk, and ends the ticket (a panic of the
+// client's base transport included). A delivery that its client refused
+// (its host's breaker open) holds the worker until the refusal's place in
+// the dispatcher's pace (refusals.pace) or deadline, whichever comes
+// first, and asks the client again every recheck while a delivery can
+// still end by deadline: when the open period ends, the breaker lets one
+// of them through, as its probe. It returns the last delivery's result
+// and start, the wait left until the refusal's place when deadline came
+// first, and again: the destination took a delivery (another turn's)
+// while this one held, too late for it to try within deadline.
+func (s *settings) send(ctx context.Context, tk ticket, dest string, msg *Message, deadline time.Time) (
+	r result, started time.Time, booked time.Duration, again bool) {
 	sent := false
-	defer func() {
-		tk.end(sent)
-		<-s.workers
-	}()
-	tk.begin()
-	started = s.now()
-	r = deliver(ctx, s, msg)
-	sent = r.verdict != localRefusal
-	return r, started
+	defer func() { tk.end(sent) }()
+	var paced time.Time
+	up := s.refusals.recovered(dest)
+	for {
+		tk.begin()
+		started = s.now()
+		r = deliver(ctx, s, msg)
+		if sent = r.verdict != localRefusal; sent {
+			if r.verdict == delivered {
+				tk.delivered()
+			}
+			return r, started, 0, false
+		}
+		if paced.IsZero() {
+			tk.refused()
+			paced = s.refusals.pace()
+		}
+		now := s.now()
+		until := paced
+		if deadline.Before(until) {
+			until = deadline
+		}
+		if !now.Before(until) {
+			return r, started, max(paced.Sub(now), 0), false
+		}
+		try := !now.Add(s.Timeout).After(deadline)
+		wait := until.Sub(now)
+		if try {
+			wait = min(wait, recheck)
+		}
+		switch pause(ctx, up, wait) {
+		case pauseStopped:
+			return r, started, 0, false
+		case pauseRecovered:
+			if !try {
+				return r, started, 0, true
+			}
+			up = s.refusals.recovered(dest)
+		}
+	}
 }
 
-// worker waits, within ctx and slotWait, for one of the Workers that
-// deliver: the Postgres outbox fetches more messages than it delivers at
-// once (see settings.window), so that it passes those put off quickly.
-func (s *settings) worker(ctx context.Context) bool {
-	select {
-	case s.workers <- struct{}{}:
-		return true
-	default:
-	}
-	timer := time.NewTimer(s.slotWait)
+// The ways a pause ends.
+const (
+	pauseElapsed = iota
+	pauseRecovered
+	pauseStopped
+)
+
+// pause waits for d, for up to be closed, or for ctx to end, and says
+// which came first.
+func pause(ctx context.Context, up <-chan struct{}, d time.Duration) int {
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
-	case s.workers <- struct{}{}:
-		return true
 	case <-ctx.Done():
+		return pauseStopped
+	case <-up:
+		return pauseRecovered
 	case <-timer.C:
+		return pauseElapsed
 	}
-	return false
 }
 
 // request builds the HTTP request of one delivery of m. The key goes in

@@ -42,7 +42,8 @@
 // backoff, the retry budget and the circuit breaker apply within each
 // delivery, bounded by Config.Timeout. Its calls fail fast
 // (idem.WithFailFast): a delivery that the breaker or the budget refuses
-// ends at once, rather than hold a worker while the host is down. The
+// returns at once, and the outbox decides how long it holds the worker
+// (see "A destination that is down"). The
 // request has the message's method, URL, headers and body, and its key in
 // the header Idempotency-Key (or the one Config.Client.KeyHeader names; a
 // message may not set that header itself, nor the transport's own
@@ -72,61 +73,95 @@
 //
 // # Sharing the workers
 //
-// All destinations share a dispatcher's Config.Workers and its one River
-// queue, so the outbox keeps a slow one from taking them all (a
-// destination is the scheme, host and port of Message.URL; the bounds are
-// per dispatcher):
+// A destination is the scheme, host and port of Message.URL. The Postgres
+// outbox spreads destinations over Config.Queues River queues (16) by a
+// hash of each, and each queue has its own River producer and its own
+// Config.Workers in every dispatcher: a queue fetches at most Workers of
+// its messages at once, and delivers them. A destination that hangs, or
+// fails, or is down therefore holds up only the destinations of its own
+// queue; the others are fetched and delivered as if it were not there.
+// The knobs: Workers is per queue, so a dispatcher delivers up to
+// Workers x (Queues + 1) messages at once in all (the one more is the
+// queue of earlier versions, see "The queue"), and a single destination
+// gets at most Workers of them; Queues sets how likely two destinations
+// are to share a queue (with k destinations, a given one shares its queue
+// with another with probability 1 - (1 - 1/Queues)^(k-1): 6% for 2
+// destinations over 16 queues, 46% for 11), at the cost of a River
+// producer each (an idle one polls every Config.PollInterval). Memory has
+// one queue, shared by all its destinations.
+//
+// Within a queue, destinations share its workers (a destination that is
+// alone in its queue is bound by Workers only):
 //
 //   - A fast destination, whose deliveries end within 100 ms on average
 //     and none of whose deliveries in flight has run longer, may use every
-//     worker: a single healthy downstream gets the dispatcher's whole
-//     throughput.
+//     worker of its queue.
 //   - A slow one (a host that hangs, or fails after the client's retries),
 //     or one not known yet, may have at most (Workers - Workers/4) / n
 //     deliveries in flight, at least 1, n being the number of such
-//     destinations with deliveries in flight: a quarter of the workers
-//     always stays for the others, and slow destinations split the rest.
-//     A message to a destination not known yet, over that bound, waits up
-//     to 100 ms for the destination's first deliveries to tell.
+//     destinations of the queue with deliveries in flight: a quarter of
+//     the workers always stays for the others, and slow destinations
+//     split the rest. A message to a destination not known yet, over that
+//     bound, waits up to 100 ms for the destination's first deliveries to
+//     tell.
 //   - A message over its destination's bound is put off, not delivered
 //     and not counted: it is due again at its place in the destination's
 //     schedule, spaced by the destination's delivery time over its bound
 //     (so put-off messages come back about as fast as it takes them), at
 //     most Config.MaxBackoff later. Each put-off costs River two row
-//     updates (the fetch and the snooze).
-//   - The Postgres dispatcher fetches up to four times Workers messages at
-//     once, and delivers Workers of them at once, so that it passes the
-//     messages it puts off quickly; a fetched message waits for a worker
-//     up to half of RescueAfter - Timeout - 2 s, at most 5 s, and is put
-//     off after (with RescueAfter at its minimum, Timeout + 2 s, it
-//     fetches only Workers).
+//     updates (the fetch and the snooze), and a queue passes the messages
+//     it puts off one worker at a time: behind a slow destination's
+//     backlog in the same queue, the others wait for that backlog to be
+//     put off (BENCHMARKS.md §12).
+//   - A destination whose deliveries its client refuses (breaker open) may
+//     take every worker of its queue while no other destination of the
+//     queue had a delivery in flight in the last minute (see "A
+//     destination that is down"); otherwise it leaves a quarter too.
 //
-// Workers is the knob: more workers give every destination more, and the
-// quarter kept for the others grows with them. The order of a FIFO queue
-// still applies: messages enqueued behind a long backlog wait for the
-// dispatcher to pass it (BENCHMARKS.md §12 has the figures, and River's
-// own bound).
+// A queue is FIFO: when two destinations share one, the order of their
+// messages in it still applies, and the bounds above are what keeps one
+// from taking the other's workers.
 //
 // # A destination that is down
 //
-// A delivery that the client refused to send, its host's breaker open or
-// no budget for a retry, is a failed delivery: it counts toward
-// MaxAttempts and waits the backoff of its attempt, as one that was sent.
-// Two things keep a dead destination's backlog cheap:
+// A delivery that the client refused to send, its host's breaker open, is
+// a failed delivery: it counts toward MaxAttempts and waits the backoff
+// of its attempt, as one that was sent. What keeps a dead destination's
+// backlog cheap is that its messages are not fetched faster than they can
+// be refused at a bounded pace:
 //
-//   - Its wakes are paced: a dispatcher makes at most 15 refused messages
-//     due again per second, each in the first second at or after its
-//     backoff with room, so they cost River at most 45 row updates a
-//     second (three each), however many are waiting; the price is that a
-//     backlog of B refused messages takes B/15 seconds to go round once. When a wake comes later than the
-//     backoff, the message counts the time instead: a refused delivery
-//     parks it (ReasonAttempts) once its retry window is as old as
+//   - A turn whose delivery was refused holds its worker until its place
+//     in the dispatcher's pace: at most 15 such turns end per second, in
+//     all the queues of a dispatcher. Meanwhile it asks the client again
+//     every 250 ms, sending nothing while the breaker is open: when the
+//     open period ends, one of these is the probe that the breaker lets
+//     through, and when a delivery to the destination succeeds, every turn
+//     held for it delivers at once. A turn holds at most Timeout plus half
+//     of RescueAfter - Timeout - 2 s (at most 5 s more).
+//   - Since a queue fetches no more messages than it has workers, a dead
+//     destination alone in its queue has its messages fetched at that
+//     pace, and each costs River at most three row updates a turn (the
+//     fetch, the turn's end, and River's scheduler making the message
+//     available after a backoff over 5 s): about 45 a second for one dead
+//     destination, however many messages wait, and no more for several,
+//     while their held turns can wait for their places (a queue's Workers
+//     turns, 15 a second in all, each holding at most as long as said
+//     above). A dead destination that shares its queue with a live one
+//     leaves it a quarter of the workers, and its messages fetched into
+//     that quarter are put off, two row updates each, as fast as the
+//     queue passes them.
+//   - A refused delivery parks the message (ReasonAttempts) once its
+//     retry window, from its enqueue or last re-drive, is as old as
 //     MaxAttempts failed deliveries can make it (the sum of their longest
 //     backoffs, MinBackoff doubling up to MaxBackoff: about 83 minutes
-//     with the defaults).
-//   - When a delivery to the destination succeeds again, the messages the
-//     dispatcher holds for it are made due at once, rather than at their
-//     paced time.
+//     with the defaults), its wait in the queue behind the destination's
+//     other messages included. The pace bounds parking too: a parked
+//     message is one turn, two row updates, so a backlog of B messages to
+//     a destination that stays dead is parked about B/15 seconds after
+//     that time at the soonest, not at it (BENCHMARKS.md §12).
+//   - When a delivery to the destination succeeds again, the messages
+//     waiting in the queue after a refused turn are made due at once,
+//     rather than after their backoff.
 //
 // # Telemetry of many destinations
 //
@@ -185,9 +220,14 @@
 // message is picked up within milliseconds (polling every
 // Config.PollInterval is the fallback), rescue of messages whose
 // dispatcher died, leader election and cleanup are River's. Messages are
-// jobs of kind "idem_outbox_message" in the queue "idem_outbox"; a
-// delivered message is deleted 24 h after its delivery, a parked one is
-// kept until re-driven. A message's ID is drawn from River's job ID
+// jobs of kind "idem_outbox_message" in the queues "idem_outbox_00" to
+// "idem_outbox_15" (Config.Queues, see "Sharing the workers"): the relay
+// puts each in the queue of its destination. Versions before Config.Queues
+// had one queue, "idem_outbox": every dispatcher still fetches from it, so
+// that the messages an earlier version left there are delivered, parked
+// and re-driven as before (Migrate upgrades in place). A delivered message
+// is deleted 24 h after its delivery, a parked one is kept until
+// re-driven. A message's ID is drawn from River's job ID
 // sequence at enqueue and kept in its job's arguments (River gives the job
 // an ID of its own; River UI shows both). The outbox's own part is the
 // narrow table and its relay, the message, its key, the delivery through

@@ -122,16 +122,17 @@ func (e enqueued) status() MessageStatus {
 }
 
 // byKey lists the outbox's jobs whose message has key, oldest first (by
-// containment in the jobs' arguments, which River indexes).
+// containment in the jobs' arguments, which River indexes), in any of its
+// queues.
 func byKey(key string) *river.JobListParams {
-	return river.NewJobListParams().Kinds(kind).Queues(queueName).
+	return river.NewJobListParams().Kinds(kind).
 		Where("args @> jsonb_build_object('key', @key::text)", river.NamedArgs{"key": key})
 }
 
 // byID lists the outbox's job of the message id: the job whose arguments
 // carry id, or, enqueued before the relay existed, the job id.
 func byID(id int64) *river.JobListParams {
-	return river.NewJobListParams().Kinds(kind).Queues(queueName).
+	return river.NewJobListParams().Kinds(kind).
 		Where("(args @> jsonb_build_object('id', @id::bigint) OR (id = @id AND args->'id' IS NULL))",
 			river.NamedArgs{"id": id})
 }

@@ -108,9 +108,12 @@ func (e *events) counts() (delivered, retried, parked int) {
 }
 
 // fastConfig is a Config whose waits suit a test: retries within tens of
-// milliseconds, one request per delivery (so River retries it).
+// milliseconds, one request per delivery (so River retries it). It has 4
+// queues: each has a River producer that polls every PollInterval, and 17
+// of them polling every 20 ms load a test's small pool.
 func fastConfig(ev *events) Config {
 	return Config{
+		Queues:  4,
 		Client:  idem.Config{MaxAttempts: 1, NoBudget: true},
 		Timeout: 2 * time.Second, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
 		PollInterval: 20 * time.Millisecond, RescueAfter: 5 * time.Second, StopTimeout: time.Second,

@@ -20,6 +20,7 @@ import (
 // It is safe for concurrent use.
 type Memory struct {
 	s      *settings
+	share  *share // of its Workers among the destinations (one queue)
 	mu     sync.Mutex
 	msgs   map[int64]*memMsg
 	byKey  map[string]int64
@@ -52,7 +53,7 @@ type memMsg struct {
 func NewMemory(cfg Config) *Memory {
 	cfg.RescueAfter = 0
 	s, _ := newSettings(cfg) // cannot fail without RescueAfter
-	return &Memory{s: s, msgs: make(map[int64]*memMsg), byKey: make(map[string]int64), wake: make(chan struct{}, 1)}
+	return &Memory{s: s, share: newLanes(s, nil).newShare(), msgs: make(map[int64]*memMsg), byKey: make(map[string]int64), wake: make(chan struct{}, 1)}
 }
 
 // Enqueue stores m, due at once, and returns its ID. Like Outbox.Enqueue,
@@ -154,7 +155,7 @@ func (q *Memory) deliver(ctx context.Context, id int64) {
 	n := m.attempts - win.Base
 	q.mu.Unlock()
 
-	t := q.s.dispatch(ctx, id, &msg, n, win)
+	t := q.s.dispatch(ctx, q.share, id, &msg, n, win)
 	if q.apply(m, id, t) {
 		q.s.observe(ctx, t.d, t.v, t.wait)
 	}

@@ -6,15 +6,21 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
+// legacyOpts are the River options of a message's job before the relay
+// and Config.Queues: one queue for every destination.
+var legacyOpts = river.InsertOpts{Queue: queueName, MaxAttempts: riverMaxAttempts,
+	UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: allStates}}
+
 // Migrate upgrades an outbox made before the relay in place: the messages
 // already in River's table (jobs without a message ID in their arguments,
-// as Enqueue stored them then) keep their job IDs as their IDs, are
-// delivered, parked and re-driven by them, and the new messages' IDs
-// never equal theirs.
+// as Enqueue stored them then, in the one queue "idem_outbox") keep their
+// job IDs as their IDs, are delivered, parked and re-driven by them, and
+// the new messages' IDs never equal theirs.
 func TestMigrateUpgradesAnOutboxInPlace(t *testing.T) {
 	ctx := context.Background()
 	pool := migratedPool(t)
@@ -34,7 +40,7 @@ func TestMigrateUpgradesAnOutboxInPlace(t *testing.T) {
 		m := d.message("event")
 		m.Key = key
 		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			res, err := o.client.InsertTx(ctx, tx, toArgs(&m), &insertOpts)
+			res, err := o.client.InsertTx(ctx, tx, toArgs(&m), &legacyOpts)
 			if err == nil {
 				old[key] = res.Job.ID
 			}

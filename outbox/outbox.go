@@ -15,7 +15,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// queueName and kind name the outbox's River queue and job kind.
+// queueName is the outbox's River queue before it had Config.Queues (see
+// queues.go), and kind its job kind.
 const (
 	queueName = "idem_outbox"
 	kind      = "idem_outbox_message"
@@ -38,8 +39,9 @@ var allStates = []rivertype.JobState{
 // committed messages until its context ends, and Parked with Redrive let
 // an operator see and resend the messages it gave up on.
 //
-// Messages are River jobs (github.com/riverqueue/river) of the queue
-// "idem_outbox", in the tables that Migrate creates. Several processes may
+// Messages are River jobs (github.com/riverqueue/river) of the queues
+// "idem_outbox_00" to "idem_outbox_15" (see Config.Queues), in the tables
+// that Migrate creates. Several processes may
 // Run dispatchers on one database: each message is delivered by one
 // dispatcher at a time (see Config.RescueAfter). An Outbox is safe for
 // concurrent use.
@@ -47,8 +49,10 @@ type Outbox struct {
 	s      *settings
 	pool   *pgxpool.Pool
 	client *river.Client[pgx.Tx]
-	waits  sync.Map     // job ID -> time.Duration, the wait decided by the last delivery
-	woke   atomic.Int64 // when an enqueue last woke the relays, in Unix ns (see wakeDue)
+	lanes  *lanes          // the share of each queue's workers
+	served map[string]bool // the queues River delivers from (see discover)
+	waits  sync.Map        // job ID -> time.Duration, the wait decided by the last delivery
+	woke   atomic.Int64    // when an enqueue last woke the relays, in Unix ns (see wakeDue)
 	// sqlEnqueue and sqlEnqueueNotify are Enqueue's statements, with the
 	// names of Config.Schema.
 	sqlEnqueue, sqlEnqueueNotify string
@@ -67,7 +71,13 @@ func New(pool *pgxpool.Pool, cfg Config) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Outbox{s: s, pool: pool}
+	names := s.queueNames()
+	o := &Outbox{s: s, pool: pool, lanes: newLanes(s, names), served: map[string]bool{}}
+	queues := map[string]river.QueueConfig{}
+	for _, name := range names {
+		queues[name] = river.QueueConfig{MaxWorkers: s.Workers}
+		o.served[name] = true
+	}
 	table, seq := o.enqueuedTables()
 	o.sqlEnqueue = fmt.Sprintf(sqlEnqueue, table, literal(seq))
 	o.sqlEnqueueNotify = fmt.Sprintf(sqlEnqueueNotify, table, literal(seq), literal(table))
@@ -76,7 +86,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Outbox, error) {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}
 	o.client, err = river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:                      map[string]river.QueueConfig{queueName: {MaxWorkers: s.window}},
+		Queues:                      queues,
 		Workers:                     workers,
 		FetchCooldown:               s.FetchCooldown,
 		FetchPollInterval:           s.PollInterval,
@@ -234,6 +244,7 @@ func (o *Outbox) Run(ctx context.Context) error {
 	wake := make(chan struct{}, 1)
 	relaying.Go(func() { o.listen(ctx, wake) })
 	relaying.Go(func() { o.relay(ctx, wake) })
+	relaying.Go(func() { o.discover(ctx) })
 	<-ctx.Done()
 	relaying.Wait()
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.s.StopTimeout)

@@ -10,17 +10,18 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// sqlParked lists parked messages from River's job table (%[1]s): $1
-// queue, $2 kind, $3 the parked states (cast to River's state type,
-// %[2]s), message ID over $4, the first $5 by message ID (see jobArgs: the
+// sqlParked lists parked messages from River's job table (%[1]s), of any
+// of the outbox's queues: $1 kind, $2 the parked states (cast to River's
+// state type, %[2]s), message ID over $3, the first $4 by message ID (see
+// jobArgs: the
 // relay does not give the jobs IDs in the messages' order). It reads what
 // a ParkedMessage shows, the message and the outbox's record of its last
 // delivery, and not River's errors column, which holds an error per
 // delivery and grows with each re-drive: a listing allocates in
 // proportion to the messages it returns, whatever their history.
 const sqlParked = `SELECT id, args, jsonb_build_object('output', metadata->'output'), attempt, created_at, finalized_at, state::text
-FROM %[1]s WHERE state = ANY($3::text[]::%[2]s[]) AND queue = $1 AND kind = $2 AND coalesce((args->>'id')::bigint, id) > $4
-ORDER BY coalesce((args->>'id')::bigint, id) LIMIT $5`
+FROM %[1]s WHERE state = ANY($2::text[]::%[2]s[]) AND kind = $1 AND coalesce((args->>'id')::bigint, id) > $3
+ORDER BY coalesce((args->>'id')::bigint, id) LIMIT $4`
 
 // Parked returns up to limit parked messages whose ID is over after,
 // oldest first (after 0 starts the list; pass the last ID to page on).
@@ -28,7 +29,7 @@ ORDER BY coalesce((args->>'id')::bigint, id) LIMIT $5`
 // call.
 func (o *Outbox) Parked(ctx context.Context, after int64, limit int) ([]ParkedMessage, error) {
 	table, state := o.tables()
-	rows, err := o.pool.Query(ctx, fmt.Sprintf(sqlParked, table, state), queueName, kind, parkedStates, after, max(limit, 1))
+	rows, err := o.pool.Query(ctx, fmt.Sprintf(sqlParked, table, state), kind, parkedStates, after, max(limit, 1))
 	if err != nil {
 		return nil, fmt.Errorf("outbox: parked: %w", err)
 	}

@@ -12,9 +12,11 @@ import (
 // the retry window w (its record, with this delivery in it: see tried). It
 // returns the reason to park (none for a delivery, or a retry) and the
 // wait before the next delivery. A delivery its client refused counts as
-// a failed one; since its wake may come later than its backoff (see
-// refusals), it also parks the message once the window is as old as
-// MaxAttempts failed deliveries can make it (span).
+// a failed one; since a dead destination's messages wait for their turns
+// at its pace (see refusals), it also parks the message once the window
+// (from the enqueue or the last re-drive, its waits in the queue
+// included) is as old as MaxAttempts failed deliveries can make it
+// (span).
 func (s *settings) decide(r result, n int, w record) (Reason, time.Duration) {
 	switch r.verdict {
 	case delivered:
@@ -25,7 +27,7 @@ func (s *settings) decide(r result, n int, w record) (Reason, time.Duration) {
 	now := s.now()
 	wait := backoff(n, s.MinBackoff, s.MaxBackoff, r.retryAfter, s.random())
 	switch {
-	case n >= s.MaxAttempts, r.verdict == localRefusal && now.Sub(w.Start) >= s.span:
+	case n >= s.MaxAttempts, r.verdict == localRefusal && now.Sub(w.Since) >= s.span:
 		return ReasonAttempts, 0
 	case !w.First.IsZero() && now.Add(wait).Sub(w.First) >= s.KeyRetention:
 		return ReasonRetention, 0
@@ -73,11 +75,9 @@ type record struct {
 	Body    []byte      `json:"body,omitempty"`
 	Error   string      `json:"error,omitempty"`
 	// Since opens the retry window (zero: the enqueue); Base is the
-	// number of deliveries made before it; Start is the window's first
-	// delivery.
+	// number of deliveries made before it.
 	Since time.Time `json:"since,omitzero"`
 	Base  int       `json:"base,omitempty"`
-	Start time.Time `json:"start,omitzero"`
 	// First is when the first delivery that may have taken effect
 	// downstream started, in any window (zero: none did): the
 	// downstream's retention of the key runs from then.
@@ -87,9 +87,6 @@ type record struct {
 // tried returns the window w with a delivery that started at started and
 // got r.
 func (w record) tried(r result, started time.Time) record {
-	if w.Start.IsZero() {
-		w.Start = started
-	}
 	if w.First.IsZero() && r.acted {
 		w.First = started
 	}
@@ -99,7 +96,7 @@ func (w record) tried(r result, started time.Time) record {
 // newRecord records r, parked for reason (or not, ""), in the window w.
 func newRecord(r result, reason Reason, w record) record {
 	rec := record{Outcome: r.verdict.String(), Status: r.status, Header: r.header, Body: r.body,
-		Since: w.Since, Base: w.Base, Start: w.Start, First: w.First}
+		Since: w.Since, Base: w.Base, First: w.First}
 	if reason != "" {
 		rec.Outcome = string(reason)
 	}
@@ -203,7 +200,7 @@ func (s *settings) redriven(rec record, attempts int, force bool) (record, error
 	if force {
 		rec.First = time.Time{}
 	}
-	rec.Since, rec.Base, rec.Start = now, attempts, time.Time{}
+	rec.Since, rec.Base = now, attempts
 	return rec, nil
 }
 

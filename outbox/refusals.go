@@ -5,56 +5,58 @@ import (
 	"time"
 )
 
-// refusalRate is how many messages whose delivery the client refused
-// (circuit open, no budget) a dispatcher makes due again per second, at
-// most: each such wake costs River up to three row updates (the refused
-// delivery's completion, its scheduler making the message available
-// after a wait over 5 s, and the fetch), so a dead destination's backlog
-// costs the database at most three times this many a second, however
-// long it is.
+// refusalRate is how many turns whose delivery the client refused
+// (circuit open) a dispatcher ends per second, at most. Such a turn holds
+// its worker until its place in this pace (see settings.hold), and each
+// queue fetches no more messages than it has workers: so a dead
+// destination's messages are fetched at this pace too, and cost River at
+// most three row updates each (the fetch, the turn's end, and River's
+// scheduler making the message available after a wait over 5 s), however
+// many are waiting.
 const refusalRate = 15
 
-// refusals paces the messages of one dispatcher whose delivery its idem
-// client refused, and remembers them by destination. A refused message is
-// due again after its backoff, in the first second from then that has
-// fewer than refusalRate such messages due, at a random point of it; when
-// a delivery to its destination succeeds again, release hands its held
-// messages back so that they are made due at once. It is safe for
+// recheck is how often a held turn asks its client again: one of them is
+// the probe that the breaker lets through when its open period ends.
+const recheck = 250 * time.Millisecond
+
+// refusals paces the ends of the turns of one dispatcher whose delivery
+// its idem client refused (see refusalRate), and remembers the messages
+// such a turn left waiting in the queue, by destination: when a delivery
+// to the destination succeeds again, release hands them back so that they
+// are made due at once, and wakes the turns held for it. It is safe for
 // concurrent use.
 type refusals struct {
 	mu     sync.Mutex
 	now    func() time.Time
 	random func() float64 // in [0, 1)
-	due    map[int64]int  // unix second -> refused messages due in it
+	due    map[int64]int  // unix second -> turns ending in it
 	floor  int64          // seconds before it are forgotten
 	held   map[string]map[int64]struct{}
+	up     map[string]chan struct{} // closed when the destination takes a delivery
 }
 
 func newRefusals(now func() time.Time, random func() float64) *refusals {
-	return &refusals{now: now, random: random, due: map[int64]int{}, held: map[string]map[int64]struct{}{}}
+	return &refusals{now: now, random: random, due: map[int64]int{},
+		held: map[string]map[int64]struct{}{}, up: map[string]chan struct{}{}}
 }
 
-// schedule returns how long message id, just refused for destination
-// dest, waits: at least wait, in a second with room.
-func (p *refusals) schedule(dest string, id int64, wait time.Duration) time.Duration {
+// pace books the end of a refused turn in the first second from now that
+// has fewer than refusalRate, and returns when it is: now when the
+// current second has room, else a random point of the second booked.
+func (p *refusals) pace() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
 	p.forget(now.Unix())
-	at := now.Add(wait)
-	sec := at.Unix()
+	sec := now.Unix()
 	for p.due[sec] >= refusalRate {
 		sec++
 	}
 	p.due[sec]++
-	if sec != at.Unix() {
-		at = time.Unix(sec, 0).Add(time.Duration(p.random() * float64(time.Second)))
+	if sec == now.Unix() {
+		return now
 	}
-	if p.held[dest] == nil {
-		p.held[dest] = map[int64]struct{}{}
-	}
-	p.held[dest][id] = struct{}{}
-	return max(at.Sub(now), 0)
+	return time.Unix(sec, 0).Add(time.Duration(p.random() * float64(time.Second)))
 }
 
 // forget drops the counts of the seconds before sec.
@@ -68,6 +70,28 @@ func (p *refusals) forget(sec int64) {
 	p.floor = max(p.floor, sec)
 }
 
+// recovered returns a channel closed when a delivery to dest succeeds (release).
+func (p *refusals) recovered(dest string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch := p.up[dest]
+	if ch == nil {
+		ch = make(chan struct{})
+		p.up[dest] = ch
+	}
+	return ch
+}
+
+// hold remembers message id of dest, refused and waiting in the queue.
+func (p *refusals) hold(dest string, id int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held[dest] == nil {
+		p.held[dest] = map[int64]struct{}{}
+	}
+	p.held[dest][id] = struct{}{}
+}
+
 // woken forgets message id of dest, due now or handed back.
 func (p *refusals) woken(dest string, id int64) {
 	p.mu.Lock()
@@ -78,10 +102,15 @@ func (p *refusals) woken(dest string, id int64) {
 	}
 }
 
-// release returns the messages held for dest, and forgets them.
+// release wakes the turns held for dest, and returns the messages waiting
+// in the queue for it, and forgets them: dest just took a delivery.
 func (p *refusals) release(dest string) []int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if ch := p.up[dest]; ch != nil {
+		close(ch)
+		delete(p.up, dest)
+	}
 	ids := make([]int64, 0, len(p.held[dest]))
 	for id := range p.held[dest] {
 		ids = append(ids, id)

@@ -9,41 +9,50 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A burst of refused messages is spread so that no second has more than
-// refusalRate of them due; each waits at least its backoff.
+// A burst of refused turns is spread so that no second has more than
+// refusalRate of them ending; the first refusalRate end at once.
 func TestRefusalsArePaced(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 300_000_000, time.UTC)
 	p := newRefusals(func() time.Time { return now }, func() float64 { return 0.5 })
 	perSecond := map[int64]int{}
-	for id := range int64(2000) {
-		wait := p.schedule("http://down", id, 300*time.Millisecond)
-		require.GreaterOrEqual(t, wait, 300*time.Millisecond, "message %d", id)
-		perSecond[now.Add(wait).Unix()]++
+	for i := range 2000 {
+		at := p.pace()
+		require.False(t, at.Before(now), "turn %d", i)
+		if i < refusalRate {
+			require.Equal(t, now, at, "turn %d: this second has room", i)
+		}
+		perSecond[at.Unix()]++
 	}
 	for sec, n := range perSecond {
-		require.LessOrEqual(t, n, refusalRate, "messages due in second %d", sec)
+		require.LessOrEqual(t, n, refusalRate, "turns ending in second %d", sec)
 	}
 	assert.Equal(t, (2000+refusalRate-1)/refusalRate, len(perSecond), "seconds used")
 
 	now = now.Add(time.Hour) // the seconds before are forgotten
-	wait := p.schedule("http://down", 1, 300*time.Millisecond)
-	assert.Equal(t, 300*time.Millisecond, wait, "a second with room")
+	assert.Equal(t, now, p.pace(), "a second with room")
 	assert.LessOrEqual(t, len(p.due), 2, "the counts of past seconds are dropped")
 }
 
 // The messages held for a destination are released, once, when it takes
-// a delivery again; a message woken at its time is no longer held.
+// a delivery again, and the turns waiting for it are woken; a message
+// woken at its time is no longer held.
 func TestRefusalsRelease(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p := newRefusals(func() time.Time { return now }, func() float64 { return 0 })
+	p := newRefusals(time.Now, func() float64 { return 0 })
 	for _, id := range []int64{1, 2, 3} {
-		p.schedule("http://a", id, time.Minute)
+		p.hold("http://a", id)
 	}
-	p.schedule("http://b", 4, time.Minute)
+	p.hold("http://b", 4)
+	up := p.recovered("http://a")
 	p.woken("http://a", 2)
 	got := p.release("http://a")
 	slices.Sort(got)
 	assert.Equal(t, []int64{1, 3}, got)
+	select {
+	case <-up:
+	default:
+		t.Fatal("the turns held for http://a are not woken")
+	}
 	assert.Empty(t, p.release("http://a"), "released once")
+	assert.NotEqual(t, up, p.recovered("http://a"), "a new wait after the release")
 	assert.Equal(t, []int64{4}, p.release("http://b"))
 }

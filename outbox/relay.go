@@ -161,21 +161,26 @@ func (o *Outbox) decodeTaken(ctx context.Context, taken []takenRow) []jobArgs {
 	return batch
 }
 
-// insertOpts are the River options of a message's job: its queue, no
-// attempts limit of River's own (the outbox parks a message itself), and
-// its key unique among the jobs of every state.
-var insertOpts = river.InsertOpts{
-	Queue: queueName, MaxAttempts: riverMaxAttempts,
-	UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: allStates},
+// insertOpts are the River options of the job of a message to dest: the
+// queue of its destination (see queueFor), no attempts limit of River's
+// own (the outbox parks a message itself), and, when unique, its key
+// unique among the jobs of every state.
+func (o *Outbox) insertOpts(dest string, unique bool) *river.InsertOpts {
+	opts := &river.InsertOpts{Queue: queueFor(dest, o.s.Queues), MaxAttempts: riverMaxAttempts}
+	if unique {
+		opts.UniqueOpts = river.UniqueOpts{ByArgs: true, ByState: allStates}
+	}
+	return opts
 }
 
 // insertJobs inserts batch as River jobs in tx. A message whose key has a
-// job already (a message enqueued again after the first was relayed) is folded into it when it is the same, and is
-// inserted without the unique key, to be parked, when it is not.
+// job already (a message enqueued again after the first was relayed) is
+// folded into it when it is the same, and is inserted without the unique
+// key, to be parked, when it is not.
 func (o *Outbox) insertJobs(ctx context.Context, tx pgx.Tx, batch []jobArgs) error {
 	params := make([]river.InsertManyParams, len(batch))
 	for i := range batch {
-		params[i] = river.InsertManyParams{Args: batch[i], InsertOpts: &insertOpts}
+		params[i] = river.InsertManyParams{Args: batch[i], InsertOpts: o.insertOpts(destinationOf(batch[i].URL), true)}
 	}
 	res, err := o.client.InsertManyTx(ctx, tx, params)
 	if err != nil {
@@ -189,8 +194,7 @@ func (o *Outbox) insertJobs(ctx context.Context, tx pgx.Tx, batch []jobArgs) err
 		if c, ok := conflictOf(batch, r.Job.EncodedArgs, r.Job.ID); ok {
 			o.s.Logger.WarnContext(ctx, "outbox: a different message was enqueued under a key already used: parking it",
 				"id", c.ID, "key", c.Key, "first", c.Conflict)
-			conflicts = append(conflicts, river.InsertManyParams{Args: c,
-				InsertOpts: &river.InsertOpts{Queue: queueName, MaxAttempts: riverMaxAttempts}})
+			conflicts = append(conflicts, river.InsertManyParams{Args: c, InsertOpts: o.insertOpts(destinationOf(c.URL), false)})
 		}
 	}
 	if len(conflicts) > 0 {

@@ -12,14 +12,20 @@ import (
 // worker it holds that long is missed by the others.
 const slowDelivery = 100 * time.Millisecond
 
+// sharedWithin is how recently another destination must have had a
+// delivery in flight for a destination whose deliveries are refused to
+// leave it a quarter of the workers (see bound).
+const sharedWithin = time.Minute
+
 // maxDestinations bounds the destinations a share remembers; idle ones
 // are forgotten beyond it.
 const maxDestinations = 1024
 
-// share is how the destinations of one dispatcher share its workers (see
-// the package doc, "Sharing the workers"). A destination is the scheme and
-// host (with its port) of a message's URL. A fast destination, whose
-// deliveries end within slowDelivery, may use every worker. A slow one,
+// share is how the destinations of one queue share the workers that a
+// dispatcher gives it (see the package doc, "Sharing the workers"). A
+// destination is the scheme and host (with its port) of a message's URL.
+// A fast destination, whose deliveries end within slowDelivery, may use
+// every worker, and so may one alone in the queue (see bound). A slow one,
 // or one not known yet, may have at most (Workers - Workers/4) / n
 // deliveries in flight (at least 1), n being the number of such
 // destinations with deliveries in flight: whatever it does, a quarter of
@@ -45,6 +51,7 @@ type destination struct {
 	avg      time.Duration           // moving average of those deliveries' times
 	next     time.Time               // the end of its put-off schedule
 	idle     time.Time               // when its last delivery ended
+	refusing bool                    // the client refused a delivery since the last success (see ticket.refused)
 }
 
 func newShare(workers int, maxWait time.Duration, now func() time.Time, random func() float64) *share {
@@ -116,13 +123,29 @@ func (s *share) take(ctx context.Context, dest string) (t ticket, wait time.Dura
 	}
 }
 
-// bound is how many deliveries a slow destination dest may have in flight.
+// bound is how many deliveries a slow destination dest may have in
+// flight: three quarters of the workers split among the slow destinations
+// with deliveries in flight; or every worker when its client refuses to
+// send to it (breaker open) and it is alone (no other destination had a
+// delivery in flight in the last sharedWithin), since its turns then end
+// at the dispatcher's pace (see refusals) and the queue fetches its
+// messages no faster: a quarter kept for others that are not there would
+// only pass its backlog at full speed, each message put off.
 func (s *share) bound(dest string, now time.Time) int {
-	n := 1
+	n, alone := 1, true
 	for name, d := range s.dests {
-		if name != dest && len(d.inflight) > 0 && !d.fast(now) {
+		if name == dest {
+			continue
+		}
+		if len(d.inflight) > 0 || now.Sub(d.idle) < sharedWithin {
+			alone = false
+		}
+		if len(d.inflight) > 0 && !d.fast(now) {
 			n++
 		}
+	}
+	if alone && s.dests[dest].refusing {
+		return s.workers
 	}
 	return max(1, (s.workers-s.workers/4)/n)
 }
@@ -159,6 +182,22 @@ func (t ticket) end(sent bool) {
 	} else {
 		d.avg = (d.avg*3 + took) / 4
 	}
+}
+
+// refused records that the client refused t's delivery (its host's
+// breaker open): until a delivery to it succeeds (delivered), the
+// destination may take every worker when it is alone (see bound). A
+// failed one does not end it: the breaker's probes are sent and fail
+// while the host is down.
+func (t ticket) refused() { t.setRefusing(true) }
+
+// delivered records that t's delivery succeeded.
+func (t ticket) delivered() { t.setRefusing(false) }
+
+func (t ticket) setRefusing(on bool) {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	t.d.refusing = on
 }
 
 // cancel forgets t, a delivery that did not start.

@@ -34,14 +34,15 @@ func hanging(t *testing.T) (*httptest.Server, *atomic.Int64) {
 }
 
 // Ten messages to a healthy host, enqueued behind 40 to a host that holds
-// every request, are delivered while the held deliveries are still in
-// flight: the hanging host takes three of the four workers at most (issue
-// 28 defect 1: all four waited on it, and the ten were delivered only when
-// the deliveries timed out).
+// every request in the same queue (Memory's one, or Config.Queues 1), are
+// delivered while the held deliveries are still in flight: the hanging
+// host takes three of the queue's four workers at most (issue 28 defect
+// 1: all four waited on it, and the ten were delivered only when the
+// deliveries timed out).
 func TestASlowDestinationLeavesWorkersToTheOthers(t *testing.T) {
 	config := func() Config {
 		cfg := fastConfig(&events{})
-		cfg.Workers, cfg.Timeout, cfg.RescueAfter = 4, time.Minute, 2*time.Minute
+		cfg.Workers, cfg.Timeout, cfg.RescueAfter, cfg.Queues = 4, time.Minute, 2*time.Minute, 1
 		return cfg
 	}
 	eachTarget(t, config, func(t *testing.T, tg target) {
@@ -120,6 +121,34 @@ func TestShareBounds(t *testing.T) {
 		time.Sleep(slowDelivery)
 		_, _, ok = take(t, s, "http://fast")
 		assert.False(t, ok, "its deliveries in flight have run past slowDelivery: it is slow now")
+	})
+}
+
+// A destination whose deliveries its client refuses (breaker open) may
+// take every worker while it is alone in its queue, since its turns end
+// at the dispatcher's pace; once another destination had a delivery in
+// flight in the last minute, or once one of its deliveries is sent, it
+// leaves a quarter to the others again.
+func TestShareARefusedDestinationAlone(t *testing.T) {
+	inBubble(t, func(t *testing.T, s *share) {
+		tickets := fill(t, s, "http://down", 15)
+		tickets[0].refused()
+		more := fill(t, s, "http://down", 5) // refused and alone: all 20
+		other, _, _ := take(t, s, "http://other")
+		other.end(true)
+		more[0].end(false)
+		_, _, ok := take(t, s, "http://down")
+		require.False(t, ok, "another destination took a delivery within the minute: a quarter stays for it")
+		time.Sleep(sharedWithin)
+		tk, _, ok := take(t, s, "http://down")
+		require.True(t, ok, "alone again: the 20th worker")
+		tk.end(true) // sent, and failed: the breaker's probe
+		tk, _, ok = take(t, s, "http://down")
+		require.True(t, ok, "a failed delivery does not end the refusals")
+		tk.delivered()
+		tk.end(true)
+		_, _, ok = take(t, s, "http://down")
+		assert.False(t, ok, "a delivery succeeded: no longer refused, 15 at most (19 in flight)")
 	})
 }
 

@@ -29,20 +29,20 @@ var (
 	parkedStates = []string{string(rivertype.JobStateCancelled), string(rivertype.JobStateDiscarded)}
 )
 
-// sqlStats counts the outbox's pending and parked jobs, and the age of the
-// oldest pending one, from River's job table (%[1]s) through its index on
-// (state, queue): $1 queue, $2 kind, $3 pending states, $4 parked states,
-// cast to River's state type (%[2]s) so that the index's state column is
-// compared as it is (state::text could not use it, and would read every
-// delivered job of the queue). It adds the messages waiting to be
+// sqlStats counts the outbox's pending and parked jobs, of all its
+// queues, and the age of the oldest pending one, from River's job table
+// (%[1]s) through its index on (state, queue): $1 kind, $2 pending
+// states, $3 parked states, cast to River's state type (%[2]s) so that
+// the index's state column is compared as it is (state::text could not
+// use it, and would read every delivered job). It adds the messages waiting to be
 // relayed, in the table of enqueued messages (%[3]s), to the pending. A
 // job's message was enqueued when its arguments say (see jobArgs), or,
 // enqueued before the relay existed, when the job was created.
 const sqlStats = `WITH j AS (
-    SELECT count(*) FILTER (WHERE state = ANY($3::text[]::%[2]s[])) AS pending,
-        min(coalesce((args->>'enqueued_at')::timestamptz, created_at)) FILTER (WHERE state = ANY($3::text[]::%[2]s[])) AS oldest,
-        count(*) FILTER (WHERE state = ANY($4::text[]::%[2]s[])) AS parked
-    FROM %[1]s WHERE state = ANY(($3::text[] || $4::text[])::%[2]s[]) AND queue = $1 AND kind = $2
+    SELECT count(*) FILTER (WHERE state = ANY($2::text[]::%[2]s[])) AS pending,
+        min(coalesce((args->>'enqueued_at')::timestamptz, created_at)) FILTER (WHERE state = ANY($2::text[]::%[2]s[])) AS oldest,
+        count(*) FILTER (WHERE state = ANY($3::text[]::%[2]s[])) AS parked
+    FROM %[1]s WHERE state = ANY(($2::text[] || $3::text[])::%[2]s[]) AND kind = $1
 ), e AS (SELECT count(*) AS pending, min(enqueued_at) AS oldest FROM %[3]s)
 SELECT j.pending + e.pending,
     coalesce(extract(epoch FROM now() - least(j.oldest, e.oldest)), 0)::float8,
@@ -58,7 +58,7 @@ func (o *Outbox) Stats(ctx context.Context) (Stats, error) {
 	enqueued, _ := o.enqueuedTables()
 	var st Stats
 	var oldest float64
-	err := o.pool.QueryRow(ctx, fmt.Sprintf(sqlStats, table, state, enqueued), queueName, kind, pendingStates, parkedStates).
+	err := o.pool.QueryRow(ctx, fmt.Sprintf(sqlStats, table, state, enqueued), kind, pendingStates, parkedStates).
 		Scan(&st.Pending, &oldest, &st.Parked)
 	if err != nil {
 		return Stats{}, fmt.Errorf("outbox: stats: %w", err)

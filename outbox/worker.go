@@ -96,7 +96,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[jobArgs]) error {
 	}
 	win = w.o.s.reopened(win, job.Attempt) // parked, then retried from River UI: see operator_retry.go
 	msg := job.Args.message()
-	t := w.o.s.dispatch(ctx, job.ID, &msg, job.Attempt-win.Base, win)
+	t := w.o.s.dispatch(ctx, w.o.lanes.of(job.Queue), job.ID, &msg, job.Attempt-win.Base, win)
 	t.d.ID = job.Args.messageID(job.ID)
 	switch {
 	case t.putOff:

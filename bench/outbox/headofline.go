@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -45,13 +46,21 @@ func unavailable(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(http.StatusServiceUnavailable)
 }
 
-// benchHeadOfLine measures issue 28's head-of-line figures: the time one
-// dispatcher (Workers 4, Timeout 2 s) takes to deliver 10 messages to a
-// healthy host, alone and enqueued behind 40 messages to a host that hangs
-// or 2,000 to one that answers 503 at once (breaker off), o.rounds rounds,
-// medians; and the bound, River alone moving 2,000 bare jobs then 10 with
-// as many slots as the dispatcher fetches at once (16: four times its
-// Workers), and with 200.
+// holSettle is how long a case's dispatcher (or River alone's client)
+// runs, its backlog relayed, before the healthy messages are enqueued:
+// its producers have started, and the backlog is being delivered.
+const holSettle = 500 * time.Millisecond
+
+// benchHeadOfLine measures issue 28's head-of-line figures: one
+// dispatcher (Workers 4, Timeout 2 s) runs with messages to a bad host
+// in its queue (40 to a host that hangs, or 2,000 to one that answers
+// 503 at once, breaker off), relayed; then 10 messages to a healthy host
+// are enqueued, and timed from their commit to the last delivered, and
+// alone (nothing else queued); o.rounds rounds, medians. The bounds: River
+// alone, 10 bare jobs from their commit to a no-op worker in a running
+// client; and River alone passing 2,000 bare jobs then 10 in one queue,
+// with as many slots as the dispatcher fetched at once before
+// Config.Queues (16: four times its Workers), and with 200.
 func benchHeadOfLine(ctx context.Context, dbURL string, o options) error {
 	pool, err := migratedPool(ctx, dbURL, 16)
 	if err != nil {
@@ -64,41 +73,52 @@ func benchHeadOfLine(ctx context.Context, dbURL string, o options) error {
 		{"behind 40 hanging (breaker off)", 40, hang, false},
 		{"behind 2,000 answering 503 (breaker off)", 2000, unavailable, false},
 	}
-	fmt.Printf("one dispatcher, Workers 4, Timeout 2s: %d messages to a healthy host, from Run to the last delivered, %d rounds\n", holHealthy, o.rounds)
-	slots := []int{16, 200}
-	times := make([][]time.Duration, len(cases)+len(slots))
+	fmt.Printf("one dispatcher, Workers 4, Timeout 2s: %d messages to a healthy host, from their commit to the last delivered, %d rounds\n", holHealthy, o.rounds)
+	bounds := []struct {
+		name string
+		run  func() (time.Duration, error)
+	}{
+		{"bound: River alone, 10 bare jobs, commit to worked", func() (time.Duration, error) { return holRiverAlone(ctx, pool) }},
+		{riverName(16), func() (time.Duration, error) { return holRiver(ctx, pool, 2000, 16) }},
+		{riverName(200), func() (time.Duration, error) { return holRiver(ctx, pool, 2000, 200) }},
+	}
+	names := casesNames(cases)
+	times := make([][]time.Duration, len(cases)+len(bounds))
 	for round := range o.rounds {
 		for i, c := range cases {
-			d, got, err := holRun(ctx, pool, c)
+			d, got, shared, err := holRun(ctx, pool, c)
 			if err != nil {
 				return err
 			}
 			times[i] = append(times[i], d)
-			fmt.Printf("round %d %-52s %d of %d in %s\n", round+1, c.name, got, holHealthy, d.Round(time.Millisecond))
+			note := ""
+			if shared && c.bad > 0 {
+				note = " (in the bad host's queue)"
+			}
+			fmt.Printf("round %d %-52s %d of %d in %s%s\n", round+1, c.name, got, holHealthy, d.Round(100*time.Microsecond), note)
 		}
-		for j, n := range slots {
-			d, err := holRiver(ctx, pool, 2000, n)
+		for j, b := range bounds {
+			d, err := b.run()
 			if err != nil {
 				return err
 			}
 			times[len(cases)+j] = append(times[len(cases)+j], d)
-			fmt.Printf("round %d %-52s %s\n", round+1, riverName(n), d.Round(time.Millisecond))
+			fmt.Printf("round %d %-52s %s\n", round+1, b.name, d.Round(100*time.Microsecond))
 		}
 	}
-	names := casesNames(cases)
-	for _, n := range slots {
-		names = append(names, riverName(n))
+	for _, b := range bounds {
+		names = append(names, b.name)
 	}
 	for i, ts := range times {
 		slices.Sort(ts)
-		fmt.Printf("median of %d rounds, %-52s %s [%s, %s]\n", len(ts), names[i]+":", ts[len(ts)/2].Round(time.Millisecond),
-			ts[0].Round(time.Millisecond), ts[len(ts)-1].Round(time.Millisecond))
+		fmt.Printf("median of %d rounds, %-52s %s [%s, %s]\n", len(ts), names[i]+":", ts[len(ts)/2].Round(100*time.Microsecond),
+			ts[0].Round(100*time.Microsecond), ts[len(ts)-1].Round(100*time.Microsecond))
 	}
 	return nil
 }
 
 func riverName(slots int) string {
-	return fmt.Sprintf("bound: River alone, %d slots, 10 behind 2,000", slots)
+	return fmt.Sprintf("bound: River alone, one queue, %d slots, 10 behind 2,000", slots)
 }
 
 func casesNames(cases []holCase) []string {
@@ -109,12 +129,14 @@ func casesNames(cases []holCase) []string {
 	return out
 }
 
-// holRun runs one case on an empty queue and returns the time from Run
-// to the last healthy message delivered (holLimit when not all were) and
-// how many were.
-func holRun(ctx context.Context, pool *pgxpool.Pool, c holCase) (time.Duration, int, error) {
+// holRun runs one case on an empty queue: it starts the dispatcher with
+// the bad host's messages, waits until they are relayed and then
+// holSettle, enqueues the healthy messages, and returns the time from
+// their commit to the last delivered (holLimit when not all were), how
+// many were, and whether they were in the bad host's River queue.
+func holRun(ctx context.Context, pool *pgxpool.Pool, c holCase) (took time.Duration, got int, shared bool, err error) {
 	if _, err := pool.Exec(ctx, "TRUNCATE river_job, idem_outbox_enqueued"); err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	healthy := newSink(holHealthy)
 	defer healthy.srv.Close()
@@ -122,34 +144,114 @@ func holRun(ctx context.Context, pool *pgxpool.Pool, c holCase) (time.Duration, 
 		Client: idem.Config{Breaker: idem.BreakerConfig{Disabled: !c.breaker}}}
 	ob, err := outbox.New(pool, cfg)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	if c.bad > 0 {
 		bad := httptest.NewServer(c.handler)
 		defer func() { bad.CloseClientConnections(); bad.Close() }()
 		if err := enqueueBatch(ctx, pool, ob, bad.URL, "bad-", c.bad); err != nil {
-			return 0, 0, err
+			return 0, 0, false, err
 		}
-	}
-	if err := enqueueBatch(ctx, pool, ob, healthy.srv.URL, "ok-", holHealthy); err != nil {
-		return 0, 0, err
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	start := time.Now()
 	go func() { done <- ob.Run(runCtx) }()
 	defer func() { stop(); <-done }()
+	if err := relayed(ctx, pool); err != nil {
+		return 0, 0, false, err
+	}
+	time.Sleep(holSettle)
+	if err := enqueueBatch(ctx, pool, ob, healthy.srv.URL, "ok-", holHealthy); err != nil {
+		return 0, 0, false, err
+	}
+	start := time.Now()
+	got = holHealthy
 	select {
 	case <-healthy.all:
-		return time.Since(start), holHealthy, nil
+		took = time.Since(start)
 	case <-time.After(holLimit):
 		healthy.mu.Lock()
-		defer healthy.mu.Unlock()
-		return holLimit, len(healthy.seen), nil
+		took, got = holLimit, len(healthy.seen)
+		healthy.mu.Unlock()
+	}
+	shared, err = sharedQueue(ctx, pool)
+	return took, got, shared, err
+}
+
+// sharedQueue reports whether the healthy and the bad host's messages
+// were in the same River queue (see outbox.Config.Queues).
+func sharedQueue(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	var shared bool
+	err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM river_job b JOIN river_job h ON b.queue = h.queue
+WHERE b.args->>'key' LIKE 'bad-%' AND h.args->>'key' LIKE 'ok-%')`).Scan(&shared)
+	return shared, err
+}
+
+// relayed waits until the table of enqueued messages is empty: the bad
+// host's messages are in River's queue, ahead of those enqueued next.
+func relayed(ctx context.Context, pool *pgxpool.Pool) error {
+	deadline := time.Now().Add(holLimit)
+	for {
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM idem_outbox_enqueued").Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d messages not relayed within %s", n, holLimit)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
-// holRiver is the bound of the 2,000 case: River alone, with slots
+// riverClient is a River client on pool whose workers complete a bare job
+// at once, noting its key in s, with slots workers in the default queue.
+func riverClient(pool *pgxpool.Pool, s *sink, slots int) (*river.Client[pgx.Tx], error) {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &riverWorker{s: s})
+	return river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: slots}},
+		Workers: workers, FetchCooldown: 2 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+	})
+}
+
+// holRiverAlone is the floor of the healthy messages' time: River alone,
+// a running client (Workers 4, after holSettle), 10 bare jobs from their
+// commit to the last worked.
+func holRiverAlone(ctx context.Context, pool *pgxpool.Pool) (time.Duration, error) {
+	if _, err := pool.Exec(ctx, "TRUNCATE river_job"); err != nil {
+		return 0, err
+	}
+	s := newSink(holHealthy)
+	s.srv.Close() // River's workers note the keys themselves
+	client, err := riverClient(pool, s, 4)
+	if err != nil {
+		return 0, err
+	}
+	if err := client.Start(ctx); err != nil {
+		return 0, err
+	}
+	defer func() { _ = client.Stop(ctx) }()
+	time.Sleep(holSettle)
+	var params []river.InsertManyParams
+	for i := range holHealthy {
+		params = append(params, river.InsertManyParams{Args: riverArgs{Key: fmt.Sprintf("ok-%d", i)}})
+	}
+	if _, err := client.InsertMany(ctx, params); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	select {
+	case <-s.all:
+		return time.Since(start), nil
+	case <-time.After(holLimit):
+		return holLimit, nil
+	}
+}
+
+// holRiver is the bound of one FIFO queue: River alone, with slots
 // workers that complete a bare job at once, from Start to the last of 10
 // jobs enqueued behind n others.
 func holRiver(ctx context.Context, pool *pgxpool.Pool, n, slots int) (time.Duration, error) {
@@ -158,12 +260,7 @@ func holRiver(ctx context.Context, pool *pgxpool.Pool, n, slots int) (time.Durat
 	}
 	s := newSink(holHealthy)
 	s.srv.Close() // River's workers note the keys themselves
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &riverWorker{s: s})
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: slots}},
-		Workers: workers, FetchCooldown: 2 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
-	})
+	client, err := riverClient(pool, s, slots)
 	if err != nil {
 		return 0, err
 	}
