@@ -12,14 +12,14 @@ import (
 	"github.com/idemkit/idem/internal/wire"
 )
 
-// Defaults of Config's zero values.
+// Defaults of Config, as its fields' docs state them.
 const (
-	DefaultTimeout     = 30 * time.Second
-	DefaultMaxAttempts = 25
-	DefaultMaxAge      = 12 * time.Hour
-	DefaultMinBackoff  = time.Second
-	DefaultMaxBackoff  = 5 * time.Minute
-	DefaultWorkers     = 20
+	defaultTimeout     = 30 * time.Second
+	defaultMaxAttempts = 25
+	defaultMaxAge      = 12 * time.Hour
+	defaultMinBackoff  = time.Second
+	defaultMaxBackoff  = 5 * time.Minute
+	defaultWorkers     = 20
 )
 
 // Config configures an Outbox (and a Memory outbox). Its zero value means
@@ -220,13 +220,13 @@ func newSettings(cfg Config) (*settings, error) {
 	if cfg.Client.KeyHeader != "" {
 		s.keyHeader = http.CanonicalHeaderKey(cfg.Client.KeyHeader)
 	}
-	s.Timeout = orDefault(s.Timeout, DefaultTimeout)
-	s.MaxAttempts = orDefault(s.MaxAttempts, DefaultMaxAttempts)
-	s.MaxAge = orDefault(s.MaxAge, DefaultMaxAge)
+	s.Timeout = orDefault(s.Timeout, defaultTimeout)
+	s.MaxAttempts = orDefault(s.MaxAttempts, defaultMaxAttempts)
+	s.MaxAge = orDefault(s.MaxAge, defaultMaxAge)
 	s.KeyRetention = orDefault(s.KeyRetention, 24*time.Hour)
-	s.MinBackoff = orDefault(s.MinBackoff, DefaultMinBackoff)
-	s.MaxBackoff = orDefault(s.MaxBackoff, DefaultMaxBackoff)
-	s.Workers = orDefault(s.Workers, DefaultWorkers)
+	s.MinBackoff = orDefault(s.MinBackoff, defaultMinBackoff)
+	s.MaxBackoff = orDefault(s.MaxBackoff, defaultMaxBackoff)
+	s.Workers = orDefault(s.Workers, defaultWorkers)
 	s.RescueAfter = orDefault(s.RescueAfter, s.Timeout+30*time.Second)
 	s.PollInterval = orDefault(s.PollInterval, time.Second)
 	s.FetchCooldown = orDefault(s.FetchCooldown, 2*time.Millisecond)

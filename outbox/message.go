@@ -9,22 +9,13 @@ import (
 	"github.com/idemkit/idem/internal/wire"
 )
 
-// MaxBodyBytes is the largest Message.Body that Enqueue accepts: 256 KiB.
-// A message is a notification, not a file transfer; a larger payload
-// belongs in storage the receiver can fetch, with its reference in the
-// message.
-const MaxBodyBytes = 256 << 10
-
-// MaxHeaderBytes is the most that Message.Header may hold, 16 KiB: the
-// lengths of its names and values added up, a name counted once per value.
-// MaxHeaders is the most values it may hold: 100. A name without values
-// counts as one empty value (it is stored with the message, though no
-// request carries it). A request whose headers are larger is one most
-// servers refuse (HTTP/1.1 servers commonly allow 8 to 16 KiB in all),
-// and every byte is stored with the message.
+// The limits of a message, as Message's fields' docs state them:
+// maxBodyBytes bounds Message.Body; maxHeaders the values of
+// Message.Header, and maxHeaderBytes their names and values added up.
 const (
-	MaxHeaderBytes = 16 << 10
-	MaxHeaders     = 100
+	maxBodyBytes   = 256 << 10
+	maxHeaderBytes = 16 << 10
+	maxHeaders     = 100
 )
 
 // maxNameLen bounds Message.Name, maxURLLen Message.URL.
@@ -74,12 +65,19 @@ type Message struct {
 	// here (the dispatcher sets it from Key), nor are the headers the
 	// transport owns: Host, Content-Length, Transfer-Encoding, Connection,
 	// Keep-Alive, Upgrade, TE, Trailer, Proxy-Connection. It holds at most
-	// MaxHeaders values and MaxHeaderBytes in all. Headers and body
+	// 100 values, and 16 KiB in all: the lengths of its names and values
+	// added up, a name counted once per value (a name without values
+	// counts as one empty value: it is stored with the message, though no
+	// request carries it). A request whose headers are larger is one most
+	// servers refuse (HTTP/1.1 servers commonly allow 8 to 16 KiB in all),
+	// and every byte is stored with the message. Headers and body
 	// are stored in the database in clear until the message is deleted:
 	// put a credential the downstream needs in Config.Client.Base (a
 	// RoundTripper that adds it) rather than in every message.
 	Header http.Header
-	// Body is the request body, at most MaxBodyBytes.
+	// Body is the request body, at most 256 KiB. A message is a
+	// notification, not a file transfer: a larger payload belongs in
+	// storage the receiver can fetch, with its reference in the message.
 	Body []byte
 	// Key is the Idempotency-Key sent on every delivery attempt. Empty: it
 	// is derived at enqueue from the server.Operation that ctx carries (see
@@ -107,8 +105,8 @@ func (m *Message) validate() error {
 		problem = fmt.Sprintf("Name must be 1 to %d printable ASCII characters", maxNameLen)
 	case !wire.ValidHeaderName(m.Method):
 		problem = fmt.Sprintf("Method %q is not an HTTP method (a non-empty token)", m.Method)
-	case len(m.Body) > MaxBodyBytes:
-		problem = fmt.Sprintf("Body is %d bytes, over the limit of %d (MaxBodyBytes)", len(m.Body), MaxBodyBytes)
+	case len(m.Body) > maxBodyBytes:
+		problem = fmt.Sprintf("Body is %d bytes, over the limit of %d", len(m.Body), maxBodyBytes)
 	default:
 		problem = firstOf(validURL(m.URL), validHeader(m.Header), validKey(m.Key))
 	}
@@ -174,10 +172,10 @@ func headerSize(h http.Header) string {
 		}
 	}
 	switch {
-	case count > MaxHeaders:
-		return fmt.Sprintf("Header has %d values, over the limit of %d (MaxHeaders)", count, MaxHeaders)
-	case size > MaxHeaderBytes:
-		return fmt.Sprintf("Header is %d bytes, over the limit of %d (MaxHeaderBytes)", size, MaxHeaderBytes)
+	case count > maxHeaders:
+		return fmt.Sprintf("Header has %d values, over the limit of %d", count, maxHeaders)
+	case size > maxHeaderBytes:
+		return fmt.Sprintf("Header is %d bytes, over the limit of %d", size, maxHeaderBytes)
 	}
 	return ""
 }

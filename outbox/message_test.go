@@ -26,7 +26,7 @@ func TestMessageValidation(t *testing.T) {
 		want string // in the error; "" for a valid message
 	}{
 		{"valid", func(*Message) {}, ""},
-		{"valid, body at the limit", func(m *Message) { m.Body = make([]byte, MaxBodyBytes) }, ""},
+		{"valid, body at the limit", func(m *Message) { m.Body = make([]byte, maxBodyBytes) }, ""},
 		{"empty method", func(m *Message) { m.Method = "" }, "Method"},
 		{"method with a space", func(m *Message) { m.Method = "PO ST" }, "Method"},
 		{"relative URL", func(m *Message) { m.URL = "/hook" }, "absolute"},
@@ -34,7 +34,7 @@ func TestMessageValidation(t *testing.T) {
 		{"URL without host", func(m *Message) { m.URL = "http:///x" }, "no host"},
 		{"unparsable URL", func(m *Message) { m.URL = "http://[::1" }, "URL"},
 		{"URL over 8 KiB", func(m *Message) { m.URL = "http://127.0.0.1/" + strings.Repeat("p", 8<<10) }, "URL is"},
-		{"body over the limit", func(m *Message) { m.Body = make([]byte, MaxBodyBytes+1) }, "MaxBodyBytes"},
+		{"body over the limit", func(m *Message) { m.Body = make([]byte, maxBodyBytes+1) }, "Body is 262145 bytes, over the limit of 262144"},
 		{"empty name", func(m *Message) { m.Name = "" }, "Name"},
 		{"name with a space", func(m *Message) { m.Name = "payment created" }, "Name"},
 		{"long name", func(m *Message) { m.Name = strings.Repeat("n", 129) }, "Name"},
@@ -42,17 +42,17 @@ func TestMessageValidation(t *testing.T) {
 		{"Content-Length header", func(m *Message) { m.Header.Set("content-length", "3") }, "Content-Length"},
 		{"bad header name", func(m *Message) { m.Header["X Bad"] = []string{"v"} }, "not a token"},
 		{"header value with CRLF", func(m *Message) { m.Header.Set("X-A", "a\r\nX-B: b") }, "control character"},
-		{"valid, headers at the limits", func(m *Message) { m.Header = headers(MaxHeaders, MaxHeaderBytes) }, ""},
-		{"header bytes over the limit", func(m *Message) { m.Header = headers(1, MaxHeaderBytes+1) }, "MaxHeaderBytes"},
-		{"a 20 MiB header value", func(m *Message) { m.Header.Set("X-Big", strings.Repeat("v", 20<<20)) }, "MaxHeaderBytes"},
-		{"too many header values", func(m *Message) { m.Header = headers(MaxHeaders+1, 0) }, "MaxHeaders"},
-		{"100,000 headers", func(m *Message) { m.Header = headers(100_000, 0) }, "MaxHeaders"},
-		{"valid, names without values at the limit", func(m *Message) { m.Header = emptyHeaders(MaxHeaders) }, ""},
-		{"100,000 header names without values", func(m *Message) { m.Header = emptyHeaders(100_000) }, "MaxHeaders"},
+		{"valid, headers at the limits", func(m *Message) { m.Header = headers(maxHeaders, maxHeaderBytes) }, ""},
+		{"header bytes over the limit", func(m *Message) { m.Header = headers(1, maxHeaderBytes+1) }, "bytes, over the limit of 16384"},
+		{"a 20 MiB header value", func(m *Message) { m.Header.Set("X-Big", strings.Repeat("v", 20<<20)) }, "bytes, over the limit of 16384"},
+		{"too many header values", func(m *Message) { m.Header = headers(maxHeaders+1, 0) }, "values, over the limit of 100"},
+		{"100,000 headers", func(m *Message) { m.Header = headers(100_000, 0) }, "values, over the limit of 100"},
+		{"valid, names without values at the limit", func(m *Message) { m.Header = emptyHeaders(maxHeaders) }, ""},
+		{"100,000 header names without values", func(m *Message) { m.Header = emptyHeaders(100_000) }, "values, over the limit of 100"},
 		{"header names without values over the bytes", func(m *Message) {
-			m.Header = http.Header{strings.Repeat("X", MaxHeaderBytes+1): nil}
-		}, "MaxHeaderBytes"},
-		{"many values of one header", func(m *Message) { m.Header = http.Header{"X-A": make([]string, MaxHeaders+1)} }, "MaxHeaders"},
+			m.Header = http.Header{strings.Repeat("X", maxHeaderBytes+1): nil}
+		}, "bytes, over the limit of 16384"},
+		{"many values of one header", func(m *Message) { m.Header = http.Header{"X-A": make([]string, maxHeaders+1)} }, "values, over the limit of 100"},
 		{"key with a space", func(m *Message) { m.Key = "a b" }, "Key"},
 		{"key too long", func(m *Message) { m.Key = strings.Repeat("k", 256) }, "Key"},
 	}

@@ -182,7 +182,7 @@ func TestBadInputStoresNothing(t *testing.T) {
 	bad := []func(m *Message){
 		func(m *Message) { m.Method = "" },
 		func(m *Message) { m.URL = "not a url" },
-		func(m *Message) { m.Body = make([]byte, MaxBodyBytes+1) },
+		func(m *Message) { m.Body = make([]byte, maxBodyBytes+1) },
 		func(m *Message) { m.Header.Set("Idempotency-Key", "x") },
 		func(m *Message) { m.Header.Set("X-Big", strings.Repeat("v", 20<<20)) },
 		func(m *Message) { m.Header = headers(100_000, 0) },

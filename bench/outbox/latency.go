@@ -174,7 +174,7 @@ func benchRiver(ctx context.Context, dbURL string, o options) (result, error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &riverWorker{s: s})
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: outbox.DefaultWorkers}},
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 20}}, // outbox.Config.Workers's default
 		Workers: workers, FetchCooldown: cmp.Or(o.cooldown, 2*time.Millisecond), Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

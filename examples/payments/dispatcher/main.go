@@ -68,7 +68,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.DurationVar(&o.cfg.Timeout, "timeout", 0, "bound of one delivery (0: the outbox's default, 30s)")
 	fs.DurationVar(&o.cfg.RescueAfter, "rescue-after", 0, "a message being delivered for longer is taken as abandoned (0: the outbox's default, -timeout + 30s)")
 	fs.DurationVar(&o.cfg.PollInterval, "poll", 0, "poll interval when no notification arrives (0: the outbox's default, 1s)")
-	fs.IntVar(&o.cfg.Workers, "workers", 0, "deliveries at once (0: the outbox's default, 20)")
+	fs.IntVar(&o.cfg.Workers, "workers", 0, "deliveries at once per queue (0: the outbox's default, 20)")
 	fs.IntVar(&o.cfg.MaxAttempts, "max-attempts", 0, "deliveries before a message is parked (0: the outbox's default, 25)")
 	fs.DurationVar(&o.cfg.MinBackoff, "min-backoff", 0, "least backoff ceiling between deliveries (0: the outbox's default, 1s)")
 	fs.DurationVar(&o.cfg.MaxBackoff, "max-backoff", 0, "greatest backoff between deliveries (0: the outbox's default, 5m0s)")
@@ -130,7 +130,7 @@ func named(name string, workers int) http.RoundTripper {
 		return nil
 	}
 	if workers <= 0 {
-		workers = outbox.DefaultWorkers
+		workers = 20 // outbox.Config.Workers's default
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = workers
