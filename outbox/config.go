@@ -31,7 +31,7 @@ const (
 type Config struct {
 	// Client configures the idem client (idem.NewTransport) that sends each
 	// delivery: its attempts, backoff, retry budget and circuit breaker
-	// apply within a delivery. Zero: the idem client's defaults (4 requests
+	// apply within a delivery. Zero: the idem client's defaults (6 requests
 	// on the wire per delivery). Its Base is the transport underneath
 	// (nil: a clone of http.DefaultTransport that keeps Workers idle
 	// connections per host).
