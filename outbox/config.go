@@ -12,7 +12,7 @@ import (
 	"github.com/idemkit/idem/internal/wire"
 )
 
-// Defaults of Config, as its fields' docs state them.
+// Defaults of [Config], as its fields' docs state them.
 const (
 	defaultTimeout     = 30 * time.Second
 	defaultMaxAttempts = 25
@@ -22,19 +22,19 @@ const (
 	defaultWorkers     = 20
 )
 
-// Config configures an Outbox (and a Memory outbox). Its zero value means
+// Config configures an [Outbox] (and a [Memory] outbox). Its zero value means
 // the defaults: the idem client's defaults for each delivery, 30 s per
 // delivery, parking after 25 deliveries or 12 hours (or the downstream's
 // key retention of 24 hours since the first delivery), full-jitter backoff
 // from 1 s to 5 min between deliveries, 20 deliveries at once per
 // dispatcher. Zero or negative durations and counts mean the default.
 type Config struct {
-	// Client configures the idem client (idem.NewTransport) that sends each
-	// delivery: its attempts, backoff, retry budget and circuit breaker
-	// apply within a delivery. Zero: the idem client's defaults (6 requests
-	// on the wire per delivery). Its Base is the transport underneath
-	// (nil: a clone of http.DefaultTransport that keeps Workers idle
-	// connections per host).
+	// Client configures the idem client ([idem.NewTransport]) that sends each
+	// delivery: its attempts, backoff, retry budget and circuit breaker apply
+	// within a delivery. Zero: the idem client's defaults (6 requests on the
+	// wire per delivery, [idem.Config.MaxAttempts]). Its [idem.Config.Base] is
+	// the transport underneath (nil: a clone of http.DefaultTransport that
+	// keeps Workers idle connections per host).
 	Client idem.Config
 
 	// Timeout bounds one delivery, every attempt and wait of the idem
@@ -43,8 +43,8 @@ type Config struct {
 
 	// MaxAttempts is how many deliveries a message gets before it is
 	// parked, counted since it was enqueued or last re-driven (each
-	// delivery is one call of the idem client, itself up to
-	// Client.MaxAttempts requests). Zero: 25.
+	// delivery is one call of the idem client, itself up to Client's
+	// [idem.Config.MaxAttempts] requests). Zero: 25.
 	MaxAttempts int
 
 	// MaxAge is how long after its enqueue (or its last re-drive) a
@@ -55,12 +55,12 @@ type Config struct {
 	// KeyRetention is how long the downstreams keep an Idempotency-Key
 	// after its first request: a request after that may run the operation
 	// again. The outbox counts it from a message's first delivery that
-	// may have taken effect (ParkedMessage.FirstAttempt), across
+	// may have taken effect ([ParkedMessage.FirstAttempt]), across
 	// re-drives: it parks a message whose next delivery would come after
-	// it (ReasonRetention), and Redrive refuses such a message
-	// (ErrPastRetention). Set it to the shortest retention of the
+	// it ([ReasonRetention]), and [Outbox.Redrive] refuses such a message
+	// ([ErrPastRetention]). Set it to the shortest retention of the
 	// downstreams the outbox sends to. Zero: 24 h, an idem server's
-	// default (server.Config.Retention) and a common one for payment APIs.
+	// default ([server.Config.Retention]) and a common one for payment APIs.
 	KeyRetention time.Duration
 
 	// MinBackoff and MaxBackoff bound the wait between two deliveries:
@@ -75,10 +75,11 @@ type Config struct {
 	// once in all, and a destination alone in its queue may use all of
 	// that queue's Workers. A slow destination that shares its queue with
 	// others gets at most three quarters of them (see the package doc,
-	// "Sharing the workers"). Memory has one queue. Zero: 20.
+	// "Sharing the workers"). [Memory] has one queue. Zero: 20.
 	Workers int
 
-	// Observer is told of every delivery outcome. Zero: nothing is told.
+	// Observer is told of every delivery outcome (see [Observer]). Zero:
+	// nothing is told.
 	Observer Observer
 
 	// Logger receives the dispatcher's records: a warning per parked
@@ -86,7 +87,7 @@ type Config struct {
 	// for the Postgres outbox). Nil: slog.Default().
 	Logger *slog.Logger
 
-	// The fields below apply to the Postgres outbox (New) only.
+	// The fields below apply to the Postgres outbox ([New]) only.
 
 	// RescueAfter is how long a message may stay "being delivered" before
 	// it is taken as abandoned (its dispatcher died) and delivered again,
@@ -125,7 +126,7 @@ type Config struct {
 	Schema string
 
 	// Queues is how many River queues the destinations (the scheme, host
-	// and port of Message.URL) are spread over, by a hash of each: each
+	// and port of [Message.URL]) are spread over, by a hash of each: each
 	// queue has its own Workers and fetches on its own, so a destination
 	// that hangs or fails holds up only the destinations of its queue (see
 	// the package doc, "Sharing the workers"). Give every dispatcher of a
@@ -136,7 +137,7 @@ type Config struct {
 	// no message. Zero: 16; at most 100.
 	Queues int
 
-	// StopTimeout bounds the graceful stop of Run: deliveries still
+	// StopTimeout bounds the graceful stop of [Outbox.Run]: deliveries still
 	// running after it are cancelled (and delivered again later, with the
 	// same key). Zero: Timeout.
 	StopTimeout time.Duration
@@ -151,13 +152,14 @@ type Observer struct {
 	// Retried is called when a delivery failed and the message will be
 	// delivered again after wait.
 	Retried func(ctx context.Context, d Delivery, wait time.Duration)
-	// Parked is called when a message is parked (d.Reason says why).
+	// Parked is called when a message is parked (its [Delivery.Reason]
+	// says why).
 	Parked func(ctx context.Context, d Delivery)
 }
 
-// Delivery describes one delivery of a message, for an Observer.
+// Delivery describes one delivery of a message, for an [Observer].
 type Delivery struct {
-	// ID is the message's ID; Name and Key are the message's.
+	// ID is the message's ID; Name and Key are the [Message]'s.
 	ID        int64
 	Name, Key string
 	// Attempt counts the deliveries of the message, this one included,
@@ -165,36 +167,38 @@ type Delivery struct {
 	Attempt int
 	// Status is the last HTTP status received, 0 when none.
 	Status int
-	// Err is the delivery's error (an *idem.Error, or a context error),
+	// Err is the delivery's error (an *[idem.Error], or a context error),
 	// nil when a response was classified.
 	Err error
-	// Reason says why a message was parked, "" otherwise.
+	// Reason says why a message was parked (see [Reason]), "" otherwise.
 	Reason Reason
 }
 
 // Reason says why a message was parked.
 type Reason string
 
-// The reasons of a parked message.
+// The reasons of a parked message ([ParkedMessage.Reason],
+// [Delivery.Reason]).
 const (
-	// ReasonRefused: the downstream refused it for sure (see Parked.Status).
+	// ReasonRefused: the downstream refused it for sure (see
+	// [ParkedMessage.Status]).
 	ReasonRefused Reason = "refused"
-	// ReasonAttempts: Config.MaxAttempts deliveries failed (a delivery
+	// ReasonAttempts: [Config.MaxAttempts] deliveries failed (a delivery
 	// its client refused to send, breaker open or no budget, counts), or a
 	// refused one came once the time they imply had passed (see the
 	// package doc, "A destination that is down").
 	ReasonAttempts Reason = "max-attempts"
-	// ReasonAge: it was still failing Config.MaxAge after its enqueue.
+	// ReasonAge: it was still failing [Config.MaxAge] after its enqueue.
 	ReasonAge Reason = "max-age"
 	// ReasonRetention: its next delivery would come after the downstream's
-	// key retention (Config.KeyRetention) since its first delivery, when
+	// key retention ([Config.KeyRetention]) since its first delivery, when
 	// a delivery could run the operation twice.
 	ReasonRetention Reason = "key-retention"
 	// ReasonKeyConflict: it was enqueued under the key of a message with
 	// other contents that was already in the queue when the relay moved it
-	// (Enqueue returns ErrKeyConflict while the first one waits to be
-	// relayed; see Outbox.Enqueue). It was not sent: Redrive sends it,
-	// under that key, if it should be.
+	// ([Outbox.Enqueue] returns [ErrKeyConflict] while the first one waits
+	// to be relayed). It was not sent: [Outbox.Redrive] sends it, under
+	// that key, if it should be.
 	ReasonKeyConflict Reason = "key-conflict"
 	// ReasonDiscarded: the queue gave up on it by itself (River discarded
 	// the job); should not happen with the outbox's settings.

@@ -3,14 +3,15 @@
 // webhook), stored in the operation's own Postgres transaction and sent
 // after it commits, with retries, under one Idempotency-Key.
 //
-// An Outbox has three main methods. Enqueue stores a Message in the
-// caller's transaction (under server.Middleware, the one server.Tx gives
-// the handler): it is sent if and only if that transaction commits. Run is
-// the dispatcher, a long-running worker started beside the HTTP server (or
-// in processes of its own) that relays committed messages into its queue
-// and delivers them until its context ends. Parked and Redrive show and
-// resend the messages it gave up on. Migrate creates its tables. Memory is
-// the same outbox in process memory, for tests and demos.
+// An [Outbox] has three main methods. [Outbox.Enqueue] stores a [Message]
+// in the caller's transaction (under [server.Middleware], the one
+// [server.Tx] gives the handler): it is sent if and only if that
+// transaction commits. [Outbox.Run] is the dispatcher, a long-running
+// worker started beside the HTTP server (or in processes of its own) that
+// relays committed messages into its queue and delivers them until its
+// context ends. [Outbox.Parked] and [Outbox.Redrive] show and resend the
+// messages it gave up on. [Migrate] creates its tables. [Memory] is the
+// same outbox in process memory, for tests and demos.
 //
 // # What it guarantees
 //
@@ -18,65 +19,65 @@
 //     in a transaction that commits is delivered, or parked where an
 //     operator sees it.
 //   - Every delivery of a message carries the same Idempotency-Key, fixed at
-//     enqueue (see Message.Key and DeriveKey). A downstream that
+//     enqueue (see [Message.Key] and [DeriveKey]). A downstream that
 //     deduplicates by key (server.Middleware does) therefore applies each
 //     message once, whatever the retries, dispatcher crashes and re-drives.
 //     The delivery itself is at least once: the outbox cannot know whether a
 //     request that got no answer took effect, so it sends it again.
 //   - A message is delivered by at most one dispatcher at a time, however
 //     many run against the database; one whose dispatcher died is delivered
-//     again after a bounded time (see Config.RescueAfter).
+//     again after a bounded time (see [Config.RescueAfter]).
 //
 // What it does not guarantee: order (messages are delivered concurrently,
 // and a retried one overtakes nothing and is overtaken by others: a
 // downstream that needs order must order by data it carries, such as a
 // version or a timestamp); exactly-once effects at a downstream that ignores
 // Idempotency-Key (it gets every delivery as a new request); and
-// deduplication beyond the downstream's key retention (keep Config.MaxAge
+// deduplication beyond the downstream's key retention (keep [Config.MaxAge]
 // under it).
 //
 // # Delivery
 //
 // A dispatcher sends each message through the idem client
-// (idem.NewTransport with Config.Client): classification, full-jitter
+// ([idem.NewTransport] with [Config.Client]): classification, full-jitter
 // backoff, the retry budget and the circuit breaker apply within each
-// delivery, bounded by Config.Timeout. Its calls fail fast
-// (idem.WithFailFast): a delivery that the breaker or the budget refuses
+// delivery, bounded by [Config.Timeout]. Its calls fail fast
+// ([idem.WithFailFast]): a delivery that the breaker or the budget refuses
 // returns at once, and the outbox decides how long it holds the worker
 // (see "A destination that is down"). The
 // request has the message's method, URL, headers and body, and its key in
-// the header Idempotency-Key (or the one Config.Client.KeyHeader names; a
-// message may not set that header itself, nor the transport's own
-// headers, see Message.Header). The outcome:
+// the header Idempotency-Key (or the one Config.Client's
+// [idem.Config.KeyHeader] names; a message may not set that header itself,
+// nor the transport's own headers, see [Message.Header]). The outcome:
 //
 //   - 2xx: delivered. So is a 500 result-unavailable from an idem server
 //     (it ran the operation but cannot replay its response).
 //   - A definite refusal, a 4xx other than 408, 409 key-in-flight, 425 and
 //     429 (or a 1xx or 3xx, which the outbox does not follow): parked at
 //     once, with the response's status, a few KiB of its headers and the
-//     first 4 KiB of its body (see ParkedMessage).
+//     first 4 KiB of its body (see [ParkedMessage]).
 //   - Not sent, refused by the client (breaker open, no budget),
 //     ambiguous (timeout, reset, body cut short), 408, 409 key-in-flight,
-//     425, 429, 5xx: delivered again after a backoff (Config.MinBackoff,
-//     MaxBackoff, at least the Retry-After), across dispatcher restarts,
-//     with the same key, until Config.MaxAttempts deliveries, Config.MaxAge
-//     or the downstream's key retention (Config.KeyRetention); then parked
-//     with the last response or error.
+//     425, 429, 5xx: delivered again after a backoff ([Config.MinBackoff],
+//     [Config.MaxBackoff], at least the Retry-After), across dispatcher
+//     restarts, with the same key, until [Config.MaxAttempts] deliveries,
+//     Config.MaxAge or the downstream's key retention
+//     ([Config.KeyRetention]); then parked with the last response or error.
 //
 // Parked messages are kept until re-driven: Redrive sends one again, same
 // key, with a fresh retry window, unless a delivery of it may have taken
 // effect longer ago than Config.KeyRetention: the downstream may then have
 // forgotten the key and would run the operation again, so Redrive refuses
-// with ErrPastRetention (ParkedMessage.RedriveBy says until when it may),
-// and RedrivePastRetention is the caller's explicit choice to send it
-// anyway.
+// with [ErrPastRetention] ([ParkedMessage.RedriveBy] says until when it
+// may), and [Outbox.RedrivePastRetention] is the caller's explicit choice
+// to send it anyway.
 //
 // # Sharing the workers
 //
-// A destination is the scheme, host and port of Message.URL. The Postgres
-// outbox spreads destinations over Config.Queues River queues (16) by a
-// hash of each, and each queue has its own River producer and its own
-// Config.Workers in every dispatcher: a queue fetches at most Workers of
+// A destination is the scheme, host and port of [Message.URL]. The
+// Postgres outbox spreads destinations over [Config.Queues] River queues
+// (16) by a hash of each, and each queue has its own River producer and its
+// own [Config.Workers] in every dispatcher: a queue fetches at most Workers of
 // its messages at once, and delivers them. A destination that hangs, or
 // fails, or is down therefore holds up only the destinations of its own
 // queue; the others are fetched and delivered as if it were not there.
@@ -87,7 +88,7 @@
 // are to share a queue (with k destinations, a given one shares its queue
 // with another with probability 1 - (1 - 1/Queues)^(k-1): 6% for 2
 // destinations over 16 queues, 46% for 11), at the cost of a River
-// producer each (an idle one polls every Config.PollInterval). Memory has
+// producer each (an idle one polls every [Config.PollInterval]). Memory has
 // one queue, shared by all its destinations.
 //
 // Within a queue, destinations share its workers (a destination that is
@@ -150,7 +151,7 @@
 //     leaves it a quarter of the workers, and its messages fetched into
 //     that quarter are put off, two row updates each, as fast as the
 //     queue passes them.
-//   - A refused delivery parks the message (ReasonAttempts) once its
+//   - A refused delivery parks the message ([ReasonAttempts]) once its
 //     retry window, from its enqueue or last re-drive, is as old as
 //     MaxAttempts failed deliveries can make it (the sum of their longest
 //     backoffs, MinBackoff doubling up to MaxBackoff: about 83 minutes
@@ -165,33 +166,32 @@
 //
 // # Telemetry of many destinations
 //
-// The idem client's metrics (otelidem's Client, as Config.Client's
-// Observer) carry server.address and server.port, so a dispatcher that
+// The idem client's metrics (otelidem's Client, as the [idem.Config.Observer]
+// of Config.Client) carry server.address and server.port, so a dispatcher that
 // sends to 100 webhook hosts makes 100 series per client instrument
-// ("idem.client.*"). The outbox's own metrics (otelidem's Outbox) do not
-// name the destination. Where the hosts are many, drop the two attributes
-// with an OpenTelemetry SDK view on the client instruments:
+// ("idem.client.*"). The outbox's own metrics (otelidem's Outbox) do not name
+// the destination. Where the hosts are many, drop the two attributes with an
+// OpenTelemetry SDK view on the client instruments:
 //
 //	sdkmetric.WithView(sdkmetric.NewView(sdkmetric.Instrument{Name: "idem.client.*"},
 //		sdkmetric.Stream{AttributeFilter: attribute.NewDenyKeysFilter("server.address", "server.port")}))
 //
 // as a MeterProvider option (otelidem's TestOutboxClientMetricsWithoutTheHost
 // checks it: 100 hosts, one series); the breaker's state per host then
-// shows in its logs (Config.Client.Logger) rather than in metrics.
+// shows in its logs ([idem.Config.Logger]) rather than in metrics.
 //
 // # Keys
 //
-// An empty Message.Key is derived at enqueue. Under server.Middleware,
-// from the operation (tenant, principal, route, Idempotency-Key) and the
-// message's Name, with DeriveKey's documented, versioned hash: an
-// operation that runs again (a rollback then a retry, or a Leased
-// takeover) enqueues the same message under the same key, and Enqueue,
-// idempotent by key, stores it once. Two different messages under one key
-// (two messages of one operation with the same Name) are refused with
-// ErrKeyConflict rather than sent as one; a different message under a key
-// whose first message was already relayed (see "The queue") is parked
-// unsent with ReasonKeyConflict instead. Outside an operation, the key is
-// a random UUIDv4 fixed at enqueue.
+// An empty Message.Key is derived at enqueue. Under server.Middleware, from
+// the operation (tenant, principal, route, Idempotency-Key) and the message's
+// Name, with DeriveKey's documented, versioned hash: an operation that runs
+// again (a rollback then a retry, or a [server.Leased] takeover) enqueues the
+// same message under the same key, and Enqueue, idempotent by key, stores it
+// once. Two different messages under one key (two messages of one operation
+// with the same Name) are refused with [ErrKeyConflict] rather than sent as
+// one; a different message under a key whose first message was already relayed
+// (see "The queue") is parked unsent with [ReasonKeyConflict] instead. Outside
+// an operation, the key is a random UUIDv4 fixed at enqueue.
 //
 // # The queue
 //
@@ -213,8 +213,9 @@
 // polling every Config.PollInterval is the fallback. A message relayed and
 // then enqueued again under its key, in a transaction that committed after
 // the move, is settled by the relay: folded into the first when it is the
-// same, parked with ReasonKeyConflict when it is not. Lookup reports a
-// message not yet relayed as StateEnqueued, and Stats counts it pending.
+// same, parked with ReasonKeyConflict when it is not. [Outbox.Lookup]
+// reports a message not yet relayed as [StateEnqueued], and [Outbox.Stats]
+// counts it pending.
 //
 // Fetching with FOR UPDATE SKIP LOCKED, LISTEN/NOTIFY so that a relayed
 // message is picked up within milliseconds (polling every
@@ -231,6 +232,6 @@
 // sequence at enqueue and kept in its job's arguments (River gives the job
 // an ID of its own; River UI shows both). The outbox's own part is the
 // narrow table and its relay, the message, its key, the delivery through
-// the idem client, the parking rules and the Observer hooks. River's types
+// the idem client, the parking rules and the [Observer] hooks. River's types
 // do not appear in this API.
 package outbox

@@ -15,8 +15,9 @@ import (
 // keyPrefix starts every derived key and names the derivation's version.
 const keyPrefix = "ob1-"
 
-// DeriveKey returns the Idempotency-Key that Enqueue gives a message named
-// name, enqueued by the keyed operation op when Message.Key is empty:
+// DeriveKey returns the Idempotency-Key that [Outbox.Enqueue] gives a
+// message named name, enqueued by the keyed operation op when
+// [Message.Key] is empty:
 //
 //	"ob1-" + hex(SHA-256("idem-outbox-v1", op.Tenant, op.Principal, op.Route, op.Key, name))
 //
@@ -24,9 +25,9 @@ const keyPrefix = "ob1-"
 // uint64. The result is 68 printable ASCII characters. It depends on the
 // operation's scope and Idempotency-Key and on the message's name only
 // (not on op.Attempt), so an operation that runs again (after a rollback,
-// or a Leased takeover) derives the same key for the same message, and
-// the downstream sees one operation. The version prefix changes if the
-// derivation ever does.
+// or a [server.Leased] takeover) derives the same key for the same
+// message, and the downstream sees one operation. The version prefix
+// changes if the derivation ever does.
 func DeriveKey(op server.Operation, name string) string {
 	b := make([]byte, 0, 128)
 	for _, f := range []string{"idem-outbox-v1", op.Tenant, op.Principal, op.Route, op.Key, name} {

@@ -9,12 +9,12 @@ import (
 )
 
 // Memory is an outbox in process memory, for tests and demos: the same
-// Message, key derivation, delivery classification, retry, backoff and
-// parking rules as Outbox, without durability. Its messages die with the
+// [Message], key derivation, delivery classification, retry, backoff and
+// parking rules as [Outbox], without durability. Its messages die with the
 // process, so it guarantees nothing across a crash: never use it where the
 // data it notifies about is durable.
 //
-// Enqueue has no transaction: a message is committed when Enqueue
+// [Memory.Enqueue] has no transaction: a message is committed when Enqueue
 // returns. Call it where the caller's own change becomes visible (under
 // the lock that makes it so), and not at all when the change is undone.
 // It is safe for concurrent use.
@@ -48,7 +48,7 @@ type memMsg struct {
 	timer      *time.Timer // the wait for its next turn, nil when none
 }
 
-// NewMemory returns an empty Memory outbox. The Postgres-only fields of
+// NewMemory returns an empty [Memory] outbox. The Postgres-only fields of
 // cfg are ignored.
 func NewMemory(cfg Config) *Memory {
 	cfg.RescueAfter = 0
@@ -56,9 +56,9 @@ func NewMemory(cfg Config) *Memory {
 	return &Memory{s: s, share: newLanes(s, nil).newShare(), msgs: make(map[int64]*memMsg), byKey: make(map[string]int64), wake: make(chan struct{}, 1)}
 }
 
-// Enqueue stores m, due at once, and returns its ID. Like Outbox.Enqueue,
-// it derives an empty key from ctx's operation, is idempotent by key, and
-// returns ErrInvalidMessage or ErrKeyConflict.
+// Enqueue stores m, due at once, and returns its ID. Like
+// [Outbox.Enqueue], it derives an empty key from ctx's operation, is
+// idempotent by key, and returns [ErrInvalidMessage] or [ErrKeyConflict].
 func (q *Memory) Enqueue(ctx context.Context, m Message) (int64, error) {
 	msg, err := prepare(ctx, m, q.s.keyHeader)
 	if err != nil {
@@ -93,8 +93,8 @@ func (q *Memory) signal() {
 	}
 }
 
-// Run delivers the due messages with Config.Workers goroutines until ctx
-// is done, then waits up to Config.StopTimeout for the deliveries running
+// Run delivers the due messages with [Config.Workers] goroutines until ctx
+// is done, then waits up to [Config.StopTimeout] for the deliveries running
 // (then cancels them: their messages stay due). It returns nil.
 func (q *Memory) Run(ctx context.Context) error {
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -221,14 +221,14 @@ func (q *Memory) Parked(_ context.Context, after int64, limit int) ([]ParkedMess
 }
 
 // Redrive makes the parked message id due again with its key and a new
-// retry window, or returns ErrNotParked or ErrPastRetention, as
-// Outbox.Redrive does.
+// retry window, or returns [ErrNotParked] or [ErrPastRetention], as
+// [Outbox.Redrive] does.
 func (q *Memory) Redrive(_ context.Context, id int64) error {
 	return q.redrive(id, false)
 }
 
-// RedrivePastRetention is Redrive without the key retention's check, as
-// Outbox.RedrivePastRetention.
+// RedrivePastRetention is [Memory.Redrive] without the key retention's
+// check, as [Outbox.RedrivePastRetention].
 func (q *Memory) RedrivePastRetention(_ context.Context, id int64) error {
 	return q.redrive(id, true)
 }
@@ -250,7 +250,7 @@ func (q *Memory) redrive(id int64, force bool) error {
 }
 
 // Pending returns how many messages are neither delivered nor parked
-// (Stats' Pending).
+// ([Stats.Pending]).
 func (q *Memory) Pending() int {
 	st, _ := q.Stats(context.Background()) // fails only on a done context
 	return st.Pending

@@ -24,27 +24,30 @@ const (
 	maxURLLen  = 8 << 10
 )
 
-// Errors of Enqueue and Redrive. Enqueue wraps ErrInvalidMessage with the
-// field at fault; nothing is stored when it returns an error.
+// Errors of [Outbox.Enqueue] and [Outbox.Redrive]. Enqueue wraps
+// [ErrInvalidMessage] with the field at fault; nothing is stored when it
+// returns an error.
 var (
-	// ErrNoTx: Enqueue was given a nil transaction.
+	// ErrNoTx: [Outbox.Enqueue] was given a nil transaction.
 	ErrNoTx = errors.New("outbox: nil transaction: a message is enqueued in the caller's transaction")
-	// ErrInvalidMessage: a field of the Message is invalid (the error names it).
+	// ErrInvalidMessage: a field of the [Message] is invalid (the error
+	// names it).
 	ErrInvalidMessage = errors.New("outbox: invalid message")
 	// ErrKeyConflict: a different message was already enqueued under this
-	// Idempotency-Key (two messages of one operation with the same Name, or
-	// one Key given to two messages). Enqueueing the same message again
-	// under its key is not an error: it returns the first one's ID.
+	// Idempotency-Key (two messages of one operation with the same
+	// [Message.Name], or one [Message.Key] given to two messages).
+	// Enqueueing the same message again under its key is not an error: it
+	// returns the first one's ID.
 	ErrKeyConflict = errors.New("outbox: a different message is already enqueued under this key")
-	// ErrNotParked: Redrive named a message that is not parked (unknown,
-	// pending, being delivered, or delivered).
+	// ErrNotParked: [Outbox.Redrive] named a message that is not parked
+	// (unknown, pending, being delivered, or delivered).
 	ErrNotParked = errors.New("outbox: message is not parked")
-	// ErrPastRetention: Redrive named a parked message whose first delivery
-	// that may have taken effect is older than the downstream's
-	// key retention (Config.KeyRetention, see ParkedMessage.RedriveBy):
+	// ErrPastRetention: [Outbox.Redrive] named a parked message whose first
+	// delivery that may have taken effect is older than the downstream's
+	// key retention ([Config.KeyRetention], see [ParkedMessage.RedriveBy]):
 	// the downstream may have acted on it and forgotten its key, so a
-	// delivery now could run the operation twice. RedrivePastRetention
-	// sends it anyway.
+	// delivery now could run the operation twice.
+	// [Outbox.RedrivePastRetention] sends it anyway.
 	ErrPastRetention = errors.New("outbox: the message's first delivery is older than the downstream's key retention")
 )
 
@@ -72,19 +75,18 @@ type Message struct {
 	// servers refuse (HTTP/1.1 servers commonly allow 8 to 16 KiB in all),
 	// and every byte is stored with the message. Headers and body
 	// are stored in the database in clear until the message is deleted:
-	// put a credential the downstream needs in Config.Client.Base (a
-	// RoundTripper that adds it) rather than in every message.
+	// put a credential the downstream needs in the Base of [Config.Client]
+	// (a RoundTripper that adds it) rather than in every message.
 	Header http.Header
 	// Body is the request body, at most 256 KiB. A message is a
 	// notification, not a file transfer: a larger payload belongs in
 	// storage the receiver can fetch, with its reference in the message.
 	Body []byte
-	// Key is the Idempotency-Key sent on every delivery attempt. Empty: it
-	// is derived at enqueue from the server.Operation that ctx carries (see
-	// DeriveKey), so that the operation, if it runs again, enqueues the
-	// same message under the same key; without an operation, a random
-	// UUIDv4 fixed at enqueue. A Key given must be 1 to 255 printable
-	// ASCII characters.
+	// Key is the Idempotency-Key sent on every delivery attempt. Empty: it is
+	// derived at enqueue from the [server.Operation] that ctx carries (see
+	// [DeriveKey]), so that the operation, if it runs again, enqueues the same
+	// message under the same key; without an operation, a random UUIDv4 fixed
+	// at enqueue. A Key given must be 1 to 255 printable ASCII characters.
 	Key string
 }
 

@@ -20,9 +20,9 @@ const migrateLock = 0x69646d5f6f757462 // "idm_outb"
 // are delivered as before. Run it before deploying this version: a
 // message this version enqueues waits in the new table until a dispatcher
 // of this version relays it. It is idempotent and safe to call from several
-// processes at once; ctx governs it. *pgxpool.Pool and *pgx.Conn satisfy
-// db. An Outbox with Config.Schema needs its tables in that schema: run
-// Migrate on a connection whose search_path starts with it.
+// processes at once; ctx governs it. *[pgxpool.Pool] and *[pgx.Conn]
+// satisfy db. An [Outbox] with [Config.Schema] needs its tables in that
+// schema: run Migrate on a connection whose search_path starts with it.
 func Migrate(ctx context.Context, db interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }) error {

@@ -10,38 +10,38 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// ErrUnknownMessage: Lookup or LookupKey named a message that the outbox
-// does not hold: never enqueued (or its transaction rolled back),
-// delivered more than 24 h ago and deleted, or (Lookup) enqueued again
-// under the key of a message relayed before it, and folded into that one
-// by the relay (see Outbox.Enqueue).
+// ErrUnknownMessage: [Outbox.Lookup] or [Outbox.LookupKey] named a message
+// that the outbox does not hold: never enqueued (or its transaction rolled
+// back), delivered more than 24 h ago and deleted, or (Lookup) enqueued
+// again under the key of a message relayed before it, and folded into
+// that one by the relay (see [Outbox.Enqueue]).
 var ErrUnknownMessage = errors.New("outbox: no such message")
 
 // MessageState says where a message stands.
 type MessageState string
 
-// The states of a message.
+// The states of a message ([MessageStatus.State]).
 const (
 	// StateEnqueued: its transaction committed, and it waits for a
 	// dispatcher's relay to move it into the queue (within milliseconds
 	// while a dispatcher runs; see the package doc, "The queue"). No
-	// delivery was made. The Memory outbox has no such state.
+	// delivery was made. The [Memory] outbox has no such state.
 	StateEnqueued MessageState = "enqueued"
 	// StatePending: waiting for its first or next delivery (due now, or
-	// after a backoff: MessageStatus.NextAttempt).
+	// after a backoff: [MessageStatus.NextAttempt]).
 	StatePending MessageState = "pending"
 	// StateDelivering: a dispatcher is delivering it now.
 	StateDelivering MessageState = "delivering"
 	// StateDelivered: a delivery succeeded; the message is kept 24 h.
 	StateDelivered MessageState = "delivered"
-	// StateParked: the outbox gave up on it (see ParkedMessage.Reason);
-	// Redrive sends it again.
+	// StateParked: the outbox gave up on it (see [ParkedMessage.Reason]);
+	// [Outbox.Redrive] sends it again.
 	StateParked MessageState = "parked"
 )
 
 // MessageStatus is a message of any state with what its last delivery
 // got, for an operator asking "why was this webhook not delivered?". Its
-// ParkedMessage fields are those of a parked message; Reason and ParkedAt
+// [ParkedMessage] fields are those of a parked message; Reason and ParkedAt
 // are set only when the message is parked.
 type MessageStatus struct {
 	ParkedMessage
@@ -52,7 +52,7 @@ type MessageStatus struct {
 }
 
 // Lookup returns the message id, in any state, or an error that wraps
-// ErrUnknownMessage. A message that waits to be relayed is found by a
+// [ErrUnknownMessage]. A message that waits to be relayed is found by a
 // scan of the table of enqueued messages, which holds only those. ctx
 // governs the call.
 func (o *Outbox) Lookup(ctx context.Context, id int64) (MessageStatus, error) {
@@ -64,8 +64,8 @@ func (o *Outbox) Lookup(ctx context.Context, id int64) (MessageStatus, error) {
 }
 
 // LookupKey returns the message enqueued under the Idempotency-Key key
-// (DeriveKey gives the key of an operation's message), in any state, or
-// an error that wraps ErrUnknownMessage: the message waiting to be
+// ([DeriveKey] gives the key of an operation's message), in any state, or
+// an error that wraps [ErrUnknownMessage]: the message waiting to be
 // relayed, or the first one enqueued under key among the messages pending,
 // parked, and delivered in the last 24 h. ctx governs the call.
 func (o *Outbox) LookupKey(ctx context.Context, key string) (MessageStatus, error) {
@@ -114,7 +114,7 @@ func (o *Outbox) statusOf(job *rivertype.JobRow) MessageStatus {
 }
 
 // Lookup returns the message id, in any state, or an error that wraps
-// ErrUnknownMessage, as Outbox.Lookup does.
+// [ErrUnknownMessage], as [Outbox.Lookup] does.
 func (q *Memory) Lookup(_ context.Context, id int64) (MessageStatus, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -125,8 +125,8 @@ func (q *Memory) Lookup(_ context.Context, id int64) (MessageStatus, error) {
 	return q.statusLocked(id, m), nil
 }
 
-// LookupKey returns the message enqueued under key, as Outbox.LookupKey
-// does.
+// LookupKey returns the message enqueued under key, as
+// [Outbox.LookupKey] does.
 func (q *Memory) LookupKey(_ context.Context, key string) (MessageStatus, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

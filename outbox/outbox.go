@@ -35,16 +35,16 @@ var allStates = []rivertype.JobState{
 }
 
 // Outbox is a transactional outbox on Postgres. It has three main methods:
-// Enqueue stores a message in the caller's transaction, Run delivers the
-// committed messages until its context ends, and Parked with Redrive let
-// an operator see and resend the messages it gave up on.
+// [Outbox.Enqueue] stores a message in the caller's transaction,
+// [Outbox.Run] delivers the committed messages until its context ends, and
+// [Outbox.Parked] with [Outbox.Redrive] let an operator see and resend the
+// messages it gave up on.
 //
 // Messages are River jobs (github.com/riverqueue/river) of the queues
-// "idem_outbox_00" to "idem_outbox_15" (see Config.Queues), in the tables
-// that Migrate creates. Several processes may
-// Run dispatchers on one database: each message is delivered by one
-// dispatcher at a time (see Config.RescueAfter). An Outbox is safe for
-// concurrent use.
+// "idem_outbox_00" to "idem_outbox_15" (see [Config.Queues]), in the tables
+// that [Migrate] creates. Several processes may Run dispatchers on one
+// database: each message is delivered by one dispatcher at a time (see
+// [Config.RescueAfter]). An Outbox is safe for concurrent use.
 type Outbox struct {
 	s      *settings
 	pool   *pgxpool.Pool
@@ -62,10 +62,10 @@ type Outbox struct {
 	bgCtx context.Context
 }
 
-// New returns an Outbox on pool, which must hold the tables of Migrate. It
-// returns an error when cfg is inconsistent (see Config.RescueAfter).
-// Messages are enqueued in transactions of pool's database; a process
-// that only enqueues never calls Run.
+// New returns an [Outbox] on pool, which must hold the tables of
+// [Migrate]. It returns an error when cfg is inconsistent (see
+// [Config.RescueAfter]). Messages are enqueued in transactions of pool's
+// database; a process that only enqueues never calls [Outbox.Run].
 func New(pool *pgxpool.Pool, cfg Config) (*Outbox, error) {
 	s, err := newSettings(cfg)
 	if err != nil {
@@ -106,27 +106,27 @@ func New(pool *pgxpool.Pool, cfg Config) (*Outbox, error) {
 }
 
 // Enqueue stores m in tx, to be delivered if and only if tx commits, and
-// returns its ID. Inside a handler under server.Middleware (Transactional
-// mode), tx is server.Tx(ctx); any pgx.Tx of the application's works too.
-// An empty m.Key is derived from the server.Operation of ctx (see
-// DeriveKey), or drawn at random without one. It writes one row, in one
-// round trip; a dispatcher's relay moves the row into the queue once tx
-// commits (see the package doc, "The queue").
+// returns its ID. Inside a handler under [server.Middleware]
+// ([server.Transactional] mode), tx is [server.Tx](ctx); any [pgx.Tx] of the
+// application's works too. An empty m.Key is derived from the
+// [server.Operation] of ctx (see [DeriveKey]), or drawn at random without one.
+// It writes one row, in one round trip; a dispatcher's relay moves the row
+// into the queue once tx commits (see the package doc, "The queue").
 //
-// Enqueue is idempotent by key, in two steps. While the first message
-// under a key waits to be relayed (within milliseconds of its commit while
-// a dispatcher runs), the same message enqueued again (an operation that
-// ran again) adds nothing and returns the first one's ID, and a different
-// one returns ErrKeyConflict: two messages of one operation under one
-// Name are always refused so. Once the first message is in the queue,
-// until 24 h after its delivery and for as long as it is parked, the relay
-// settles a message enqueued again under its key: the same message is
-// folded into the first, which is delivered once (the ID Enqueue returned
-// for it then names nothing; LookupKey finds the first), and a different
-// one is parked unsent with ReasonKeyConflict, where an operator sees it
-// (Redrive sends it, under that key). Send a parked message again with
-// Redrive, not Enqueue. Errors: ErrNoTx, ErrInvalidMessage (wrapped with
-// the field at fault; nothing is stored), ErrKeyConflict, and the
+// Enqueue is idempotent by key, in two steps. While the first message under a
+// key waits to be relayed (within milliseconds of its commit while a
+// dispatcher runs), the same message enqueued again (an operation that ran
+// again) adds nothing and returns the first one's ID, and a different one
+// returns [ErrKeyConflict]: two messages of one operation under one
+// [Message.Name] are always refused so. Once the first message is in the
+// queue, until 24 h after its delivery and for as long as it is parked, the
+// relay settles a message enqueued again under its key: the same message is
+// folded into the first, which is delivered once (the ID Enqueue returned for
+// it then names nothing; [Outbox.LookupKey] finds the first), and a different
+// one is parked unsent with [ReasonKeyConflict], where an operator sees it
+// ([Outbox.Redrive] sends it, under that key). Send a parked message again
+// with Redrive, not Enqueue. Errors: [ErrNoTx], [ErrInvalidMessage] (wrapped
+// with the field at fault; nothing is stored), ErrKeyConflict, and the
 // database's. A database error leaves tx aborted, as any failed statement
 // does.
 func (o *Outbox) Enqueue(ctx context.Context, tx pgx.Tx, m Message) (int64, error) {
@@ -226,7 +226,7 @@ func checkSame(id int64, first, msg *Message) (int64, bool, error) {
 
 // Run delivers committed messages until ctx is done, then stops
 // gracefully: it fetches no more messages and waits up to
-// Config.StopTimeout for the deliveries running, then cancels them (their
+// [Config.StopTimeout] for the deliveries running, then cancels them (their
 // messages are delivered again later, with the same key). It also relays:
 // it moves the messages that transactions committed into the queue (see
 // the package doc, "The queue"), with one connection of the pool kept to

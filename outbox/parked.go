@@ -77,21 +77,21 @@ func (o *Outbox) parkedFrom(job *rivertype.JobRow) ParkedMessage {
 }
 
 // Redrive makes the parked message id due again, with its original key: it
-// gets a new retry window (Config.MaxAttempts deliveries and
-// Config.MaxAge from now). It returns ErrNotParked when id is not a
-// parked message of the outbox, and ErrPastRetention when a delivery of
-// it may have taken effect longer ago than Config.KeyRetention
-// (see ParkedMessage.RedriveBy): the downstream may have forgotten the
+// gets a new retry window ([Config.MaxAttempts] deliveries and
+// [Config.MaxAge] from now). It returns [ErrNotParked] when id is not a
+// parked message of the outbox, and [ErrPastRetention] when a delivery of
+// it may have taken effect longer ago than [Config.KeyRetention]
+// (see [ParkedMessage.RedriveBy]): the downstream may have forgotten the
 // key, and the operation could run twice.
 func (o *Outbox) Redrive(ctx context.Context, id int64) error {
 	return o.redrive(ctx, id, false)
 }
 
-// RedrivePastRetention is Redrive without the key retention's check: it
-// sends a message again even when the downstream may have forgotten its
-// key, which may run its operation a second time there. Use it only when
-// that is known to be safe (the downstream keeps keys longer than
-// Config.KeyRetention says, or it is known not to have acted). The key's
+// RedrivePastRetention is [Outbox.Redrive] without the key retention's check:
+// it sends a message again even when the downstream may have forgotten its
+// key, which may run its operation a second time there. Use it only when that
+// is known to be safe (the downstream keeps keys longer than
+// [Config.KeyRetention] says, or it is known not to have acted). The key's
 // retention is then counted anew from the next delivery.
 func (o *Outbox) RedrivePastRetention(ctx context.Context, id int64) error {
 	return o.redrive(ctx, id, true)

@@ -169,10 +169,10 @@ type ParkedMessage struct {
 	// downstream started (it got a 2xx, a 5xx, a 409 key-in-flight, or no
 	// complete response), zero when none did; re-drives do not reset it.
 	// The downstream deduplicates by the message's key for its key
-	// retention from then (Config.KeyRetention), and no longer after.
+	// retention from then ([Config.KeyRetention]), and no longer after.
 	// RedriveBy is FirstAttempt plus Config.KeyRetention (zero when
-	// FirstAttempt is): Redrive refuses the message after it, with
-	// ErrPastRetention, since a delivery then could run the operation
+	// FirstAttempt is): [Outbox.Redrive] refuses the message after it, with
+	// [ErrPastRetention], since a delivery then could run the operation
 	// twice.
 	FirstAttempt, RedriveBy time.Time
 }

@@ -8,15 +8,15 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// Stats is what Stats counts: the outbox's depth and how far behind it is,
-// for gauges.
+// Stats is what [Outbox.Stats] counts: the outbox's depth and how far
+// behind it is, for gauges.
 type Stats struct {
 	// Pending counts the messages neither delivered nor parked: waiting
-	// to be relayed (StateEnqueued), due, being delivered, or waiting for
+	// to be relayed ([StateEnqueued]), due, being delivered, or waiting for
 	// their next delivery.
 	Pending int
 	// OldestPending is the time since the oldest of them was enqueued (by
-	// the database's clock for Outbox), 0 when none.
+	// the database's clock for [Outbox]), 0 when none.
 	OldestPending time.Duration
 	// Parked counts the parked messages, until they are re-driven.
 	Parked int
@@ -49,7 +49,7 @@ SELECT j.pending + e.pending,
     j.parked
 FROM j, e`
 
-// Stats counts the pending and parked messages (see Stats) in one
+// Stats counts the pending and parked messages (see [Stats]) in one
 // statement over River's job table, which scans the jobs of those states
 // (not the delivered ones), and the table of enqueued messages, which
 // holds only the messages not yet relayed. ctx governs it.
@@ -67,7 +67,7 @@ func (o *Outbox) Stats(ctx context.Context) (Stats, error) {
 	return st, nil
 }
 
-// Stats counts the pending and parked messages (see Stats); it looks at
+// Stats counts the pending and parked messages (see [Stats]); it looks at
 // every message, under the outbox's lock.
 func (q *Memory) Stats(ctx context.Context) (Stats, error) {
 	if err := ctx.Err(); err != nil {
