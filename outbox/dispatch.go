@@ -53,7 +53,7 @@ func (s *settings) dispatch(ctx context.Context, sh *share, id int64, msg *Messa
 		t.putOff, t.wait = true, wait
 		return t
 	}
-	r, started, booked, again := s.send(ctx, tk, dest, msg, deadline)
+	r, started, booked, again, since := s.send(ctx, tk, dest, msg, deadline)
 	switch {
 	case r.verdict != delivered && r.verdict != refused && ctx.Err() != nil:
 		// The dispatcher is stopping (or River's bound passed): deliver it
@@ -68,8 +68,11 @@ func (s *settings) dispatch(ctx context.Context, sh *share, id int64, msg *Messa
 	reason, wait := s.decide(r, n, win)
 	switch {
 	case r.verdict == localRefusal && reason == "":
-		wait = max(wait, booked)
-		s.refusals.hold(dest, id)
+		if s.refusals.hold(dest, id, since) {
+			wait = max(wait, booked)
+		} else {
+			wait = 0 // dest took a delivery since the refusal: no release will come
+		}
 	case r.verdict == delivered:
 		t.release = s.refusals.release(dest)
 	}
@@ -86,10 +89,12 @@ func (s *settings) dispatch(ctx context.Context, sh *share, id int64, msg *Messa
 // still end by deadline: when the open period ends, the breaker lets one
 // of them through, as its probe. It returns the last delivery's result
 // and start, the wait left until the refusal's place when deadline came
-// first, and again: the destination took a delivery (another turn's)
-// while this one held, too late for it to try within deadline.
+// first, again: the destination took a delivery (another turn's) while
+// this one held, too late for it to try within deadline, and since: the
+// channel of refusals.recovered taken before the last delivery began (a
+// refused turn holds its message with it, see refusals.hold).
 func (s *settings) send(ctx context.Context, tk ticket, dest string, msg *Message, deadline time.Time) (
-	r result, started time.Time, booked time.Duration, again bool) {
+	r result, started time.Time, booked time.Duration, again bool, since <-chan struct{}) {
 	sent := false
 	defer func() { tk.end(sent) }()
 	var paced time.Time
@@ -102,7 +107,7 @@ func (s *settings) send(ctx context.Context, tk ticket, dest string, msg *Messag
 			if r.verdict == delivered {
 				tk.delivered()
 			}
-			return r, started, 0, false
+			return r, started, 0, false, up
 		}
 		if paced.IsZero() {
 			tk.refused()
@@ -114,7 +119,7 @@ func (s *settings) send(ctx context.Context, tk ticket, dest string, msg *Messag
 			until = deadline
 		}
 		if !now.Before(until) {
-			return r, started, max(paced.Sub(now), 0), false
+			return r, started, max(paced.Sub(now), 0), false, up
 		}
 		try := !now.Add(s.Timeout).After(deadline)
 		wait := until.Sub(now)
@@ -123,10 +128,10 @@ func (s *settings) send(ctx context.Context, tk ticket, dest string, msg *Messag
 		}
 		switch pause(ctx, up, wait) {
 		case pauseStopped:
-			return r, started, 0, false
+			return r, started, 0, false, up
 		case pauseRecovered:
 			if !try {
-				return r, started, 0, true
+				return r, started, 0, true, up
 			}
 			up = s.refusals.recovered(dest)
 		}

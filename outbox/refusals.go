@@ -82,14 +82,25 @@ func (p *refusals) recovered(dest string) <-chan struct{} {
 	return ch
 }
 
-// hold remembers message id of dest, refused and waiting in the queue.
-func (p *refusals) hold(dest string, id int64) {
+// hold remembers message id of dest, refused and waiting in the queue,
+// and reports whether it did. since is the channel of recovered taken
+// before the refused delivery began: when it is closed, dest took a
+// delivery since then, and released what was held before this message
+// was; hold then remembers nothing and returns false, and the caller
+// makes the message due at once, as release would have.
+func (p *refusals) hold(dest string, id int64, since <-chan struct{}) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	select {
+	case <-since:
+		return false
+	default:
+	}
 	if p.held[dest] == nil {
 		p.held[dest] = map[int64]struct{}{}
 	}
 	p.held[dest][id] = struct{}{}
+	return true
 }
 
 // woken forgets message id of dest, due now or handed back.

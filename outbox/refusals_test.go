@@ -39,9 +39,9 @@ func TestRefusalsArePaced(t *testing.T) {
 func TestRefusalsRelease(t *testing.T) {
 	p := newRefusals(time.Now, func() float64 { return 0 })
 	for _, id := range []int64{1, 2, 3} {
-		p.hold("http://a", id)
+		require.True(t, p.hold("http://a", id, p.recovered("http://a")))
 	}
-	p.hold("http://b", 4)
+	require.True(t, p.hold("http://b", 4, p.recovered("http://b")))
 	up := p.recovered("http://a")
 	p.woken("http://a", 2)
 	got := p.release("http://a")
@@ -55,4 +55,19 @@ func TestRefusalsRelease(t *testing.T) {
 	assert.Empty(t, p.release("http://a"), "released once")
 	assert.NotEqual(t, up, p.recovered("http://a"), "a new wait after the release")
 	assert.Equal(t, []int64{4}, p.release("http://b"))
+}
+
+// A message whose delivery was refused before its destination took
+// another one, and that comes to be held after it, is not held: the
+// release it missed would never come, and it would wait its whole backoff
+// (TestRefusedMessagesAreReleasedWhenTheHostAnswers lost such messages
+// for the hour of its backoff when a turn was slow to get here).
+func TestRefusalsHoldAfterARelease(t *testing.T) {
+	p := newRefusals(time.Now, func() float64 { return 0 })
+	since := p.recovered("http://a") // the refused delivery begins
+	assert.Empty(t, p.release("http://a"), "another turn delivers")
+	assert.False(t, p.hold("http://a", 1, since), "held after the release it missed")
+	assert.Empty(t, p.release("http://a"), "nothing held")
+	assert.True(t, p.hold("http://a", 2, p.recovered("http://a")), "a refusal after the release is held")
+	assert.Equal(t, []int64{2}, p.release("http://a"))
 }
