@@ -205,7 +205,11 @@
 // committed rows into River's queue, up to 1,000 at once (River's
 // InsertManyTx, and the rows' delete), so that a relay that dies leaves
 // its rows to the next one, and River's unique key on the message's key
-// keeps one job per key. An enqueue wakes
+// keeps one job per key. The relay's transaction commits asynchronously
+// (synchronous_commit off for it alone): losing it in a crash or a
+// failover leaves its rows to be relayed again, and River's fetch of a
+// job, a synchronous commit, makes the move durable before a delivery.
+// An enqueue wakes
 // the relays through LISTEN/NOTIFY (at most one notification per 50 ms of
 // an Outbox: a notification makes its transaction's commit take a lock of
 // the database's), and a woken relay looks again every 5 ms while
