@@ -26,7 +26,6 @@ type outageHost struct {
 	mu       sync.Mutex
 	up       bool
 	inFlight int
-	peak     int       // the most attempts in flight at once since the last mark
 	order    []arrival // the requests, in the order they arrived
 }
 
@@ -42,7 +41,6 @@ func (h *outageHost) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	h.mu.Lock()
 	h.inFlight++
-	h.peak = max(h.peak, h.inFlight)
 	h.order = append(h.order, arrival{r.Header.Get(KeyHeader), time.Now()})
 	h.mu.Unlock()
 	time.Sleep(h.latency)
@@ -71,13 +69,11 @@ func (h *outageHost) requests() int {
 	return len(h.order)
 }
 
-// markPeak returns the most attempts in flight since the last mark.
-func (h *outageHost) markPeak() int {
+// inFlightNow returns the attempts in flight at this instant.
+func (h *outageHost) inFlightNow() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	p := h.peak
-	h.peak = h.inFlight
-	return p
+	return h.inFlight
 }
 
 // trip opens tr's breaker for the host with ConsecutiveFailures calls of
@@ -295,7 +291,10 @@ func TestOpenPeriodFollowsRetryAfter(t *testing.T) {
 // Issue 26, point 3: when the probe succeeds, the calls that waited are
 // released oldest first at a pace the host sets: one in flight after the
 // probe, then one more for each that succeeds, so the number in flight
-// doubles every round trip (10 ms here) instead of all 60 at once.
+// doubles every round trip (10 ms here) instead of all 60 at once. The
+// attempts are counted at instants of synctest's clock between rounds: at
+// the instant a round ends, its attempts end and the next round's start
+// in an order the scheduler picks, so a peak taken then mixes the two.
 func TestRecoveryReleasesWaitersAtAPace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		host := &outageHost{latency: 10 * time.Millisecond}
@@ -316,18 +315,17 @@ func TestRecoveryReleasesWaitersAtAPace(t *testing.T) {
 			})
 		}
 		// At 1.010 s the open period ends and the oldest goes as the probe;
-		// count the attempts in flight per round trip from 1.015 s, between
-		// the instants at which one round ends and the next starts.
+		// count the attempts in flight per round trip from 1.015 s, midway
+		// between the instants at which one round ends and the next starts.
 		time.Sleep(time.Second + 5*time.Millisecond)
-		host.markPeak()
-		var peaks []int
+		inFlight := []int{host.inFlightNow()}
 		for host.requests() < 1+waiters {
 			time.Sleep(10 * time.Millisecond) // one round trip
-			peaks = append(peaks, host.markPeak())
+			inFlight = append(inFlight, host.inFlightNow())
 		}
 		wg.Wait()
 		assert.Zero(t, failed.Load())
-		assert.Equal(t, []int{1, 2, 4, 8, 16, 28}, peaks, "in flight per round trip: the probe and the first released, then a window that doubles")
+		assert.Equal(t, []int{1, 1, 2, 4, 8, 16, 28}, inFlight, "in flight per round trip: the probe, the first released, then a window that doubles")
 		// Released oldest first: each round's requests are the next oldest
 		// waiters (they arrive at one instant, in any order among them).
 		next := 0

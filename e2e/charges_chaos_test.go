@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -110,11 +109,13 @@ func runChargesChaos(t *testing.T, seed uint64, n int) chargesRun {
 	p := newPayer(front.URL, clientConfig(chaosAttemptTimeout), chaosDeadline, chaosResendFor)
 	p.route = chargesRoute
 
-	bound := 30*time.Second + time.Duration(n)*20*time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	run.verdicts = runLoad(ctx, p, run.ops, chaosWorkers, nil)
-	require.NoError(t, ctx.Err(), "%d charges did not finish within %s (IDEM_SEED=%d)", n, bound, seed)
+	watch := watchProgress(chaosStall)
+	run.verdicts = runLoad(watch.ctx, p, run.ops, chaosWorkers, watch.onDone)
+	watch.close()
+	if err := watch.err(run.ops, run.verdicts, p.attempts, "client leg:\n"+testserver.Summarize(front.Events()).String()+
+		"\ngateway leg:\n"+testserver.Summarize(gwProxy.Events()).String()+"\nleases: "+run.leases.String()); err != nil {
+		t.Fatalf("charges (IDEM_SEED=%d): %v", seed, err)
+	}
 	front.Close()
 	ns.close()
 	gwProxy.Close()

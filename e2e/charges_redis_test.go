@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -61,11 +60,13 @@ func TestChaosChargesRedis(t *testing.T) {
 	t.Cleanup(front.Close)
 	p := newPayer(front.URL, clientConfig(chaosAttemptTimeout), chaosDeadline, chaosResendFor)
 	p.route = chargesRoute
-	bound := 30*time.Second + time.Duration(len(run.ops))*20*time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	run.verdicts = runLoad(ctx, p, run.ops, chaosWorkers, nil)
-	require.NoError(t, ctx.Err(), "%d charges did not finish within %s (IDEM_SEED=%d)", len(run.ops), bound, seed)
+	watch := watchProgress(chaosStall)
+	run.verdicts = runLoad(watch.ctx, p, run.ops, chaosWorkers, watch.onDone)
+	watch.close()
+	if err := watch.err(run.ops, run.verdicts, p.attempts, "client leg:\n"+testserver.Summarize(front.Events()).String()+
+		"\ngateway leg:\n"+testserver.Summarize(gwProxy.Events()).String()); err != nil {
+		t.Fatalf("charges (IDEM_SEED=%d): %v", seed, err)
+	}
 	front.Close()
 	takeovers := 0
 	for _, n := range nodes {

@@ -16,6 +16,12 @@ import (
 // outboxChaosMessages is how many notifications TestOutboxChaos sends.
 const outboxChaosMessages = 2000
 
+// outboxStall is how long TestOutboxChaos waits for the next
+// notification or delivery before it fails: a message's deliveries are
+// retried within a second (MaxBackoff, the bursts' Retry-After), each
+// bounded by fastOutbox's Timeout.
+const outboxStall = 30 * time.Second
+
 // outboxFaults are the faults between the dispatcher and the Receiver:
 // after the handler recorded the notification (the response dropped, a
 // 502 instead of the 201, the body cut short, the response past the
@@ -59,11 +65,11 @@ func TestOutboxChaos(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ob.Run(ctx) }()
-	rig.waitNotified(t, outboxChaosMessages, 90*time.Second)
-	for start := time.Now(); rig.tally.delivered.Load() < outboxChaosMessages && rig.tally.parked.Load() == 0; {
-		require.Less(t, time.Since(start), time.Minute, "the dispatcher did not report every delivery")
-		time.Sleep(10 * time.Millisecond) // the last deliveries' responses may still be on their way
-	}
+	rig.waitNotified(t, outboxChaosMessages, outboxStall)
+	// The last deliveries' responses may still be on their way.
+	waitGrowing(t, "deliveries the dispatcher reported", outboxChaosMessages, outboxStall, func() (int, error) {
+		return int(rig.tally.delivered.Load() + rig.tally.parked.Load()), nil
+	}, rig.tally.String)
 	cancel()
 	require.NoError(t, <-done)
 

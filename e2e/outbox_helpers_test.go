@@ -50,6 +50,10 @@ func newOutboxRig(t *testing.T, dbURL string, cfg testserver.Config, rc api.Rece
 // tally counts an outbox's delivery outcomes, through its Observer.
 type tally struct{ delivered, retried, parked atomic.Int64 }
 
+func (c *tally) String() string {
+	return fmt.Sprintf("the dispatcher delivered %d, retried %d, parked %d", c.delivered.Load(), c.retried.Load(), c.parked.Load())
+}
+
 func (c *tally) observer() outbox.Observer {
 	return outbox.Observer{
 		Delivered: func(context.Context, outbox.Delivery) { c.delivered.Add(1) },
@@ -90,22 +94,34 @@ func (r *outboxRig) enqueue(t *testing.T, ob *outbox.Outbox, from, to int) []str
 	return ids
 }
 
-// waitNotified waits up to bound until the Receiver recorded n distinct
-// payments.
-func (r *outboxRig) waitNotified(t *testing.T, n int, bound time.Duration) {
+// waitNotified waits until the Receiver recorded n distinct payments, for
+// as long as their count grows: it fails when the count did not grow for
+// stall (a loaded machine slows the deliveries down; a stuck dispatcher
+// stops them), with the dispatcher's tally.
+func (r *outboxRig) waitNotified(t *testing.T, n int, stall time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	var got int
-	for time.Now().Before(deadline) {
-		var err error
-		got, err = r.distinctNotified()
+	waitGrowing(t, "notifications recorded by the receiver", n, stall, r.distinctNotified, r.tally.String)
+}
+
+// waitGrowing polls count until it reaches n, and fails the test with
+// diag when it did not grow for stall.
+func waitGrowing(t *testing.T, what string, n int, stall time.Duration, count func() (int, error), diag func() string) {
+	t.Helper()
+	start, grew, last := time.Now(), time.Now(), -1
+	for {
+		got, err := count()
 		require.NoError(t, err)
 		if got >= n {
 			return
 		}
+		if got > last {
+			grew, last = time.Now(), got
+		} else if time.Since(grew) > stall {
+			t.Fatalf("%s: %d of %d after %s, none more for %s; %s",
+				what, got, n, time.Since(start).Round(time.Millisecond), stall, diag())
+		}
 		time.Sleep(20 * time.Millisecond) // polling the database, not testing time
 	}
-	t.Fatalf("the receiver recorded %d of %d notifications within %s", got, n, bound)
 }
 
 func (r *outboxRig) distinctNotified() (int, error) {
@@ -137,12 +153,18 @@ func (r *outboxRig) requireExactlyOnce(t *testing.T, ids []string) testserver.Re
 
 // fastOutbox is a Config for the e2e runs: deliveries with attempts of
 // 300 ms, short backoffs and polls, so that thousands of messages through
-// faults take seconds.
+// faults take seconds. Its faults pass, so every message must be delivered
+// and none parked: MaxAttempts is far above what the runs need (a few
+// deliveries each) so that a loaded machine, whose attempts time out and
+// whose idem client then refuses deliveries (its budget spent, its
+// breaker open: they count as deliveries), parks nothing; at 25 it parked
+// messages after seconds of such refusals.
 func fastOutbox(c *tally) outbox.Config {
 	return outbox.Config{
-		Client:     clientConfigForOutbox(),
-		Timeout:    3 * time.Second,
-		MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+		Client:      clientConfigForOutbox(),
+		MaxAttempts: 1000,
+		Timeout:     3 * time.Second,
+		MinBackoff:  10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond, Workers: 40, StopTimeout: 5 * time.Second,
 		Observer: c.observer(), Logger: slog.New(slog.DiscardHandler),
 	}

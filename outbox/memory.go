@@ -46,6 +46,10 @@ type memMsg struct {
 	enqueuedAt time.Time
 	parkedAt   time.Time
 	timer      *time.Timer // the wait for its next turn, nil when none
+	// released: its destination took a delivery while its turn ran (a
+	// turn that refused and held it, see refusals): when the turn ends,
+	// it is due at once instead of after its backoff.
+	released bool
 }
 
 // NewMemory returns an empty [Memory] outbox. The Postgres-only fields of
@@ -166,6 +170,8 @@ func (q *Memory) deliver(ctx context.Context, id int64) {
 func (q *Memory) apply(m *memMsg, id int64, t turn) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	released := m.released
+	m.released = false
 	switch {
 	case t.stopping: // due again, not counted; no signal: the workers are stopping
 		m.state, m.attempts = memPending, m.attempts-1
@@ -182,11 +188,19 @@ func (q *Memory) apply(m *memMsg, id int64, t turn) bool {
 		m.state, m.parkedAt = memParked, q.s.now()
 	case t.v == delivered:
 		m.state = memDelivered
+	case released:
+		m.state = memPending
+		q.pushLocked(id)
 	default:
 		q.laterLocked(m, id, t.wait)
 	}
 	for _, held := range t.release {
-		if h := q.msgs[held]; h != nil && h.state == memPending && h.timer != nil && h.timer.Stop() {
+		h := q.msgs[held]
+		switch {
+		case h == nil:
+		case h.state == memRunning: // the turn that held it has not ended yet
+			h.released = true
+		case h.state == memPending && h.timer != nil && h.timer.Stop():
 			h.timer = nil
 			q.pushLocked(held)
 		}

@@ -92,7 +92,7 @@ func TestLookupTellsWhereAMessageStands(t *testing.T) {
 // its MaxAttempts), with no delivery and no word of why.
 func TestRiverRetryOfAParkedMessageIsARedrive(t *testing.T) {
 	cfg := fastConfig(&events{})
-	cfg.MaxAttempts, cfg.KeyRetention = 2, 2*time.Second
+	cfg.MaxAttempts, cfg.KeyRetention = 2, testRetention
 	clock := &offsetClock{}
 	tg, o, _ := postgresTarget(t, cfg)
 	o.s.now = clock.now
@@ -116,7 +116,7 @@ func TestRiverRetryOfAParkedMessageIsARedrive(t *testing.T) {
 	assert.Equal(t, ReasonAttempts, again.Reason)
 	assert.Equal(t, 2, again.Attempts, "the attempts of the new window")
 
-	clock.advance(2500 * time.Millisecond) // past the downstream's key retention
+	clock.advance(testRetention * 3 / 2) // past the downstream's key retention
 	require.ErrorIs(t, o.Redrive(ctx, id), ErrPastRetention)
 	_, err = o.client.JobRetry(ctx, job)
 	require.NoError(t, err)

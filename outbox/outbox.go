@@ -264,45 +264,81 @@ func (o *Outbox) Run(ctx context.Context) error {
 }
 
 // sqlLockWaiting locks the job $1 of River's table (%[1]s) and tells
-// whether it waits for its next delivery: in a state of $2, cast to
-// River's state type (%[2]s).
-const sqlLockWaiting = `SELECT state = ANY($2::text[]::%[2]s[]) FROM %[1]s WHERE id = $1 FOR UPDATE`
+// whether it waits for its next delivery (in a state of $2, cast to
+// River's state type %[2]s), whether it is being delivered, and its
+// attempt.
+const sqlLockWaiting = `SELECT state = ANY($2::text[]::%[2]s[]), state = 'running', attempt FROM %[1]s WHERE id = $1 FOR UPDATE`
 
 // waitingStates are the states of a message waiting for its next delivery.
 var waitingStates = []string{string(rivertype.JobStateAvailable), string(rivertype.JobStateRetryable),
 	string(rivertype.JobStateScheduled)}
 
+// releaseRecheck is how often release looks again at a message whose
+// refused turn River has not yet recorded as ended.
+const releaseRecheck = 20 * time.Millisecond
+
 // release makes the messages ids due at once, in the background (Run
-// ends it, and waits for it, when it stops): their delivery was refused
-// by the client, and their destination has just taken one. A message that
-// is no longer waiting (being delivered, delivered, parked) is left alone;
-// River's JobRetry makes the others due, under the row's lock.
+// ends it, and waits for it, when it stops, and gives it 30 s): their
+// delivery was refused by the client, and their destination has just
+// taken one. River records the end of the refused turn (the message
+// waiting for its backoff) after the turn returned, in the background: a
+// message still being delivered in that attempt is looked at again until
+// River has. A message that is no longer waiting (delivered, parked, or
+// being delivered in a later attempt) is left alone; River's JobRetry
+// makes the others due, under the row's lock.
 func (o *Outbox) release(ids []int64) {
 	if len(ids) == 0 {
 		return
 	}
-	table, state := o.tables()
 	o.bg.Go(func() {
 		ctx, cancel := context.WithTimeout(o.bgCtx, 30*time.Second)
 		defer cancel()
 		for _, id := range ids {
-			err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
-				var waiting bool
-				err := tx.QueryRow(ctx, fmt.Sprintf(sqlLockWaiting, table, state), id, waitingStates).Scan(&waiting)
-				if errors.Is(err, pgx.ErrNoRows) || err == nil && !waiting {
-					return nil
-				}
-				if err == nil {
-					_, err = o.client.JobRetryTx(ctx, tx, id)
-				}
-				return err
-			})
-			if err != nil {
+			if err := o.releaseOne(ctx, id); err != nil {
 				o.s.Logger.DebugContext(ctx, "outbox: cannot release a message", "id", id, "error", err)
 				return
 			}
 		}
 	})
+}
+
+// releaseOne makes message id due at once when it waits for its next
+// delivery, once the turn that refused it has ended (see release).
+func (o *Outbox) releaseOne(ctx context.Context, id int64) error {
+	table, state := o.tables()
+	refused := -1 // the attempt of the refused turn, once seen running
+	for {
+		running := false
+		err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
+			var waiting bool
+			var attempt int
+			err := tx.QueryRow(ctx, fmt.Sprintf(sqlLockWaiting, table, state), id, waitingStates).Scan(&waiting, &running, &attempt)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				return nil
+			case err != nil:
+				return err
+			case refused >= 0 && attempt != refused:
+				running = false // delivered again since: not the refused turn's
+				return nil
+			case running:
+				refused = attempt
+				return nil
+			case !waiting:
+				return nil
+			}
+			_, err = o.client.JobRetryTx(ctx, tx, id)
+			return err
+		})
+		if err != nil || !running {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(releaseRecheck):
+		}
+	}
 }
 
 // tables names River's job table and its state type, in Config.Schema

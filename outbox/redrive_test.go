@@ -15,6 +15,12 @@ import (
 // offsetClock is a clock that a test moves forward without sleeping.
 type offsetClock struct{ offset atomic.Int64 }
 
+// testRetention is the downstreams' key retention of the re-drive tests:
+// they move their clock past it or within it by half of it or more, so
+// the real time that passes meanwhile (seconds, on a loaded machine) never
+// decides on which side of it a message is.
+const testRetention = time.Hour
+
 func (c *offsetClock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *offsetClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
@@ -59,12 +65,12 @@ func (f *forgetful) count(key string) (effects, requests int) {
 
 // A message whose first delivery acted downstream, then was parked, is
 // not re-driven once the downstream may have forgotten its key (issue 28
-// defect 3, with a key retention of 2 s: Redrive returned nil and the
-// operation ran again), unless the caller forces it.
+// defect 3: Redrive returned nil and the operation ran again), unless the
+// caller forces it.
 func TestRedrivePastKeyRetentionIsRefused(t *testing.T) {
 	config := func() Config {
 		cfg := fastConfig(&events{})
-		cfg.MaxAttempts, cfg.KeyRetention = 2, 2*time.Second
+		cfg.MaxAttempts, cfg.KeyRetention = 2, testRetention
 		return cfg
 	}
 	t.Run("memory", func(t *testing.T) {
@@ -93,9 +99,9 @@ func redrivePastRetention(t *testing.T, tg target, clock *offsetClock) {
 	require.Equal(t, 2, requests)
 	p := tg.waitParked(t, 1, "")[0]
 	require.False(t, p.FirstAttempt.IsZero(), "the first delivery reached the downstream")
-	require.Equal(t, p.FirstAttempt.Add(2*time.Second), p.RedriveBy)
+	require.Equal(t, p.FirstAttempt.Add(testRetention), p.RedriveBy)
 
-	clock.advance(2500 * time.Millisecond) // past the downstream's key retention
+	clock.advance(testRetention * 3 / 2) // past the downstream's key retention
 	err = tg.redrive(ctx, id)
 	require.ErrorIs(t, err, ErrPastRetention, "the first delivery may have acted, and its key may be forgotten")
 	require.Equal(t, 1, len(tg.waitParked(t, 1, "still parked: nothing is sent again")))
@@ -136,7 +142,7 @@ func TestRedriveOfAMessageThatReachedNothing(t *testing.T) {
 func TestRedriveKeepsTheFirstAttempt(t *testing.T) {
 	config := func() Config {
 		cfg := fastConfig(&events{})
-		cfg.MaxAttempts, cfg.KeyRetention = 2, 2*time.Second
+		cfg.MaxAttempts, cfg.KeyRetention = 2, testRetention
 		return cfg
 	}
 	t.Run("memory", func(t *testing.T) {
@@ -163,7 +169,7 @@ func redriveKeepsTheFirstAttempt(t *testing.T, tg target, clock *offsetClock) {
 	first := tg.waitParked(t, 1, "parked after an ambiguous delivery and a 503")[0]
 	require.False(t, first.FirstAttempt.IsZero())
 
-	clock.advance(time.Second) // within the key's retention
+	clock.advance(testRetention / 2) // within the key's retention
 	require.NoError(t, tg.redrive(ctx, id))
 	eventually(t, func() bool { _, n := f.count(key); return n == 4 }, "sent again, twice (503)")
 	again := tg.waitParked(t, 1, "parked again")[0]
@@ -172,7 +178,7 @@ func redriveKeepsTheFirstAttempt(t *testing.T, tg target, clock *offsetClock) {
 		again.FirstAttempt, first.FirstAttempt)
 	require.Equal(t, first.RedriveBy, again.RedriveBy)
 
-	clock.advance(1500 * time.Millisecond) // 2.5 s after the first delivery, 1.5 s after the re-drive
+	clock.advance(testRetention * 3 / 4) // 1.25 retentions after the first delivery, 0.75 after the re-drive
 	require.ErrorIs(t, tg.redrive(ctx, id), ErrPastRetention)
 	effects, requests := f.count(key)
 	require.Equal(t, 1, effects)

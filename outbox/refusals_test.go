@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -70,4 +71,32 @@ func TestRefusalsHoldAfterARelease(t *testing.T) {
 	assert.Empty(t, p.release("http://a"), "nothing held")
 	assert.True(t, p.hold("http://a", 2, p.recovered("http://a")), "a refusal after the release is held")
 	assert.Equal(t, []int64{2}, p.release("http://a"))
+}
+
+// A message whose turn held it (its delivery refused) and is still
+// ending when another message's delivery to its destination succeeds is
+// due at once when its turn ends, not after its backoff: the release
+// came before the turn could be made due (Memory; the Postgres outbox is
+// TestRefusedMessagesAreReleasedWhenTheHostAnswers under load).
+func TestMemoryReleasesAMessageHeldDuringItsTurn(t *testing.T) {
+	q := NewMemory(fastConfig(&events{}))
+	ctx := context.Background()
+	m := validMessage()
+	m.Key = "held"
+	held, err := q.Enqueue(ctx, m)
+	require.NoError(t, err)
+	m.Key = "probe"
+	probe, err := q.Enqueue(ctx, m)
+	require.NoError(t, err)
+	q.mu.Lock()
+	q.ready = nil
+	q.msgs[held].state, q.msgs[probe].state = memRunning, memRunning // both turns under way
+	q.mu.Unlock()
+
+	q.apply(q.msgs[probe], probe, turn{v: delivered, release: []int64{held}}) // the probe is delivered
+	q.apply(q.msgs[held], held, turn{v: localRefusal, wait: time.Hour})       // then the held turn ends
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	assert.Equal(t, []int64{held}, q.ready, "due at once")
+	assert.Nil(t, q.msgs[held].timer, "no backoff")
 }
