@@ -64,12 +64,7 @@ const (
 // enqueuedTables names the table of enqueued messages and River's job ID
 // sequence, in Config.Schema when it is set.
 func (o *Outbox) enqueuedTables() (table, seq string) {
-	table, seq = "idem_outbox_enqueued", "river_job_id_seq"
-	if o.s.Schema != "" {
-		table = pgx.Identifier{o.s.Schema, table}.Sanitize()
-		seq = pgx.Identifier{o.s.Schema, seq}.Sanitize()
-	}
-	return table, seq
+	return o.inSchema("idem_outbox_enqueued"), o.inSchema("river_job_id_seq")
 }
 
 // enqueued is a row of the table: a message not yet relayed.

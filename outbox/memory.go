@@ -57,7 +57,7 @@ type memMsg struct {
 func NewMemory(cfg Config) *Memory {
 	cfg.RescueAfter = 0
 	s, _ := newSettings(cfg) // cannot fail without RescueAfter
-	return &Memory{s: s, share: newLanes(s, nil).newShare(), msgs: make(map[int64]*memMsg), byKey: make(map[string]int64), wake: make(chan struct{}, 1)}
+	return &Memory{s: s, share: s.newShare(), msgs: make(map[int64]*memMsg), byKey: make(map[string]int64), wake: make(chan struct{}, 1)}
 }
 
 // Enqueue stores m, due at once, and returns its ID. Like

@@ -344,12 +344,16 @@ func (o *Outbox) releaseOne(ctx context.Context, id int64) error {
 // tables names River's job table and its state type, in Config.Schema
 // when it is set.
 func (o *Outbox) tables() (table, state string) {
-	table, state = "river_job", "river_job_state"
-	if o.s.Schema != "" {
-		table = pgx.Identifier{o.s.Schema, table}.Sanitize()
-		state = pgx.Identifier{o.s.Schema, state}.Sanitize()
+	return o.inSchema("river_job"), o.inSchema("river_job_state")
+}
+
+// inSchema is the name of the table, sequence or type name, qualified by
+// Config.Schema when it is set.
+func (o *Outbox) inSchema(name string) string {
+	if o.s.Schema == "" {
+		return name
 	}
-	return table, state
+	return pgx.Identifier{o.s.Schema, name}.Sanitize()
 }
 
 // retryPolicy is River's retry policy for the outbox's jobs: the wait the

@@ -63,14 +63,15 @@ type lanes struct {
 func newLanes(s *settings, names []string) *lanes {
 	l := &lanes{s: s, by: map[string]*share{}}
 	for _, name := range names {
-		l.by[name] = l.newShare()
+		l.by[name] = l.s.newShare()
 	}
 	return l
 }
 
-func (l *lanes) newShare() *share {
-	now, random := func() time.Time { return l.s.now() }, func() float64 { return l.s.random() } // tests replace them
-	return newShare(l.s.Workers, l.s.MaxBackoff, now, random)
+// newShare divides the Workers of one queue among its destinations.
+func (s *settings) newShare() *share {
+	now, random := func() time.Time { return s.now() }, func() float64 { return s.random() } // tests replace them
+	return newShare(s.Workers, s.MaxBackoff, now, random)
 }
 
 // of returns the share of queue name, made on first use (a queue that
@@ -80,7 +81,7 @@ func (l *lanes) of(name string) *share {
 	defer l.mu.Unlock()
 	sh := l.by[name]
 	if sh == nil {
-		sh = l.newShare()
+		sh = l.s.newShare()
 		l.by[name] = sh
 	}
 	return sh

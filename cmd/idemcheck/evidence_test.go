@@ -90,6 +90,15 @@ func hostile(t *testing.T, handler func(w http.ResponseWriter)) *httptest.Server
 	return srv
 }
 
+// ignoresKeys is a server that ignores keys and answers every request
+// with the same 201 and body.
+func ignoresKeys(t *testing.T) *httptest.Server {
+	return hostile(t, func(w http.ResponseWriter) {
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"status":"accepted"}`))
+	})
+}
+
 // A 201 whose body never ends is cut at the checker's cap and is an
 // error, not a complete response.
 func TestEndlessBodyIsAnError(t *testing.T) {
@@ -136,10 +145,7 @@ func TestOversizedHeadersAreAnError(t *testing.T) {
 // concurrent check cannot pass on them.
 func TestConcurrentIdenticalResponsesWithoutACount(t *testing.T) {
 	t.Parallel()
-	srv := hostile(t, func(w http.ResponseWriter) {
-		w.WriteHeader(http.StatusCreated)
-		_, _ = w.Write([]byte(`{"status":"accepted"}`))
-	})
+	srv := ignoresKeys(t)
 	res := checkOf(t, "concurrent", "-url", srv.URL+"/v1/payments", "-concurrency", "8")
 	assert.Equal(t, conformance.NotApplicable, res.Verdict, res.Detail)
 	assert.Contains(t, res.Detail, "21 identical responses, 0 of them marked with Idempotent-Replayed")
@@ -162,10 +168,7 @@ func TestConcurrentIdenticalResponsesWithoutACount(t *testing.T) {
 // check cannot. With a mark the same server fails.
 func TestReplayIdenticalBytesWithoutEvidence(t *testing.T) {
 	t.Parallel()
-	srv := hostile(t, func(w http.ResponseWriter) {
-		w.WriteHeader(http.StatusCreated)
-		_, _ = w.Write([]byte(`{"status":"accepted"}`))
-	})
+	srv := ignoresKeys(t)
 	res := checkOf(t, "replay", "-url", srv.URL+"/v1/payments", "-replayed-header", "")
 	assert.Equal(t, conformance.NotApplicable, res.Verdict, res.Detail)
 	assert.Contains(t, res.Detail, "cannot tell: the repeat got the same 201 and body")
