@@ -12,6 +12,33 @@ import (
 // migrateLock is the advisory lock that serialises concurrent Migrate calls.
 const migrateLock = 0x69646d5f6f757462 // "idm_outb"
 
+// River's table of jobs has GIN indexes (on a job's arguments and its
+// metadata), and every version of a job row (inserted by the relay, taken
+// by a fetch, finished by a completion) adds an entry per JSON key and
+// value to each. PostgreSQL gathers such entries in a pending list, and
+// the statement that finds the list over gin_pending_list_limit (4 MB by
+// default) moves the whole list into the index before it ends (PostgreSQL,
+// "GIN Fast Update Technique"). With a message's arguments, that list
+// fills every few seconds at 500 messages/s, and the statement that empties
+// it, a relay's insert or a fetch, took 60 to 140 ms: every message behind
+// it waited as long (BENCHMARKS.md §8). Migrate bounds the pending lists
+// of River's GIN indexes at ginPendingLimit (kB), so that each statement
+// that empties one moves little; it keeps fast update on: turned off, every
+// version of a row went into the indexes one entry at a time, and the
+// tail was longer than with the bound (§8 again).
+const ginPendingLimit = 128
+
+// sqlUnboundedGIN lists the GIN indexes of River's table of jobs (in the
+// first schema of the search_path) whose pending list is not bounded at
+// %[1]d kB; sqlBoundGIN bounds one, %[1]s.
+const (
+	sqlUnboundedGIN = `SELECT c.oid::regclass::text FROM pg_index i
+JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+WHERE i.indrelid = 'river_job'::regclass AND a.amname = 'gin'
+AND NOT coalesce(c.reloptions @> ARRAY['gin_pending_list_limit=%[1]d'], false)`
+	sqlBoundGIN = `ALTER INDEX %s SET (gin_pending_list_limit = %d)`
+)
+
 // Migrate creates (or brings up to date) the outbox's tables in the first
 // schema of the search_path: River's, then the outbox's own table of
 // messages enqueued and not yet relayed, idem_outbox_enqueued (see the
@@ -60,11 +87,33 @@ func Migrate(ctx context.Context, db interface {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrateLock)); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, sqlCreateEnqueued)
-		return err
+		if _, err := tx.Exec(ctx, sqlCreateEnqueued); err != nil {
+			return err
+		}
+		return boundPendingLists(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("outbox: migrate: %w", err)
+	}
+	return nil
+}
+
+// boundPendingLists bounds the pending list of each of River's GIN
+// indexes at ginPendingLimit (see above), in tx. The change takes a lock
+// that neither inserts nor updates wait for.
+func boundPendingLists(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, fmt.Sprintf(sqlUnboundedGIN, ginPendingLimit))
+	if err != nil {
+		return err
+	}
+	indexes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, ix := range indexes {
+		if _, err := tx.Exec(ctx, fmt.Sprintf(sqlBoundGIN, ix, ginPendingLimit)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

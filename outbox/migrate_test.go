@@ -80,3 +80,25 @@ func TestMigrateUpgradesAnOutboxInPlace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, res.Jobs, 1, "the old message's key is still taken by it")
 }
+
+// Migrate bounds the pending list of each of River's GIN indexes (see
+// ginPendingLimit), and bounds it again when the bound was taken off.
+func TestMigrateBoundsTheGINPendingLists(t *testing.T) {
+	ctx := context.Background()
+	pool := migratedPool(t)
+	bounded := func() (n int) {
+		t.Helper()
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_index i
+JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+WHERE i.indrelid = 'river_job'::regclass AND a.amname = 'gin'
+AND c.reloptions @> ARRAY['gin_pending_list_limit=128']`).Scan(&n))
+		return n
+	}
+	assert.Equal(t, 2, bounded(), "river_job_args_index and river_job_metadata_index")
+
+	_, err := pool.Exec(ctx, "ALTER INDEX river_job_args_index RESET (gin_pending_list_limit)")
+	require.NoError(t, err)
+	require.Equal(t, 1, bounded())
+	require.NoError(t, Migrate(ctx, pool))
+	assert.Equal(t, 2, bounded())
+}
