@@ -1,8 +1,10 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,12 +12,13 @@ import (
 )
 
 // The relay moves committed messages from idem_outbox_enqueued into
-// River's queue: in one transaction of its own, it locks up to relayBatch
-// rows (FOR UPDATE SKIP LOCKED, so that the relays of several dispatchers
-// take different rows), inserts them as River jobs with InsertManyTx, and
-// deletes them. A relay that dies at any point before its commit leaves
-// the rows where they were, and no job: another relay (or it, restarted)
-// moves them again. River's unique key on the message's key keeps a key
+// River's queue: in one transaction of its own, it deletes up to
+// relayBatch rows, which the delete returns (taken FOR UPDATE SKIP LOCKED,
+// so that the relays of several dispatchers take different rows), and
+// inserts them as River jobs with InsertManyTx. A relay that dies at any
+// point before its commit, its jobs inserted or not, leaves the rows where
+// they were, and no job: another relay (or it, restarted) moves them
+// again. River's unique key on the message's key keeps a key
 // to one job whatever happens: a message enqueued again under a key that
 // was relayed already (a re-run operation, after the first one's row was
 // moved) is folded into the first job when it is the same message, and
@@ -53,12 +56,15 @@ const (
 	watch        = 2 * wakeEvery
 )
 
-// SQL of the relay's transaction: its commit's mode, the rows it takes, in
-// key order (the table's only index), and their delete. %s is the table.
+// SQL of the relay's transaction: its commit's mode, and the delete of
+// the rows it moves, taken in key order (the table's only index), which
+// returns them; a row put back (see decodeTaken). %s is the table.
 const (
-	sqlRelayAsync  = `SET LOCAL synchronous_commit = off`
-	sqlRelayTake   = `SELECT key, id, message, enqueued_at FROM %s ORDER BY key LIMIT $1 FOR UPDATE SKIP LOCKED`
-	sqlRelayDelete = `DELETE FROM %s WHERE key = ANY($1)`
+	sqlRelayAsync = `SET LOCAL synchronous_commit = off`
+	sqlRelayTake  = `DELETE FROM %[1]s WHERE key IN
+(SELECT key FROM %[1]s ORDER BY key LIMIT $1 FOR UPDATE SKIP LOCKED)
+RETURNING key, id, message, enqueued_at`
+	sqlRelayPutBack = `INSERT INTO %s (key, id, message, enqueued_at) VALUES ($1, $2, $3, $4)`
 )
 
 // relay moves committed messages into River's queue until ctx is done.
@@ -111,43 +117,55 @@ func sleep(ctx context.Context, wake <-chan struct{}, d time.Duration) (woken, l
 }
 
 // relayOnce moves up to relayBatch committed messages into River's queue,
-// in one transaction, and returns how many it moved. A batch begun
-// finishes when ctx ends, within Config.StopTimeout.
+// in one transaction: after its BEGIN, the rows' delete (one round trip
+// with the commit's mode), their jobs' insert (River's, which notifies
+// River's fetchers), and the commit. It returns how many it moved. A batch begun finishes when ctx
+// ends, within Config.StopTimeout.
 func (o *Outbox) relayOnce(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.s.StopTimeout)
 	defer cancel()
-	table, _ := o.enqueuedTables()
 	moved := 0
 	err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, sqlRelayAsync); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, fmt.Sprintf(sqlRelayTake, table), relayBatch)
+		taken, err := o.take(ctx, tx)
 		if err != nil {
 			return err
 		}
-		taken, err := pgx.CollectRows(rows, pgx.RowToStructByPos[takenRow])
-		if err != nil {
+		batch, err := o.decodeTaken(ctx, tx, taken)
+		if err != nil || len(batch) == 0 {
 			return err
-		}
-		batch := o.decodeTaken(ctx, taken)
-		if len(batch) == 0 {
-			return nil
 		}
 		if err := o.insertJobs(ctx, tx, batch); err != nil {
-			return err
-		}
-		keys := make([]string, len(batch))
-		for i := range batch {
-			keys[i] = batch[i].Key
-		}
-		if _, err := tx.Exec(ctx, fmt.Sprintf(sqlRelayDelete, table), keys); err != nil {
 			return err
 		}
 		moved = len(batch)
 		return nil
 	})
 	return moved, err
+}
+
+// take deletes up to relayBatch rows of the table in tx, which it makes
+// commit asynchronously, and returns them in the order of their IDs (the
+// order of their Enqueue, within the batch).
+func (o *Outbox) take(ctx context.Context, tx pgx.Tx) ([]takenRow, error) {
+	table, _ := o.enqueuedTables()
+	b := &pgx.Batch{}
+	b.Queue(sqlRelayAsync)
+	b.Queue(fmt.Sprintf(sqlRelayTake, table), relayBatch)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	taken, err := pgx.CollectRows(rows, pgx.RowToStructByPos[takenRow])
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(taken, func(a, b takenRow) int { return cmp.Compare(a.ID, b.ID) })
+	return taken, br.Close()
 }
 
 // takenRow is a row of sqlRelayTake.
@@ -160,21 +178,25 @@ type takenRow struct {
 
 // decodeTaken returns the rows taken as the arguments of their jobs. A
 // row whose message does not decode (not one that Enqueue wrote) is
-// logged, and left in the table.
-func (o *Outbox) decodeTaken(ctx context.Context, taken []takenRow) []jobArgs {
+// logged, and put back in the table, in tx.
+func (o *Outbox) decodeTaken(ctx context.Context, tx pgx.Tx, taken []takenRow) ([]jobArgs, error) {
+	table, _ := o.enqueuedTables()
 	batch := make([]jobArgs, 0, len(taken))
 	for _, r := range taken {
 		m, err := decodeArgs(r.Message)
 		if err != nil {
 			o.s.Logger.ErrorContext(ctx, "outbox: a message in the table does not decode; it stays there",
 				"id", r.ID, "key", r.Key, "error", err)
+			if _, err := tx.Exec(ctx, fmt.Sprintf(sqlRelayPutBack, table), r.Key, r.ID, r.Message, r.At); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		a := toArgs(&m)
 		a.Key, a.ID, a.EnqueuedAt = r.Key, r.ID, r.At
 		batch = append(batch, a)
 	}
-	return batch
+	return batch, nil
 }
 
 // insertOpts are the River options of the job of a message to dest: the

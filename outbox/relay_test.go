@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -36,20 +37,44 @@ func counts(t *testing.T, pool *pgxpool.Pool) (enqueued, jobs int) {
 	return enqueued, jobs
 }
 
-// sqlRelayHeld finds the relay's backend held before its DELETE of the
-// rows it moved (waiting for the test's lock on the search_path's table),
-// and tells whether it wrote River's job table in that transaction.
+// holdRelays makes every transaction that deletes rows of the
+// search_path's table of enqueued messages (a relay's) wait at its commit,
+// after all its statements, for the advisory lock key, held by the
+// returned transaction until it ends: a deferred trigger takes the lock.
+func holdRelays(t *testing.T, pool *pgxpool.Pool, key int) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	for _, sql := range []string{
+		fmt.Sprintf(`CREATE FUNCTION hold_relay() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN PERFORM pg_advisory_xact_lock(%d); RETURN NULL; END $$`, key),
+		`CREATE CONSTRAINT TRIGGER hold_relay AFTER DELETE ON idem_outbox_enqueued
+DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION hold_relay()`,
+	} {
+		_, err := pool.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+	blocker, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = blocker.Rollback(ctx) }) // a failed test lets the relay go
+	_, err = blocker.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", key)
+	require.NoError(t, err)
+	return blocker
+}
+
+// sqlRelayHeld finds a relay's backend held at its commit by holdRelays
+// (the lock $1), and tells whether it wrote River's job table in that
+// transaction.
 const sqlRelayHeld = `SELECT l.pid, EXISTS (SELECT FROM pg_locks r
     WHERE r.pid = l.pid AND r.relation = 'river_job'::regclass AND r.mode = 'RowExclusiveLock' AND r.granted)
 FROM pg_locks l
-WHERE l.relation = 'idem_outbox_enqueued'::regclass AND l.mode = 'RowExclusiveLock' AND NOT l.granted`
+WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = $1 AND NOT l.granted`
 
-// A relay that dies between moving its rows into River's table and
-// deleting them commits nothing: its rows stay, no job is left, and the
-// next relay moves each message once, carrying its ID. The relay is held
-// in its DELETE by a lock the test takes, and its connection is then
+// A relay that dies at its commit, after it deleted its rows and inserted
+// their jobs into River's table, commits nothing: its rows stay, no job is
+// left, and the next relay moves each message once, carrying its ID. The
+// relay is held at its commit (holdRelays), and its connection is then
 // terminated, as a killed process's is.
-func TestRelayDyingBeforeItsDeleteLeavesTheRows(t *testing.T) {
+func TestRelayDyingBeforeItsCommitLeavesTheRows(t *testing.T) {
 	pool := migratedPool(t)
 	o, err := New(pool, Config{Logger: discardLogger(), StopTimeout: time.Minute})
 	require.NoError(t, err)
@@ -61,18 +86,15 @@ func TestRelayDyingBeforeItsDeleteLeavesTheRows(t *testing.T) {
 		ids[key] = id
 	}
 
-	blocker, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = blocker.Rollback(ctx) }()                                // a failed test lets the relay go
-	_, err = blocker.Exec(ctx, "LOCK TABLE idem_outbox_enqueued IN SHARE MODE") // lets SELECT FOR UPDATE by, not DELETE
-	require.NoError(t, err)
+	const lock = 0x6f627231 // "obr1"
+	blocker := holdRelays(t, pool, lock)
 	failed := make(chan error, 1)
 	go func() { _, err := o.relayOnce(ctx); failed <- err }()
 	var pid int
 	var inserted bool
 	eventually(t, func() bool {
-		return pool.QueryRow(ctx, sqlRelayHeld).Scan(&pid, &inserted) == nil
-	}, "the relay inserted the jobs and waits to delete the rows")
+		return pool.QueryRow(ctx, sqlRelayHeld, lock).Scan(&pid, &inserted) == nil
+	}, "the relay deleted the rows, inserted the jobs, and waits at its commit")
 	require.True(t, inserted, "the relay wrote River's table")
 	_, err = pool.Exec(ctx, "SELECT pg_terminate_backend($1)", pid)
 	require.NoError(t, err)
@@ -99,6 +121,30 @@ func TestRelayDyingBeforeItsDeleteLeavesTheRows(t *testing.T) {
 		assert.Equal(t, StatePending, st.State)
 		assert.Equal(t, id, st.ID, "key %s keeps the ID Enqueue returned", key)
 	}
+}
+
+// A row whose message does not decode (one that Enqueue did not write)
+// stays in the table, and the rows beside it are moved.
+func TestRelayLeavesAnUndecodableRow(t *testing.T) {
+	pool := migratedPool(t)
+	o, err := New(pool, Config{Logger: discardLogger()})
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = enqueueIn(t, o, Message{Name: "event", Method: "POST", URL: "http://127.0.0.1:9/x", Key: "k-good"})
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO idem_outbox_enqueued (key, id, message) VALUES ('k-bad', 7, '{"header": 1}')`)
+	require.NoError(t, err)
+
+	moved, err := o.relayOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, moved)
+	var key string
+	var id int64
+	require.NoError(t, pool.QueryRow(ctx, "SELECT key, id FROM idem_outbox_enqueued").Scan(&key, &id))
+	assert.Equal(t, "k-bad", key)
+	assert.Equal(t, int64(7), id)
+	_, jobs := counts(t, pool)
+	assert.Equal(t, 1, jobs)
 }
 
 // Enqueue is idempotent by key: while the first message waits to be
