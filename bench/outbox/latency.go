@@ -70,6 +70,9 @@ func benchLatency(ctx context.Context, dbURL string, o options) (result, error) 
 	if err := outbox.Migrate(ctx, pool); err != nil {
 		return result{}, err
 	}
+	if err := boundGIN(ctx, pool, o.ginLimit); err != nil {
+		return result{}, err
+	}
 	n := o.messages()
 	s := newSink(n)
 	defer s.srv.Close()
@@ -196,6 +199,31 @@ func benchRiver(ctx context.Context, dbURL string, o options) (result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return report("River alone, commit -> worker", o, committed, s.seen), nil
+}
+
+// boundGIN bounds the pending lists of the GIN indexes of River's table
+// (in the pool's first schema) at kB, in place of Migrate's bound; 0 keeps
+// Migrate's.
+func boundGIN(ctx context.Context, pool *pgxpool.Pool, kB int) error {
+	if kB == 0 {
+		return nil
+	}
+	rows, err := pool.Query(ctx, `SELECT c.oid::regclass::text FROM pg_index i
+JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+WHERE i.indrelid = 'river_job'::regclass AND a.amname = 'gin'`)
+	if err != nil {
+		return err
+	}
+	indexes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, ix := range indexes {
+		if _, err := pool.Exec(ctx, fmt.Sprintf("ALTER INDEX %s SET (gin_pending_list_limit = %d)", ix, kB)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // migrateSchema applies the outbox's tables in schema (for pgbench).

@@ -18,7 +18,9 @@
 // (requests in flight), -rate (messages per second) and -duration (of the
 // steady runs and of each step of -mode steady; deadhost: of the outage,
 // 60 s), -dispatchers (deliver: 0 runs 1 then 2), -fetch-cooldown (the
-// dispatchers' Config.FetchCooldown, and River's alone in latency).
+// dispatchers' Config.FetchCooldown, and River's alone in latency),
+// -gin-pending-limit (latency: the bound of the pending lists of River's
+// GIN indexes, in kB, in place of Migrate's; 4096 is PostgreSQL's default).
 package main
 
 import (
@@ -44,6 +46,7 @@ type options struct {
 	n, rounds, concurrency, dispatcher int
 	rate                               int
 	seconds, cooldown                  time.Duration
+	ginLimit                           int
 }
 
 // messages is how many messages a steady run commits: -rate for -duration.
@@ -60,6 +63,7 @@ func main() {
 	flag.IntVar(&o.rate, "rate", 500, "messages per second (latency)")
 	flag.DurationVar(&o.seconds, "duration", 10*time.Second, "length of a steady run (latency)")
 	flag.DurationVar(&o.cooldown, "fetch-cooldown", 0, "the outbox's Config.FetchCooldown (0: its default)")
+	flag.IntVar(&o.ginLimit, "gin-pending-limit", 0, "kB: the pending list bound of River's GIN indexes (latency; 0: Migrate's, 128)")
 	flag.Parse()
 	if o.mode == "deadhost" && !flagSet("duration") {
 		o.seconds = time.Minute
@@ -92,6 +96,8 @@ func (o options) check() error {
 		return fmt.Errorf("-dispatchers must not be negative, got %d", o.dispatcher)
 	case o.rate < 1:
 		return fmt.Errorf("-rate must be at least 1, got %d", o.rate)
+	case o.ginLimit != 0 && o.ginLimit < 64:
+		return fmt.Errorf("-gin-pending-limit must be at least 64 (kB, PostgreSQL's least), got %d", o.ginLimit)
 	case o.cooldown < 0:
 		return fmt.Errorf("-fetch-cooldown must not be negative, got %s", o.cooldown)
 	case o.mode == "steady" && o.seconds < time.Second:

@@ -25,6 +25,7 @@ func TestCheckRefusesBadFlags(t *testing.T) {
 		{func(o *options) { o.dispatcher = -1 }, "-dispatchers"},
 		{func(o *options) { o.rate = 0 }, "-rate"},
 		{func(o *options) { o.cooldown = -time.Millisecond }, "-fetch-cooldown"},
+		{func(o *options) { o.ginLimit = 32 }, "-gin-pending-limit"},
 		{func(o *options) { o.seconds = time.Millisecond }, "-duration"},
 		{func(o *options) { o.mode, o.seconds = "deadhost", 5*time.Second }, "-duration"},
 		{func(o *options) { o.mode, o.seconds = "steady", 500*time.Millisecond }, "-duration"},
