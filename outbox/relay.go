@@ -41,10 +41,15 @@ import (
 // when no enqueue of its Outbox did in the last wakeEvery, and a
 // notification that wakes the relay may come before the commits of the
 // messages enqueued just after it: so after a batch that moved rows the
-// relay looks again at once (rows committed while it moved these), and
-// after a wake or such a batch it looks again every relayRecheck for
-// 2 x wakeEvery (watch). A message is then relayed within relayRecheck
-// of its commit (and the relay's transaction) when its transaction
+// relay looks again once Config.FetchCooldown has passed since that
+// batch's pass began (rows committed while it moved these; River fetches
+// at most once per FetchCooldown, so a batch sooner would not start its
+// messages sooner; unpaced, a batch was often fetched only with the next
+// one, and pacing took a message's p90 from the relay's insert to its
+// fetch from 6 to 4 ms, BENCHMARKS.md §8), and after a wake or such a batch it
+// looks again every relayRecheck for 2 x wakeEvery (watch). A message is
+// then relayed within relayRecheck of its commit (and the relay's
+// transaction) when its transaction
 // commits within wakeEvery of its Enqueue, or while messages keep coming;
 // otherwise (a transaction that sent the notification rolled back, or one
 // that committed long after its Enqueue in a lull) within
@@ -72,23 +77,19 @@ RETURNING key, id, message, enqueued_at`
 func (o *Outbox) relay(ctx context.Context, wake <-chan struct{}) {
 	var busy time.Time // the last wake, or batch that moved rows
 	for {
+		start := time.Now()
 		moved, err := o.relayOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			o.s.Logger.WarnContext(ctx, "outbox: cannot relay messages", "error", err)
+		}
 		now := time.Now()
 		if moved > 0 {
 			busy = now
 		}
-		wait := o.s.PollInterval
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			o.s.Logger.WarnContext(ctx, "outbox: cannot relay messages", "error", err)
-		case moved > 0: // more may have committed while it moved these
-			wait = 0
-		case now.Sub(busy) < watch:
-			wait = relayRecheck
-		}
-		woken, ok := sleep(ctx, wake, wait)
+		woken, ok := sleep(ctx, wake, o.s.nextPass(moved, err, now.Sub(start), now.Sub(busy)))
 		if !ok {
 			return
 		}
@@ -96,6 +97,21 @@ func (o *Outbox) relay(ctx context.Context, wake <-chan struct{}) {
 			busy = time.Now()
 		}
 	}
+}
+
+// nextPass is how long a relay waits for its next pass (see above), after
+// a pass that took took, moved moved rows and failed with err, sinceBusy
+// after the last wake or batch that moved rows.
+func (s *settings) nextPass(moved int, err error, took, sinceBusy time.Duration) time.Duration {
+	switch {
+	case err != nil:
+		return s.PollInterval
+	case moved > 0:
+		return max(s.FetchCooldown-took, 0)
+	case sinceBusy < watch:
+		return relayRecheck
+	}
+	return s.PollInterval
 }
 
 // sleep waits for d, a token of wake, or the end of ctx; it reports

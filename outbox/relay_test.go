@@ -308,3 +308,27 @@ func TestRelayInASchema(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "k-schema", st.Message.Key)
 }
+
+// After a batch that moved rows, a relay passes again once FetchCooldown
+// has passed since the batch's pass began; after an empty pass, every
+// relayRecheck while on the watch, then every PollInterval, as after an
+// error.
+func TestRelayNextPass(t *testing.T) {
+	s, err := newSettings(Config{FetchCooldown: 2 * time.Millisecond, PollInterval: time.Second})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		moved           int
+		err             error
+		took, sinceBusy time.Duration
+		want            time.Duration
+	}{
+		{moved: 3, took: 500 * time.Microsecond, want: 1500 * time.Microsecond},
+		{moved: 1000, took: 30 * time.Millisecond, want: 0},
+		{moved: 0, took: time.Millisecond, sinceBusy: 20 * time.Millisecond, want: relayRecheck},
+		{moved: 0, took: time.Millisecond, sinceBusy: watch, want: time.Second},
+		{moved: 0, err: errors.New("connection refused"), want: time.Second},
+	} {
+		got := s.nextPass(tc.moved, tc.err, tc.took, tc.sinceBusy)
+		assert.Equal(t, tc.want, got, "moved %d, err %v, took %s, %s since busy", tc.moved, tc.err, tc.took, tc.sinceBusy)
+	}
+}
