@@ -45,14 +45,13 @@ import (
 // batch's pass began (rows committed while it moved these; River fetches
 // at most once per FetchCooldown, so a batch sooner would not start its
 // messages sooner; unpaced, a batch was often fetched only with the next
-// one, and pacing took a message's p90 from the relay's insert to its
-// fetch from 6 to 4 ms, BENCHMARKS.md §8), and after a wake or such a
-// batch it looks again every relayRecheck for 2 x wakeEvery (watch). A
-// message is then relayed within relayRecheck of its commit (and the
-// relay's transaction) when its transaction commits within wakeEvery of
-// its Enqueue, or while messages keep coming; otherwise (a transaction
-// that sent the notification rolled back, or one that committed long after
-// its Enqueue in a lull) within Config.PollInterval.
+// one: see BENCHMARKS.md §8), and after a wake or such a batch it looks
+// again every relayRecheck for 2 x wakeEvery (watch). A message is then
+// relayed within relayRecheck of its commit (and the relay's transaction)
+// when its transaction commits within wakeEvery of its Enqueue, or while
+// messages keep coming; otherwise (a transaction that sent the
+// notification rolled back, or one that committed long after its Enqueue
+// in a lull) within Config.PollInterval.
 const (
 	relayBatch   = 1000
 	relayRecheck = 5 * time.Millisecond
