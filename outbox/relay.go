@@ -133,8 +133,8 @@ func sleep(ctx context.Context, wake <-chan struct{}, d time.Duration) (woken, l
 // relayOnce moves up to relayBatch committed messages into River's queue,
 // in one transaction: after its BEGIN, the rows' delete (one round trip
 // with the commit's mode), their jobs' insert (River's, which notifies
-// River's fetchers), and the commit. It returns how many it moved. A batch begun finishes when ctx
-// ends, within Config.StopTimeout.
+// River's fetchers), and the commit. It returns how many it moved. A
+// batch begun finishes when ctx ends, within Config.StopTimeout.
 func (o *Outbox) relayOnce(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.s.StopTimeout)
 	defer cancel()
