@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -28,6 +29,10 @@ const migrateLock = 0x69646d5f6f757462 // "idm_outb"
 // tail was longer than with the bound (§8 again).
 const ginPendingLimit = 128
 
+// boundLockTimeout is how long Migrate waits for the lock of one of
+// River's GIN indexes to bound its pending list (see boundPendingLists).
+const boundLockTimeout = time.Second
+
 // sqlUnboundedGIN lists the GIN indexes of River's table of jobs (in the
 // first schema of the search_path) whose pending list is not bounded at
 // %[1]d kB; sqlBoundGIN bounds one, %[1]s.
@@ -50,6 +55,13 @@ AND NOT coalesce(c.reloptions @> ARRAY['gin_pending_list_limit=%[1]d'], false)`
 // processes at once; ctx governs it. *[pgxpool.Pool] and *[pgx.Conn]
 // satisfy db. An [Outbox] with [Config.Schema] needs its tables in that
 // schema: run Migrate on a connection whose search_path starts with it.
+//
+// Migrate also bounds the pending lists of the GIN indexes of River's job
+// table at 128 kB (see the package doc, "The queue"). The first time, on
+// each index, this takes a lock that River's statements on the table wait
+// for, briefly; if a transaction holds the index for over a second (a
+// long transaction that wrote River's table), Migrate returns an error
+// saying so and changes nothing of the bound: run it again.
 func Migrate(ctx context.Context, db interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }) error {
@@ -87,21 +99,34 @@ func Migrate(ctx context.Context, db interface {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrateLock)); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, sqlCreateEnqueued); err != nil {
+		_, err := tx.Exec(ctx, sqlCreateEnqueued)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: migrate: %w", err)
+	}
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrateLock)); err != nil {
 			return err
 		}
 		return boundPendingLists(ctx, tx)
 	})
 	if err != nil {
-		return fmt.Errorf("outbox: migrate: %w", err)
+		return fmt.Errorf("outbox: migrate: bounding the pending lists of River's GIN indexes (run Migrate again): %w", err)
 	}
 	return nil
 }
 
 // boundPendingLists bounds the pending list of each of River's GIN
-// indexes at ginPendingLimit (see above), in tx. The change takes a lock
-// that neither inserts nor updates wait for.
+// indexes at ginPendingLimit (see above), in tx. The change locks the
+// index ACCESS EXCLUSIVE: River's inserts, fetches and completions wait
+// for it, and it waits for every transaction that used the index. So it
+// waits at most boundLockTimeout (then tx fails, and nothing is changed),
+// and only for an index not yet bounded: once per index.
 func boundPendingLists(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", boundLockTimeout.Milliseconds())); err != nil {
+		return err
+	}
 	rows, err := tx.Query(ctx, fmt.Sprintf(sqlUnboundedGIN, ginPendingLimit))
 	if err != nil {
 		return err

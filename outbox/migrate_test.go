@@ -102,3 +102,35 @@ AND c.reloptions @> ARRAY['gin_pending_list_limit=128']`).Scan(&n))
 	require.NoError(t, Migrate(ctx, pool))
 	assert.Equal(t, 2, bounded())
 }
+
+// Migrate waits at most boundLockTimeout for an index's lock to bound its
+// pending list: while a transaction holds the index, Migrate fails with an
+// error that names the bound, and changes nothing of it; once the
+// transaction ends, Migrate bounds it.
+func TestMigrateGivesUpOnABusyGINIndex(t *testing.T) {
+	ctx := context.Background()
+	pool := migratedPool(t)
+	_, err := pool.Exec(ctx, "ALTER INDEX river_job_args_index RESET (gin_pending_list_limit)")
+	require.NoError(t, err)
+	long, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = long.Rollback(ctx) }()
+	_, err = long.Exec(ctx, "SELECT count(*) FROM river_job WHERE args @> '{}'") // holds its indexes
+	require.NoError(t, err)
+
+	limit := func() (kB string) { // "" when not set
+		t.Helper()
+		require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce((SELECT option_value FROM pg_options_to_table(reloptions)
+WHERE option_name = 'gin_pending_list_limit'), '') FROM pg_class WHERE oid = 'river_job_args_index'::regclass`).Scan(&kB))
+		return kB
+	}
+
+	err = Migrate(ctx, pool)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "pending lists of River's GIN indexes")
+	assert.Empty(t, limit(), "nothing changed")
+
+	require.NoError(t, long.Rollback(ctx))
+	require.NoError(t, Migrate(ctx, pool))
+	assert.Equal(t, "128", limit())
+}
