@@ -35,7 +35,7 @@ const boundLockTimeout = time.Second
 
 // sqlUnboundedGIN lists the GIN indexes of River's table of jobs (in the
 // first schema of the search_path) whose pending list is not bounded at
-// %[1]d kB; sqlBoundGIN bounds one, %[1]s.
+// %[1]d kB; sqlBoundGIN bounds one (%s, the index) at %d kB.
 const (
 	sqlUnboundedGIN = `SELECT c.oid::regclass::text FROM pg_index i
 JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam

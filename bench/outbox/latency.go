@@ -201,29 +201,27 @@ func benchRiver(ctx context.Context, dbURL string, o options) (result, error) {
 	return report("River alone, commit -> worker", o, committed, s.seen), nil
 }
 
+// sqlBoundGIN bounds the pending lists of the GIN indexes of River's
+// table (in the first schema of the search_path) at %d kB.
+const sqlBoundGIN = `DO $$
+DECLARE ix regclass;
+BEGIN
+    FOR ix IN SELECT i.indexrelid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+        JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = 'river_job'::regclass AND a.amname = 'gin'
+    LOOP
+        EXECUTE format('ALTER INDEX %%s SET (gin_pending_list_limit = %d)', ix);
+    END LOOP;
+END $$`
+
 // boundGIN bounds the pending lists of the GIN indexes of River's table
-// (in the pool's first schema) at kB, in place of Migrate's bound; 0 keeps
-// Migrate's.
+// at kB, in place of Migrate's bound (until the next Migrate: River
+// alone's rounds have Migrate's); 0 keeps Migrate's.
 func boundGIN(ctx context.Context, pool *pgxpool.Pool, kB int) error {
 	if kB == 0 {
 		return nil
 	}
-	rows, err := pool.Query(ctx, `SELECT c.oid::regclass::text FROM pg_index i
-JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
-WHERE i.indrelid = 'river_job'::regclass AND a.amname = 'gin'`)
-	if err != nil {
-		return err
-	}
-	indexes, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
-	}
-	for _, ix := range indexes {
-		if _, err := pool.Exec(ctx, fmt.Sprintf("ALTER INDEX %s SET (gin_pending_list_limit = %d)", ix, kB)); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := pool.Exec(ctx, fmt.Sprintf(sqlBoundGIN, kB))
+	return err
 }
 
 // migrateSchema applies the outbox's tables in schema (for pgbench).

@@ -20,7 +20,8 @@
 // 60 s), -dispatchers (deliver: 0 runs 1 then 2), -fetch-cooldown (the
 // dispatchers' Config.FetchCooldown, and River's alone in latency),
 // -gin-pending-limit (latency: the bound of the pending lists of River's
-// GIN indexes, in kB, in place of Migrate's; 4096 is PostgreSQL's default).
+// GIN indexes in the outbox's rounds, in kB, in place of Migrate's; 4096
+// is PostgreSQL's default).
 package main
 
 import (
