@@ -166,7 +166,20 @@ func (o *Outbox) take(ctx context.Context, tx pgx.Tx) ([]takenRow, error) {
 	b.Queue(sqlRelayAsync)
 	b.Queue(fmt.Sprintf(sqlRelayTake, table), relayBatch)
 	br := tx.SendBatch(ctx, b)
-	defer br.Close()
+	taken, err := collectTaken(br)
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(taken, func(a, b takenRow) int { return cmp.Compare(a.ID, b.ID) })
+	return taken, nil
+}
+
+// collectTaken reads the results of take's batch: the SET's, then the
+// delete's rows.
+func collectTaken(br pgx.BatchResults) ([]takenRow, error) {
 	if _, err := br.Exec(); err != nil {
 		return nil, err
 	}
@@ -174,12 +187,7 @@ func (o *Outbox) take(ctx context.Context, tx pgx.Tx) ([]takenRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	taken, err := pgx.CollectRows(rows, pgx.RowToStructByPos[takenRow])
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(taken, func(a, b takenRow) int { return cmp.Compare(a.ID, b.ID) })
-	return taken, br.Close()
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[takenRow])
 }
 
 // takenRow is a row of sqlRelayTake.
