@@ -44,9 +44,9 @@ WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = $1 AND NOT l.grant
 // (rows of the table of enqueued messages), and a dispatcher process
 // starts. Its relay deletes the rows, inserts them as River jobs, and is
 // held before its commit by a lock the test holds (sqlHoldRelays); the
-// process is SIGKILLed there. The relay's transaction dies with it: the rows stay,
-// and no job is left. A new dispatcher then delivers every notification,
-// and the Receiver's records show each exactly once.
+// process is SIGKILLed there. The relay's transaction dies with it: the
+// rows stay, and no job is left. A new dispatcher then delivers every
+// notification, and the Receiver's records show each exactly once.
 func TestOutboxRelayKilled(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "dispatcher")
 	require.NoError(t, gobuild.Build("github.com/idemkit/idem/examples/payments/dispatcher", bin))

@@ -221,9 +221,9 @@
 // reports a message not yet relayed as [StateEnqueued], and [Outbox.Stats]
 // counts it pending.
 //
-// Migrate bounds the pending lists of River's GIN indexes at 128 kB
-// (see migrate.go): at the default 4 MB, the statement that emptied one
-// held every message behind it for up to 140 ms.
+// [Migrate] bounds the pending lists of River's GIN indexes at 128 kB: at
+// the default 4 MB, the statement that emptied one held every message
+// behind it for up to 140 ms.
 //
 // Fetching with FOR UPDATE SKIP LOCKED, LISTEN/NOTIFY so that a relayed
 // message is picked up within milliseconds (polling every
