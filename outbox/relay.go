@@ -42,16 +42,23 @@ import (
 // notification that wakes the relay may come before the commits of the
 // messages enqueued just after it: so after a batch that moved rows the
 // relay looks again once Config.FetchCooldown has passed since that
-// batch's pass began (rows committed while it moved these; River fetches
-// at most once per FetchCooldown, so a batch sooner would not start its
-// messages sooner; unpaced, a batch was often fetched only with the next
-// one: see BENCHMARKS.md §8), and after a wake or such a batch it looks
-// again every relayRecheck for 2 x wakeEvery (watch). A message is then
-// relayed within relayRecheck of its commit (and the relay's transaction)
-// when its transaction commits within wakeEvery of its Enqueue, or while
-// messages keep coming; otherwise (a transaction that sent the
-// notification rolled back, or one that committed long after its Enqueue
-// in a lull) within Config.PollInterval.
+// batch's jobs were inserted (for rows committed while it moved these),
+// and after a wake or such a batch it looks again every relayRecheck for
+// 2 x wakeEvery (watch). A message is then relayed within relayRecheck of
+// its commit (and the relay's transaction) when its transaction commits
+// within wakeEvery of its Enqueue, or while messages keep coming;
+// otherwise (a transaction that sent the notification rolled back, or one
+// that committed long after its Enqueue in a lull) within
+// Config.PollInterval.
+//
+// The pace is River's: it fetches at most once per FetchCooldown (River's
+// Config), so a batch inserted sooner after the last would not start its
+// messages sooner. Paced from the start of a pass instead, or not at all,
+// a batch was often fetched only with the next one, a pass or more later
+// (River sends the notification that starts a fetch at most once per
+// FetchCooldown too, as its source shows, so the second of two batches
+// inserted closer than that starts no fetch of its own); only latency
+// depends on this, never delivery (BENCHMARKS.md §8).
 const (
 	relayBatch   = 1000
 	relayRecheck = 5 * time.Millisecond
@@ -75,8 +82,7 @@ RETURNING key, id, message, enqueued_at`
 func (o *Outbox) relay(ctx context.Context, wake <-chan struct{}) {
 	var busy time.Time // the last wake, or batch that moved rows
 	for {
-		start := time.Now()
-		moved, err := o.relayOnce(ctx)
+		moved, inserted, err := o.relayOnce(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -87,7 +93,7 @@ func (o *Outbox) relay(ctx context.Context, wake <-chan struct{}) {
 		if moved > 0 {
 			busy = now
 		}
-		woken, ok := sleep(ctx, wake, o.s.nextPass(moved, err, now.Sub(start), now.Sub(busy)))
+		woken, ok := sleep(ctx, wake, o.s.nextPass(moved, err, now.Sub(inserted), now.Sub(busy)))
 		if !ok {
 			return
 		}
@@ -98,14 +104,14 @@ func (o *Outbox) relay(ctx context.Context, wake <-chan struct{}) {
 }
 
 // nextPass is how long a relay waits for its next pass (see above), after
-// a pass that took took, moved moved rows and failed with err, sinceBusy
-// after the last wake or batch that moved rows.
-func (s *settings) nextPass(moved int, err error, took, sinceBusy time.Duration) time.Duration {
+// a pass that moved moved rows, their jobs inserted sinceInsert ago, and
+// failed with err, sinceBusy after the last wake or batch that moved rows.
+func (s *settings) nextPass(moved int, err error, sinceInsert, sinceBusy time.Duration) time.Duration {
 	switch {
 	case err != nil:
 		return s.PollInterval
 	case moved > 0:
-		return max(s.FetchCooldown-took, 0)
+		return max(s.FetchCooldown-sinceInsert, 0)
 	case sinceBusy < watch:
 		return relayRecheck
 	}
@@ -133,13 +139,13 @@ func sleep(ctx context.Context, wake <-chan struct{}, d time.Duration) (woken, l
 // relayOnce moves up to relayBatch committed messages into River's queue,
 // in one transaction: after its BEGIN, the rows' delete (one round trip
 // with the commit's mode), their jobs' insert (River's, which notifies
-// River's fetchers), and the commit. It returns how many it moved. A
-// batch begun finishes when ctx ends, within Config.StopTimeout.
-func (o *Outbox) relayOnce(ctx context.Context) (int, error) {
+// River's fetchers), and the commit. It returns how many it moved, and
+// when their insert returned. A batch begun finishes when ctx ends,
+// within Config.StopTimeout.
+func (o *Outbox) relayOnce(ctx context.Context) (moved int, inserted time.Time, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.s.StopTimeout)
 	defer cancel()
-	moved := 0
-	err := pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
 		taken, err := o.take(ctx, tx)
 		if err != nil {
 			return err
@@ -151,10 +157,13 @@ func (o *Outbox) relayOnce(ctx context.Context) (int, error) {
 		if err := o.insertJobs(ctx, tx, batch); err != nil {
 			return err
 		}
-		moved = len(batch)
+		moved, inserted = len(batch), time.Now()
 		return nil
 	})
-	return moved, err
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return moved, inserted, nil
 }
 
 // take deletes up to relayBatch rows of the table in tx, which it makes

@@ -89,7 +89,7 @@ func TestRelayDyingBeforeItsCommitLeavesTheRows(t *testing.T) {
 	const lock = 0x6f627231 // "obr1"
 	blocker := holdRelays(t, pool, lock)
 	failed := make(chan error, 1)
-	go func() { _, err := o.relayOnce(ctx); failed <- err }()
+	go func() { _, _, err := o.relayOnce(ctx); failed <- err }()
 	var pid int
 	var inserted bool
 	eventually(t, func() bool {
@@ -110,9 +110,11 @@ func TestRelayDyingBeforeItsCommitLeavesTheRows(t *testing.T) {
 	require.Equal(t, 3, enqueued, "the rows stay")
 	require.Zero(t, jobs, "no job is left")
 
-	moved, err := o.relayOnce(ctx)
+	before := time.Now()
+	moved, insertedAt, err := o.relayOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 3, moved)
+	assert.False(t, insertedAt.Before(before), "the insert's time, which paces the next pass")
 	enqueued, jobs = counts(t, pool)
 	require.Equal(t, [2]int{0, 3}, [2]int{enqueued, jobs})
 	for key, id := range ids {
@@ -135,7 +137,7 @@ func TestRelayLeavesAnUndecodableRow(t *testing.T) {
 	_, err = pool.Exec(ctx, `INSERT INTO idem_outbox_enqueued (key, id, message) VALUES ('k-bad', 7, '{"header": 1}')`)
 	require.NoError(t, err)
 
-	moved, err := o.relayOnce(ctx)
+	moved, _, err := o.relayOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, moved)
 	var key string
@@ -178,7 +180,7 @@ func TestEnqueueIdempotentByKeyAcrossTheRelay(t *testing.T) {
 		assert.ErrorIs(t, err, ErrKeyConflict)
 		return errRolledBack
 	}), errRolledBack)
-	moved, err := o.relayOnce(ctx)
+	moved, _, err := o.relayOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, moved)
 
@@ -186,13 +188,13 @@ func TestEnqueueIdempotentByKeyAcrossTheRelay(t *testing.T) {
 	require.NoError(t, err)
 	_, err = enqueueIn(t, o, other)
 	assert.ErrorIs(t, err, ErrKeyConflict, "the same message waits in the table under the key")
-	_, err = o.relayOnce(ctx)
+	_, _, err = o.relayOnce(ctx)
 	require.NoError(t, err)
 	enqueued, jobs := counts(t, pool)
 	require.Equal(t, [2]int{0, 1}, [2]int{enqueued, jobs}, "the same message is folded into the first")
 	conflictID, err := enqueueIn(t, o, other)
 	require.NoError(t, err, "the first message was relayed: the relay settles it")
-	_, err = o.relayOnce(ctx)
+	_, _, err = o.relayOnce(ctx)
 	require.NoError(t, err)
 
 	running(t, tg.run)
@@ -258,7 +260,7 @@ func TestParkedPagesByMessageID(t *testing.T) {
 		require.NoError(t, err)
 		ids = append(ids, id)
 	}
-	_, err := o.relayOnce(ctx)
+	_, _, err := o.relayOnce(ctx)
 	require.NoError(t, err)
 	running(t, tg.run)
 	tg.waitParked(t, 4, "all four parked")
@@ -310,25 +312,25 @@ func TestRelayInASchema(t *testing.T) {
 }
 
 // After a batch that moved rows, a relay passes again once FetchCooldown
-// has passed since the batch's pass began; after an empty pass, every
-// relayRecheck while on the watch, then every PollInterval, as after an
-// error.
+// has passed since the batch's jobs were inserted; after an empty pass,
+// every relayRecheck while on the watch, then every PollInterval, as after
+// an error.
 func TestRelayNextPass(t *testing.T) {
 	s, err := newSettings(Config{FetchCooldown: 2 * time.Millisecond, PollInterval: time.Second})
 	require.NoError(t, err)
 	for _, tc := range []struct {
-		moved           int
-		err             error
-		took, sinceBusy time.Duration
-		want            time.Duration
+		moved                  int
+		err                    error
+		sinceInsert, sinceBusy time.Duration
+		want                   time.Duration
 	}{
-		{moved: 3, took: 500 * time.Microsecond, want: 1500 * time.Microsecond},
-		{moved: 1000, took: 30 * time.Millisecond, want: 0},
-		{moved: 0, took: time.Millisecond, sinceBusy: 20 * time.Millisecond, want: relayRecheck},
-		{moved: 0, took: time.Millisecond, sinceBusy: watch, want: time.Second},
+		{moved: 3, sinceInsert: 500 * time.Microsecond, want: 1500 * time.Microsecond},
+		{moved: 1000, sinceInsert: 30 * time.Millisecond, want: 0},
+		{moved: 0, sinceBusy: 20 * time.Millisecond, want: relayRecheck},
+		{moved: 0, sinceBusy: watch, want: time.Second},
 		{moved: 0, err: errors.New("connection refused"), want: time.Second},
 	} {
-		got := s.nextPass(tc.moved, tc.err, tc.took, tc.sinceBusy)
-		assert.Equal(t, tc.want, got, "moved %d, err %v, took %s, %s since busy", tc.moved, tc.err, tc.took, tc.sinceBusy)
+		got := s.nextPass(tc.moved, tc.err, tc.sinceInsert, tc.sinceBusy)
+		assert.Equal(t, tc.want, got, "moved %d, err %v, inserted %s ago, %s since busy", tc.moved, tc.err, tc.sinceInsert, tc.sinceBusy)
 	}
 }

@@ -95,7 +95,7 @@ func TestStatsInASchema(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Pending)
 
-	_, err = home.relayOnce(ctx)
+	_, _, err = home.relayOnce(ctx)
 	require.NoError(t, err)
 	_, err = home.client.JobCancel(ctx, jobOf(t, home, id)) // parked, as a cancelled job
 	require.NoError(t, err)
