@@ -115,7 +115,9 @@ type Config struct {
 
 	// FetchCooldown is the least time between two fetches of a dispatcher:
 	// it bounds both the database load under a stream of notifications and
-	// the throughput (Workers messages per fetch). Zero: 2 ms.
+	// the throughput (Workers messages per fetch). The dispatcher's relay
+	// inserts a batch at most once per FetchCooldown too, since a batch
+	// inserted sooner would not be fetched sooner. Zero: 2 ms.
 	FetchCooldown time.Duration
 
 	// Schema is the Postgres schema of the outbox's tables (River's).

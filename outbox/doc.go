@@ -209,12 +209,13 @@
 // (synchronous_commit off for it alone): losing it in a crash or a
 // failover leaves its rows to be relayed again, and River's fetch of a
 // job, a synchronous commit, makes the move durable before a delivery.
-// An enqueue wakes
-// the relays through LISTEN/NOTIFY (at most one notification per 50 ms of
-// an Outbox: a notification makes its transaction's commit take a lock of
-// the database's), and a woken relay looks again every 5 ms while
-// messages come, so a committed message is relayed within milliseconds;
-// polling every Config.PollInterval is the fallback. A message relayed and
+// An enqueue wakes the relays through LISTEN/NOTIFY (at most one
+// notification per 50 ms of an Outbox: a notification makes its
+// transaction's commit take a lock of the database's), and a woken relay
+// looks again while messages come (Config.FetchCooldown after each batch
+// it moved, River's pace, or 5 ms after finding none), so a committed
+// message is relayed within milliseconds; polling every
+// Config.PollInterval is the fallback. A message relayed and
 // then enqueued again under its key, in a transaction that committed after
 // the move, is settled by the relay: folded into the first when it is the
 // same, parked with ReasonKeyConflict when it is not. [Outbox.Lookup]

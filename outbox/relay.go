@@ -93,7 +93,7 @@ func (o *Outbox) relay(ctx context.Context, wake <-chan struct{}) {
 		if moved > 0 {
 			busy = now
 		}
-		woken, ok := sleep(ctx, wake, o.s.nextPass(moved, err, now.Sub(inserted), now.Sub(busy)))
+		woken, ok := sleep(ctx, pacedBy(moved, wake), o.s.nextPass(moved, err, now.Sub(inserted), now.Sub(busy)))
 		if !ok {
 			return
 		}
@@ -116,6 +116,16 @@ func (s *settings) nextPass(moved int, err error, sinceInsert, sinceBusy time.Du
 		return relayRecheck
 	}
 	return s.PollInterval
+}
+
+// pacedBy returns the wake channel that may end the wait after a pass
+// that moved moved rows: none after a batch, whose pace a wake does not
+// cut short (a token waits in wake for the next wait).
+func pacedBy(moved int, wake <-chan struct{}) <-chan struct{} {
+	if moved > 0 {
+		return nil
+	}
+	return wake
 }
 
 // sleep waits for d, a token of wake, or the end of ctx; it reports

@@ -334,3 +334,10 @@ func TestRelayNextPass(t *testing.T) {
 		assert.Equal(t, tc.want, got, "moved %d, err %v, inserted %s ago, %s since busy", tc.moved, tc.err, tc.sinceInsert, tc.sinceBusy)
 	}
 }
+
+// A wake does not cut short the pace after a batch; it ends any other wait.
+func TestRelayPacedBy(t *testing.T) {
+	wake := make(chan struct{}, 1)
+	assert.Nil(t, pacedBy(3, wake), "after a batch")
+	assert.Equal(t, (<-chan struct{})(wake), pacedBy(0, wake), "after an empty pass")
+}
