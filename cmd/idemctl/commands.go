@@ -37,6 +37,9 @@ func runInFlight(ctx context.Context, t *tool, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
+	if err := checkLimit(t, "inflight", q.Limit); err != nil {
+		return err
+	}
 	var err error
 	if q.After, err = server.ParsePosition(*after); err != nil {
 		fmt.Fprintln(t.e.stderr, "idemctl inflight: -after:", err)
@@ -90,14 +93,17 @@ func runEvict(ctx context.Context, t *tool, args []string) error {
 func runParked(ctx context.Context, t *tool, args []string) error {
 	fs := t.flags("parked")
 	after := fs.Int64("after", 0, "list the messages whose ID is over this one")
-	limit := fs.Int("limit", 50, "the most messages to print")
+	limit := fs.Int("limit", 50, "the most messages to print (at most 1000)")
 	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := checkLimit(t, "parked", *limit); err != nil {
 		return err
 	}
 	if err := t.needOutbox(ctx); err != nil {
 		return err
 	}
-	msgs, err := t.outbox.Parked(ctx, *after, max(*limit, 1))
+	msgs, err := t.outbox.Parked(ctx, *after, *limit)
 	if err != nil {
 		return err
 	}
@@ -210,4 +216,17 @@ func messageID(t *tool, arg string) (int64, error) {
 		return 0, errUsage
 	}
 	return id, nil
+}
+
+// maxLimit is the most records or messages a page may hold (the
+// Operator's own bound on [server.InFlightQuery.Limit]).
+const maxLimit = 1000
+
+// checkLimit refuses a -limit outside 1 to maxLimit.
+func checkLimit(t *tool, cmd string, limit int) error {
+	if limit < 1 || limit > maxLimit {
+		fmt.Fprintf(t.e.stderr, "idemctl %s: -limit is %d: it must be 1 to %d\n", cmd, limit, maxLimit)
+		return errUsage
+	}
+	return nil
 }
