@@ -17,6 +17,7 @@ import (
 var funcs = template.FuncMap{
 	"dur":       opsview.Duration,
 	"time":      opsview.Time,
+	"text":      opsview.Text,
 	"body":      func(b []byte) string { return opsview.Body(b) },
 	"msgHeader": func(h http.Header) http.Header { shown, _ := opsview.Header(h); return shown },
 	"withheld":  func(h http.Header) []string { _, names := opsview.Header(h); return names },

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/internal/dbflag"
+	"github.com/idemkit/idem/internal/opsview"
 )
 
 // The exit statuses.
@@ -128,7 +129,7 @@ func run(ctx context.Context, args []string, e env) int {
 	defer t.close()
 	err = cmd.run(ctx, t, rest[1:])
 	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errReported) {
-		fmt.Fprintln(e.stderr, "idemctl:", err)
+		fmt.Fprintln(e.stderr, "idemctl:", opsview.Text(err.Error()))
 	}
 	return exitStatus(err)
 }
