@@ -78,20 +78,22 @@ type globals struct {
 }
 
 // command is one of idemctl's commands: it parses its flags from args and
-// runs against a connected tool.
+// runs against a connected tool. explain turns the error of a store that
+// finds no table of its own into one that says so (noRecords, noOutbox).
 type command struct {
 	name, usage string
 	run         func(ctx context.Context, t *tool, args []string) error
+	explain     func(error) error
 }
 
 var commands = []command{
-	{"key", "-route R [-tenant T] [-principal P] [-payload] KEY", runKey},
-	{"inflight", "[-stuck] [-route R] [-limit N] [-after POS]", runInFlight},
-	{"evict", "-route R [-tenant T] [-principal P] [-force] [-yes] KEY", runEvict},
-	{"parked", "[-after ID] [-limit N]", runParked},
-	{"message", "ID | -key K", runMessage},
-	{"redrive", "[-past-retention] [-yes] ID", runRedrive},
-	{"stats", "", runStats},
+	{"key", "-route R [-tenant T] [-principal P] [-payload] KEY", runKey, noRecords},
+	{"inflight", "[-stuck] [-route R] [-limit N] [-after POS]", runInFlight, noRecords},
+	{"evict", "-route R [-tenant T] [-principal P] [-force] [-yes] KEY", runEvict, noRecords},
+	{"parked", "[-after ID] [-limit N]", runParked, noOutbox},
+	{"message", "ID | -key K", runMessage, noOutbox},
+	{"redrive", "[-past-retention] [-yes] ID", runRedrive, noOutbox},
+	{"stats", "", runStats, noRecords},
 }
 
 // run is the program; it returns the exit status.
@@ -127,8 +129,8 @@ func run(ctx context.Context, args []string, e env) int {
 		return exitFailed
 	}
 	defer t.close()
-	err = cmd.run(ctx, t, rest[1:])
-	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errReported) {
+	err = cmd.explain(cmd.run(ctx, t, rest[1:]))
+	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errReported) && !errors.Is(err, errUsage) {
 		fmt.Fprintln(e.stderr, "idemctl:", opsview.Text(err.Error()))
 	}
 	return exitStatus(err)

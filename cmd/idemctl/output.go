@@ -280,6 +280,9 @@ func (t *tool) printMessage(st outbox.MessageStatus) error {
 type stats struct {
 	Records server.RecordCounts `json:"records"`
 	Outbox  *outbox.Stats       `json:"outbox,omitempty"`
+	// NoOutbox is the database's word for the outbox table it lacks, when
+	// Outbox is nil.
+	NoOutbox string `json:"-"`
 }
 
 func (t *tool) printStats(s stats) error {
@@ -294,7 +297,7 @@ func (t *tool) printStats(s stats) error {
 		t.fields("outbox pending", fmt.Sprintf("%d (oldest %s)", o.Pending, opsview.Duration(o.OldestPending)),
 			"outbox parked", fmt.Sprint(o.Parked))
 	} else {
-		t.fields("outbox", "none (no river_job table)")
+		t.fields("outbox", "none ("+s.NoOutbox+")")
 	}
 	return nil
 }

@@ -85,6 +85,7 @@ func TestLimitOutOfRangeIsAUsageError(t *testing.T) {
 		code, out, errOut := ctl(t, db, "", args...)
 		assert.Equal(t, exitUsage, code, "%v: %s%s", args, out, errOut)
 		assert.Contains(t, errOut, "it must be 1 to 1000", "%v", args)
+		assert.NotContains(t, errOut, "idemctl: usage", "%v: said once, not twice", args)
 		assert.Empty(t, out, "%v: nothing printed", args)
 	}
 	code, _, errOut := ctl(t, db, "", "inflight", "-limit", "1000")
