@@ -2,11 +2,13 @@ package admin
 
 import (
 	"context"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -32,6 +34,7 @@ func TestPageTakesEveryStoredScopeAndEscapesIt(t *testing.T) {
 	for _, op := range []server.Operation{
 		{Tenant: "acme\tcorp", Principal: "al\u202eice", Route: route, Key: "k-tab"},
 		{Tenant: "acme", Principal: "alice", Route: long, Key: "k-long"},
+		{Tenant: "a\x00b", Principal: "line\r\nbreak", Route: route, Key: "k-nul"},
 	} {
 		charge(t, store, op, "charged\x1b]52;c;eA==\x07")
 		q := url.Values{"tenant": {op.Tenant}, "principal": {op.Principal}, "route": {op.Route}, "key": {op.Key}}
@@ -47,12 +50,25 @@ func TestPageTakesEveryStoredScopeAndEscapesIt(t *testing.T) {
 
 		status, body = get(t, srv, "/admin/evict?"+q.Encode())
 		require.Equal(t, http.StatusOK, status, body)
-		q.Set("csrf", csrfField.FindStringSubmatch(body)[1])
-		status, body = postForm(t, srv, "/admin/evict", q)
+		status, body = postForm(t, srv, "/admin/evict", hiddenFields(body))
 		assert.Equal(t, http.StatusSeeOther, status, "%s: %s", op.Key, body)
 		_, err := ops.Lookup(context.Background(), op, false)
 		assert.ErrorIs(t, err, server.ErrUnknownKey, "%s: evicted", op.Key)
 	}
+}
+
+// hiddenField is a hidden field of a form, as html/template writes it.
+var hiddenField = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+
+// hiddenFields are the hidden fields of page's form, as a browser sends
+// them, less its newline normalization: html/template has already changed
+// a NUL.
+func hiddenFields(page string) url.Values {
+	form := url.Values{}
+	for _, m := range hiddenField.FindAllStringSubmatch(page, -1) {
+		form.Add(m[1], html.UnescapeString(m[2]))
+	}
+	return form
 }
 
 // charge stores, through the middleware, a done record of op's scope
