@@ -21,7 +21,10 @@
 // [server.Config.ReplayHeaders], shown with -payload; Set-Cookie,
 // authentication and connection headers are never shown.
 //
-// Output is a table for people, or JSON with -json. Exit status: 0 done;
+// Output is a table for people, or JSON with -json. Stored text (a scope,
+// a header, a body, a downstream's answer) never reaches the terminal raw:
+// its control characters are escaped (\x1b, \t, \u202e), and a binary
+// body is shown as its size and a hex dump. Exit status: 0 done;
 // 1 the database or the outbox failed (or the database has no
 // idem_records table: a wrong -db or search_path); 2 bad usage or a bad
 // scope (nothing read or changed); 3 not found (no record for the key, no
