@@ -14,9 +14,9 @@
 // [Store] is a [server.Store] and passes its conformance suite
 // (server/storetest) on one node and on a three-master Redis Cluster. It
 // takes go-redis v9's UniversalClient: one node, Sentinel (a failover
-// client) or Cluster. It needs Redis 5 or later (or Valkey): its scripts
-// write after reading TIME, which a server replicates by the scripts'
-// effects from Redis 5 on, and which an older one refuses.
+// client) or Cluster. It needs Redis 7.0 or later (or Valkey): its scripts
+// declare flags in a shebang (`#!lua flags=...`), so that a Redis at
+// maxmemory refuses a claim before its handler runs (see Durability).
 //
 // # What it promises
 //
