@@ -14,18 +14,30 @@ type Config struct {
 	// or '}'. Empty: "idem".
 	Prefix string
 
-	// Replicas, when positive, makes each claim, takeover and recovery
-	// point wait (WAIT) until that many replicas have acknowledged it,
-	// at most ReplicaTimeout, before the handler is told it holds the key
-	// or may go on: a claim that fewer acknowledge is given back and
-	// answered with an error (503 store-unavailable), and Checkpoint
-	// returns one. Without it (zero), a failover to a replica that had
-	// not received a claim loses it, and a retry then runs the operation
-	// again beside the attempt that already acted (BENCHMARKS.md, Redis
-	// failover, measures how many); a lost recovery point gives a
-	// takeover an older one. Completions, extensions and settlements are
-	// never waited for: a lost completion leaves the operation running,
-	// and the retry after its lease takes it over with its recovery point.
+	// Replicas, when positive, makes every write that a failover must not
+	// lose wait (WAIT) until that many replicas have acknowledged it, at
+	// most ReplicaTimeout: a claim or takeover before the handler runs, a
+	// recovery point before the handler goes on, a completion (the
+	// handler's or a reconciler's) before the response is released, and
+	// a replay before the stored response is sent again. A claim that
+	// fewer acknowledge is given back and answered 503 store-unavailable;
+	// a completion that fewer acknowledge stays written on the master but
+	// its response is not sent: the client gets 503 commit-failed with
+	// Retry-After, and its retry gets the response once the replicas have
+	// it (503 store-unavailable until then), or after a failover that
+	// lost the completion, takes the operation over, after its lease,
+	// with its recovery point; Checkpoint returns [ErrNotReplicated].
+	// So a failover to a replica that acknowledged loses no answered
+	// operation, and runs none twice. Extensions and settlements that
+	// give a key back (an abort, a reconciler's free or postpone) are not
+	// waited for: a lost one leaves the lease running to its earlier end.
+	//
+	// Without it (zero), a failover to a replica that had not received a
+	// write loses it: a lost claim lets the retry run the operation again
+	// beside the attempt that already acted, and a lost completion, of an
+	// operation already answered, lets a later duplicate take it over
+	// after its lease (or claim it afresh when the claim was lost too) and
+	// get another answer (BENCHMARKS.md, Redis failover, counts both).
 	// WAIT does not make Redis strongly consistent: the promise holds when
 	// the failover promotes a replica that acknowledged (Sentinel and
 	// Cluster prefer the most up-to-date). It needs a one-node or Sentinel

@@ -58,7 +58,7 @@ func (f *fence) Complete(ctx context.Context, res *server.Response) error {
 	if err != nil {
 		return fmt.Errorf("idemredis: header: %w", err)
 	}
-	return f.write(ctx, lua.Complete, []string{f.k.record, f.k.due, f.k.running}, false,
+	return f.write(ctx, lua.Complete, []string{f.k.record, f.k.due, f.k.running}, true,
 		state, status, header, res.Body, f.k.dueMember, f.k.runMember)
 }
 

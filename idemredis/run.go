@@ -33,7 +33,11 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, durabl
 		return nil, err
 	}
 	if acked < int64(s.cfg.Replicas) {
-		return v, fmt.Errorf("%w (%d of %d)", ErrNotReplicated, acked, s.cfg.Replicas)
+		// The WAIT's bound passed: context.DeadlineExceeded says so, and the
+		// middleware answers a completion refused so with 503 and
+		// Retry-After, as it answers a commit that outlasted its bound.
+		return v, fmt.Errorf("%w (%d of %d within %s): %w",
+			ErrNotReplicated, acked, s.cfg.Replicas, s.cfg.ReplicaTimeout, context.DeadlineExceeded)
 	}
 	return v, nil
 }

@@ -106,15 +106,20 @@ func (s *Store) Claim(ctx context.Context, c *server.Claim) (server.ClaimResult,
 	k := keysOf(s.cfg.Prefix, c.Scope, c.Route)
 	f := &fence{s: s, k: k, token: uuid.NewString()}
 	var alt [3]any // the record's algorithm, the digest by it, unknown ('1')
+	touch := map[bool]string{true: "1", false: "0"}[s.cfg.Replicas > 0]
 	for range 2 {
 		v, err := s.run(ctx, lua.Claim, []string{k.record, k.due, k.running}, true,
 			s.millis(), f.token, c.DigestAlg, c.Digest, c.Lease.Milliseconds(), c.Retention.Milliseconds(),
-			k.dueMember, k.runMember, c.Tenant, c.Principal, c.Route, c.Key, c.Request, alt[0], alt[1], alt[2])
+			k.dueMember, k.runMember, c.Tenant, c.Principal, c.Route, c.Key, c.Request, alt[0], alt[1], alt[2], touch)
 		reply, _ := v.([]any)
 		kind, _ := at(reply, 0).(string)
 		switch {
 		case errors.Is(err, ErrNotReplicated) && kind == "claimed":
 			return s.notReplicated(err, f)
+		case errors.Is(err, ErrNotReplicated) && kind == "replay":
+			// A response the replicas may not have is not released: a
+			// failover could lose it after the client saw it.
+			return server.ClaimResult{}, fmt.Errorf("idemredis: replay: %w", err)
 		case err != nil && !errors.Is(err, ErrNotReplicated):
 			return server.ClaimResult{}, fmt.Errorf("idemredis: claim: %w", err)
 		case kind != "alg":

@@ -193,7 +193,7 @@ func boundOp(rdb *redis.Client, prefix string) func(ctx context.Context, i int) 
 		keys := []string{tag + ":r:" + member, tag + ":d:" + c.Route, tag + ":run"}
 		token := uuid.NewString()
 		err := lua.Claim.Run(ctx, rdb, keys, 0, token, c.DigestAlg, c.Digest, c.Lease.Milliseconds(), c.Retention.Milliseconds(),
-			member, member+c.Route, c.Tenant, c.Principal, c.Route, c.Key, c.Request, nil, nil, nil).Err()
+			member, member+c.Route, c.Tenant, c.Principal, c.Route, c.Key, c.Request, nil, nil, nil, "0").Err()
 		if err != nil {
 			return err
 		}

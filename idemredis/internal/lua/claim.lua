@@ -5,7 +5,10 @@
 -- 6 retention ms, 7 due member (scope), 8 running member, 9 tenant,
 -- 10 principal, 11 route, 12 key, 13 request, 14 the record's algorithm
 -- as the caller knows it, 15 the request's digest by it, 16 '1' when the
--- caller does not know that algorithm (any digest matches).
+-- caller does not know that algorithm (any digest matches), 17 '1' when
+-- the caller WAITs for replicas: a replay then rewrites the record's
+-- expiry (the same instant), a write whose WAIT covers the completion it
+-- replays, whichever connection wrote that.
 local now = clock(ARGV[1])
 local r = redis.call('HMGET', KEYS[1], 'st', 'ex', 'lu', 'fa', 'fp', 'att', 'rp', 'rd', 'sc', 'hd', 'bd')
 local st = r[1]
@@ -25,6 +28,9 @@ if st then
       return {'mismatch'}
     end
     if st == 'done' then
+      if ARGV[17] == '1' then
+        keep(KEYS[1], ex, 0, now)
+      end
       return {'replay', r[9], r[10], r[11]}
     elseif st == 'unavailable' then
       return {'unavailable'}
