@@ -17,7 +17,8 @@ type Config struct {
 	// Replicas, when positive, makes every write that a failover must not
 	// lose wait (WAIT) until that many replicas have acknowledged it, at
 	// most ReplicaTimeout: a claim or takeover before the handler runs, a
-	// recovery point before the handler goes on, a completion (the
+	// recovery point or an extension before the handler goes on (Lease's
+	// Checkpoint and Extend return [ErrNotReplicated]), a completion (the
 	// handler's or a reconciler's) before the response is released, and
 	// a replay before the stored response is sent again. A claim that
 	// fewer acknowledge is given back and answered 503 store-unavailable;
@@ -26,11 +27,12 @@ type Config struct {
 	// Retry-After, and its retry gets the response once the replicas have
 	// it (503 store-unavailable until then), or after a failover that
 	// lost the completion, takes the operation over, after its lease,
-	// with its recovery point; Checkpoint returns [ErrNotReplicated].
-	// So a failover to a replica that acknowledged loses no answered
-	// operation, and runs none twice. Extensions and settlements that
-	// give a key back (an abort, a reconciler's free or postpone) are not
-	// waited for: a lost one leaves the lease running to its earlier end.
+	// with its recovery point. So a failover to a replica that
+	// acknowledged loses no answered operation, and claims none twice.
+	// The writes that give a key back (an abort, a reconciler's free or
+	// postpone) are not waited for: a lost one leaves the lease to run to
+	// its end, and the operation is then taken over with its recovery
+	// point.
 	//
 	// Without it (zero), a failover to a replica that had not received a
 	// write loses it: a lost claim lets the retry run the operation again

@@ -72,7 +72,7 @@ func (f *fence) Abort(ctx context.Context, reject bool) error {
 }
 
 func (f *fence) Extend(ctx context.Context, d, margin time.Duration) error {
-	return f.write(ctx, lua.Extend, []string{f.k.record, f.k.due}, false,
+	return f.write(ctx, lua.Extend, []string{f.k.record, f.k.due}, true,
 		d.Milliseconds(), margin.Milliseconds(), f.k.dueMember)
 }
 

@@ -38,8 +38,10 @@ var ErrTransactional = errors.New("idemredis: a Transactional route needs a stor
 var ErrEviction = errors.New("idemredis: Redis may evict keys (maxmemory-policy is not noeviction), " +
 	"and an evicted record lets a retry run its operation again: set maxmemory-policy noeviction, or Config.AllowEviction")
 
-// ErrNotReplicated is returned by a claim or a Checkpoint that fewer than
-// [Config.Replicas] replicas acknowledged within [Config.ReplicaTimeout].
+// ErrNotReplicated is returned by a claim, a replay, a completion, an
+// extension or a Checkpoint that fewer than [Config.Replicas] replicas
+// acknowledged within [Config.ReplicaTimeout]. It matches
+// context.DeadlineExceeded too: the WAIT's bound passed.
 var ErrNotReplicated = errors.New("idemredis: not acknowledged by Config.Replicas replicas within Config.ReplicaTimeout")
 
 // New returns a store on c: a one-node, Sentinel (failover) or Cluster
