@@ -2,6 +2,7 @@ package idemredis
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -49,12 +50,24 @@ type Config struct {
 	// ReplicaTimeout bounds each WAIT. Zero or negative: 1 s.
 	ReplicaTimeout time.Duration
 
-	// AllowEviction lets [New] start on a server whose maxmemory-policy is
-	// not noeviction, or whose policy it cannot read (CONFIG disabled).
-	// Every record has an expiry, so the volatile-* policies evict them
-	// too, and an evicted record lets a retry run the operation again:
-	// set it only where eviction cannot happen.
+	// AllowEviction lets the store run on a server whose
+	// maxmemory-policy is not noeviction, or whose policy it cannot read
+	// (CONFIG disabled). Without it, [New] refuses such a server
+	// ([ErrEviction]), and the store reads the policy again while it runs:
+	// a claim reads it when the last reading is over a second old, and a
+	// write that finds the record its attempt held gone makes it read at
+	// once; while a master's policy may evict (or cannot be read), every
+	// claim fails with ErrEviction naming the policy (503
+	// store-unavailable), and Logger says so, once, with an error. Every
+	// record has an expiry, so the volatile-* policies evict them too, and
+	// an evicted record lets a retry run the operation again: set it only
+	// where eviction cannot happen.
 	AllowEviction bool
+
+	// Logger receives the store's own warnings: claims refused, and
+	// accepted again, as the maxmemory-policy changes. Nil:
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 var errPrefix = errors.New("idemredis: Config.Prefix must not contain '{' or '}': the store's hash tags would break")

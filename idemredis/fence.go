@@ -37,10 +37,15 @@ func (f *fence) Recovery() (server.Recovery, bool) {
 	return *f.rec, true
 }
 
-// write runs a fenced script: ErrLeaseLost when it changed nothing.
+// write runs a fenced script: ErrLeaseLost when it changed nothing (0),
+// after the store reads maxmemory-policy again when the record is gone
+// (-1): an eviction takes the records of running operations too.
 func (f *fence) write(ctx context.Context, sc *redis.Script, keys []string, durable bool, args ...any) error {
 	v, err := f.s.run(ctx, sc, keys, durable, append([]any{f.s.millis(), f.token}, args...)...)
-	if n, _ := v.(int64); n == 0 && err == nil {
+	if n, _ := v.(int64); n <= 0 && err == nil {
+		if n < 0 {
+			f.s.recordGone(ctx)
+		}
 		return server.ErrLeaseLost
 	}
 	if err != nil {

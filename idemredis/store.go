@@ -25,6 +25,10 @@ type Store struct {
 	// offset is added to Redis's clock by every script; tests move time
 	// with it. Nil means zero.
 	offset func() time.Duration
+	// now is the local clock of the eviction watch's schedule; nil means
+	// time.Now.
+	now   func() time.Time
+	watch *evictionWatch
 }
 
 var _ server.Store = (*Store)(nil)
@@ -34,7 +38,9 @@ var _ server.Store = (*Store)(nil)
 var ErrTransactional = errors.New("idemredis: a Transactional route needs a store that joins the handler's database " +
 	"transaction, and Redis cannot: mount the route with Mode: server.Leased, or on a server.PostgresStore")
 
-// ErrEviction is returned by [New] for a server that may evict keys.
+// ErrEviction is returned by [New] for a server that may evict keys, and
+// by [Store.Claim] while one may (see [Config.AllowEviction]); its text
+// names the policy.
 var ErrEviction = errors.New("idemredis: Redis may evict keys (maxmemory-policy is not noeviction), " +
 	"and an evicted record lets a retry run its operation again: set maxmemory-policy noeviction, or Config.AllowEviction")
 
@@ -46,8 +52,9 @@ var ErrNotReplicated = errors.New("idemredis: not acknowledged by Config.Replica
 
 // New returns a store on c: a one-node, Sentinel (failover) or Cluster
 // client of go-redis. It checks each master's maxmemory-policy (see
-// [Config.AllowEviction]) and returns [ErrEviction] when one may evict keys.
-// ctx governs the check. New does not close c.
+// [Config.AllowEviction]) and returns [ErrEviction] when one may evict keys;
+// the store checks it again while it runs, and refuses claims while one
+// may. ctx governs the check. New does not close c.
 func New(ctx context.Context, c redis.UniversalClient, cfg Config) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -56,31 +63,13 @@ func New(ctx context.Context, c redis.UniversalClient, cfg Config) (*Store, erro
 	if _, ring := c.(*redis.Ring); ring && cfg.Replicas > 0 {
 		return nil, errors.New("idemredis: Config.Replicas needs a one-node, Sentinel or Cluster client, not a Ring")
 	}
-	s := &Store{c: c, cfg: cfg}
+	s := &Store{c: c, cfg: cfg, watch: &evictionWatch{}}
 	if !cfg.AllowEviction {
-		if err := s.checkEviction(ctx); err != nil {
+		if err := s.watchEviction(ctx); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
-}
-
-// checkEviction reads maxmemory-policy on every master.
-func (s *Store) checkEviction(ctx context.Context) error {
-	check := func(ctx context.Context, node redis.Cmdable) error {
-		policy, err := node.ConfigGet(ctx, "maxmemory-policy").Result()
-		if err != nil {
-			return fmt.Errorf("%w (CONFIG GET maxmemory-policy: %w)", ErrEviction, err)
-		}
-		if p := policy["maxmemory-policy"]; p != "noeviction" {
-			return fmt.Errorf("%w: it is %q", ErrEviction, p)
-		}
-		return nil
-	}
-	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return check(ctx, node) })
-	}
-	return check(ctx, s.c)
 }
 
 // CheckMode accepts Leased mode only ([ErrTransactional]).
@@ -104,6 +93,9 @@ func (s *Store) millis() int64 {
 func (s *Store) Claim(ctx context.Context, c *server.Claim) (server.ClaimResult, error) {
 	if c.Mode != server.Leased {
 		return server.ClaimResult{}, ErrTransactional
+	}
+	if err := s.admit(ctx); err != nil {
+		return server.ClaimResult{}, err
 	}
 	k := keysOf(s.cfg.Prefix, c.Scope, c.Route)
 	f := &fence{s: s, k: k, token: uuid.NewString()}
