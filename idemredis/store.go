@@ -99,12 +99,11 @@ func (s *Store) Claim(ctx context.Context, c *server.Claim) (server.ClaimResult,
 	}
 	k := keysOf(s.cfg.Prefix, c.Scope, c.Route)
 	f := &fence{s: s, k: k, token: uuid.NewString()}
-	var alt [3]any // the record's algorithm, the digest by it, unknown ('1')
-	touch := map[bool]string{true: "1", false: "0"}[s.cfg.Replicas > 0]
+	args := lua.ClaimArgs{Offset: s.millis(), Token: f.token, Alg: c.DigestAlg, Digest: c.Digest,
+		Lease: c.Lease.Milliseconds(), Retention: c.Retention.Milliseconds(), DueMember: k.dueMember, RunMember: k.runMember,
+		Tenant: c.Tenant, Principal: c.Principal, Route: c.Route, Key: c.Key, Request: c.Request, Touch: s.cfg.Replicas > 0}
 	for range 2 {
-		v, err := s.run(ctx, lua.Claim, []string{k.record, k.due, k.running}, true,
-			s.millis(), f.token, c.DigestAlg, c.Digest, c.Lease.Milliseconds(), c.Retention.Milliseconds(),
-			k.dueMember, k.runMember, c.Tenant, c.Principal, c.Route, c.Key, c.Request, alt[0], alt[1], alt[2], touch)
+		v, err := s.run(ctx, lua.Claim, []string{k.record, k.due, k.running}, true, args.Argv()...)
 		reply, _ := v.([]any)
 		kind, _ := at(reply, 0).(string)
 		switch {
@@ -117,11 +116,11 @@ func (s *Store) Claim(ctx context.Context, c *server.Claim) (server.ClaimResult,
 		case err != nil && !errors.Is(err, ErrNotReplicated):
 			return server.ClaimResult{}, fmt.Errorf("idemredis: claim: %w", err)
 		case kind != "alg":
-			return f.verdict(kind, reply) // a replay or a refusal wrote nothing to wait for
+			return f.verdict(kind, reply) // a refusal wrote nothing to wait for
 		}
 		alg, _ := at(reply, 1).(string)
 		digest, known := c.DigestWith(alg)
-		alt = [3]any{alg, digest, map[bool]string{true: "0", false: "1"}[known]}
+		args.RecordAlg, args.RecordDigest, args.AnyDigest = alg, digest, !known
 	}
 	return server.ClaimResult{}, errors.New("idemredis: the record's digest algorithm changed under the claim")
 }
