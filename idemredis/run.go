@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -82,6 +81,8 @@ func (s *Store) master(ctx context.Context, key string) (*redis.Client, error) {
 	return nil, fmt.Errorf("idemredis: Config.Replicas needs a *redis.Client or a *redis.ClusterClient, not a %T", s.c)
 }
 
+// isNoScript reports whether err is Redis's NOSCRIPT reply to an EVALSHA
+// of a script it has not cached.
 func isNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+	return redis.HasErrorPrefix(err, "NOSCRIPT")
 }
