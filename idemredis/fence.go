@@ -37,6 +37,34 @@ func (f *fence) Recovery() (server.Recovery, bool) {
 	return *f.rec, true
 }
 
+// verdict turns the claim script's reply into a ClaimResult.
+func (f *fence) verdict(kind string, reply []any) (server.ClaimResult, error) {
+	switch kind {
+	case "claimed":
+		n, _ := at(reply, 1).(int64)
+		f.n = int(n)
+		if n > 1 {
+			f.rec = &server.Recovery{}
+			f.rec.Point, _ = at(reply, 2).(string)
+			if data, ok := at(reply, 3).(string); ok {
+				f.rec.Data = json.RawMessage(data)
+			}
+		}
+		return server.ClaimResult{Verdict: server.VerdictClaimed, Attempt: f}, nil
+	case "replay":
+		res, err := decodeResponse(reply[1:])
+		return server.ClaimResult{Verdict: server.VerdictReplay, Response: res}, err
+	case "inflight":
+		left, _ := at(reply, 1).(int64)
+		return server.ClaimResult{Verdict: server.VerdictInFlight, RetryAfter: time.Duration(left) * time.Millisecond}, nil
+	case "mismatch":
+		return server.ClaimResult{Verdict: server.VerdictMismatch}, nil
+	case "unavailable":
+		return server.ClaimResult{Verdict: server.VerdictUnavailable}, nil
+	}
+	return server.ClaimResult{}, fmt.Errorf("idemredis: the claim script answered %q", kind)
+}
+
 // write runs a fenced script: ErrLeaseLost when it changed nothing (0),
 // after the store reads maxmemory-policy again when the record is gone
 // (-1): an eviction takes the records of running operations too.
