@@ -140,7 +140,8 @@ func TestReplicasAcknowledgeCompletions(t *testing.T) {
 	s := newTestStore(t, c, Config{Replicas: 1, ReplicaTimeout: 200 * time.Millisecond}, &storetest.Clock{})
 	t.Cleanup(func() { _ = replica.Continue() })
 	var runs atomic.Int64
-	h := server.Middleware(s, server.Config{Mode: server.Leased, Logger: slog.New(slog.DiscardHandler)})(
+	rec := &lastClaim{Store: s}
+	h := server.Middleware(rec, server.Config{Mode: server.Leased, Logger: slog.New(slog.DiscardHandler)})(
 		http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			runs.Add(1)
 			require.NoError(t, replica.Stop(), "the replica stalls while the handler acts")
@@ -154,14 +155,40 @@ func TestReplicasAcknowledgeCompletions(t *testing.T) {
 		return rec.Result()
 	}
 
+	other := redis.NewClient(&redis.Options{Addr: master.Addr, PoolSize: 1})
+	t.Cleanup(func() { _ = other.Close() })
+	require.NoError(t, other.Ping(context.Background()).Err())
+	node := *s
+	node.c = other
+
 	res := charge()
 	assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "a completion the replica did not acknowledge")
 	assert.Equal(t, "1", res.Header.Get("Retry-After"))
 	res = charge()
 	assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "a replay of a completion the replica may not have")
+	// Another node, whose connection opened before the completion and
+	// wrote nothing since: WAIT promises to cover only the connection's
+	// own writes (Redis's documented contract), so the replay writes
+	// before it waits, and is refused on this node too. (Redis 7.0 counts
+	// a read-only EVAL's WAIT from the master's offset anyway, so this
+	// assertion holds without that write there.)
+	_, err := node.Claim(context.Background(), rec.last)
+	assert.ErrorIs(t, err, ErrNotReplicated, "a replay on a node that wrote nothing yet")
 	require.NoError(t, replica.Continue())
 	res = charge()
 	assert.Equal(t, http.StatusCreated, res.StatusCode)
 	assert.Equal(t, "true", res.Header.Get("Idempotent-Replayed"), "the retry replays once the replica has it")
 	assert.Equal(t, int64(1), runs.Load())
+}
+
+// lastClaim is a store that keeps the last claim it was asked, for a test
+// that asks another node the same.
+type lastClaim struct {
+	server.Store
+	last *server.Claim
+}
+
+func (l *lastClaim) Claim(ctx context.Context, c *server.Claim) (server.ClaimResult, error) {
+	l.last = c
+	return l.Store.Claim(ctx, c)
 }
