@@ -19,8 +19,9 @@
 //	                  Cluster): the records of POST /v1/charges go there
 //	                  (idemredis.Store); empty keeps them with the payments'
 //	-redis-prefix     the store's key prefix (default "idem")
-//	-replicas         WAIT for this many Redis replicas before a claim
-//	                  counts (idemredis.Config.Replicas; default 0)
+//	-replicas         WAIT for this many Redis replicas before a claim,
+//	                  completion or replay counts
+//	                  (idemredis.Config.Replicas; default 0)
 //	-lease            the lease of a POST /v1/charges attempt (default 30s)
 //	-gateway          base URL of the card gateway; empty starts one in
 //	                  this process
@@ -92,7 +93,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	dbflag.Var(fs, &o.db, getenv, dbflag.Memory)
 	fs.StringVar(&o.redis, "redis", "", "Redis `addresses`, comma-separated, for the records of POST /v1/charges")
 	fs.StringVar(&o.prefix, "redis-prefix", "", "the Redis store's key `prefix` (empty: idem)")
-	fs.IntVar(&o.replicas, "replicas", 0, "WAIT for this many Redis replicas before a claim counts")
+	fs.IntVar(&o.replicas, "replicas", 0, "WAIT for this many Redis replicas before a claim, completion or replay counts")
 	fs.DurationVar(&o.lease, "lease", 30*time.Second, "the lease of a POST /v1/charges attempt")
 	fs.StringVar(&o.gateway, "gateway", "", "card gateway base `URL`; empty starts one in this process")
 	fs.DurationVar(&o.gatewayTimeout, "gateway-timeout", 0, "above 0: a plain gateway client making one attempt of at most this")
