@@ -9,6 +9,7 @@ require (
 
 require (
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/idemkit/idem/outbox v0.0.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/pgx/v5 v5.12.0 // indirect
@@ -30,3 +31,5 @@ require (
 )
 
 replace github.com/idemkit/idem => ..
+
+replace github.com/idemkit/idem/outbox => ../outbox

@@ -18,6 +18,7 @@ require (
 	github.com/go-playground/universal-translator v0.18.1 // indirect
 	github.com/go-playground/validator/v10 v10.30.1 // indirect
 	github.com/idemkit/idem/admin v0.0.0
+	github.com/idemkit/idem/outbox v0.0.0
 	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -43,3 +44,5 @@ require (
 replace github.com/idemkit/idem => ..
 
 replace github.com/idemkit/idem/admin => ../admin
+
+replace github.com/idemkit/idem/outbox => ../outbox

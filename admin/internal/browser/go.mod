@@ -16,6 +16,7 @@ require (
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/idemkit/idem/admin v0.0.0
+	github.com/idemkit/idem/outbox v0.0.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
@@ -36,3 +37,5 @@ require (
 )
 
 replace github.com/idemkit/idem/admin => ../../../admin
+
+replace github.com/idemkit/idem/outbox => ../../../outbox
