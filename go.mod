@@ -3,7 +3,6 @@ module github.com/idemkit/idem
 go 1.26.0
 
 require (
-	github.com/go-chi/chi/v5 v5.5.0
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/sony/gobreaker/v2 v2.4.0
