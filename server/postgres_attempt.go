@@ -60,14 +60,9 @@ func (r *recordRow) found() (*found, error) {
 	if r.leftMicros != nil {
 		f.leaseLeft = time.Duration(*r.leftMicros) * time.Microsecond
 	}
-	if f.state != stateRunning && r.status != nil {
-		h, err := decodeHeader(r.header)
-		if err != nil {
-			return nil, fmt.Errorf("server: stored headers: %w", err)
-		}
-		f.resp = &Response{Unavailable: f.state == stateUnavailable, Status: *r.status, Header: h, Body: r.body}
-	}
-	return f, nil
+	var err error
+	f.resp, err = responseOf(f.state, r.status, r.header, r.body)
+	return f, err
 }
 
 // pgFence runs the token-fenced statements of an attempt.
@@ -98,11 +93,8 @@ func (f pgFence) Checkpoint(ctx context.Context, point string, data []byte) erro
 }
 
 func (f pgFence) Complete(ctx context.Context, res *Response) error {
-	var status any // NULL for a reconciler's result-unavailable: no response at all
-	if res.Status != 0 {
-		status = res.Status
-	}
-	return f.exec(ctx, sqlComplete, string(res.state()), status, encodeHeader(res.Header), res.Body)
+	status, headers := storedResponse(res)
+	return f.exec(ctx, sqlComplete, string(res.state()), status, headers, nil)
 }
 
 // abort releases the key when the request was refused on a first attempt

@@ -66,7 +66,7 @@ FROM (SELECT pg_advisory_xact_lock($1, $2), bound.saved
 // new key, as its transaction commits: $1 scope_hash, $2 tenant,
 // $3 principal, $4 route, $5 key, $6 fp_alg, $7 fingerprint, $8 state,
 // $9 token, $10 clock offset, $11 retention, $12 status, $13 headers,
-// $14 body. Its time is the transaction's start, when the key was claimed.
+// $14 body (postgres_response.go). Its time is the transaction's start, when the key was claimed.
 const sqlInsertDone = `INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key,
     fp_alg, fingerprint, state, token, attempt, created_at, expires_at, status, headers, body)
 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now() + $10::interval, now() + $10::interval + $11::interval, $12, $13, $14
@@ -120,7 +120,8 @@ RETURNING r.attempt, r.recovery_point, r.recovery_data`
 // The statements below are fenced by the attempt's token: $1 scope_hash,
 // $2 token. They change nothing for a stale attempt.
 
-// sqlComplete stores the response: $3 state, $4 status, $5 headers, $6 body.
+// sqlComplete stores the response: $3 state, $4 status, $5 headers, $6 body
+// (postgres_response.go).
 const sqlComplete = `UPDATE idem_records SET state = $3, status = $4, headers = $5, body = $6,
     locked_until = NULL
 WHERE scope_hash = $1 AND token = $2 AND state = 'running'`

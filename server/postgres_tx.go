@@ -202,14 +202,15 @@ func (a *pgTxAttempt) store(ctx context.Context, res *Response) error {
 	c := a.c
 	var p *wireParams
 	st := wireComplete
+	_, headers := storedResponse(res) // a handler's status is never 0
 	if a.fresh {
 		st = wireInsertDone
 		p = newWireParams(14).bytes(c.Scope[:]).text(c.Tenant).text(c.Principal).text(c.Route).text(c.Key).
 			text(c.DigestAlg).bytes(c.Digest).text(string(res.state())).uuid(a.token).interval(a.s.offset()).
-			interval(c.Retention).int4(res.Status).bytes(encodeHeader(res.Header)).bytes(res.Body)
+			interval(c.Retention).int4(res.Status).bytes(headers).bytes(nil)
 	} else {
 		p = newWireParams(6).bytes(c.Scope[:]).uuid(a.token).text(string(res.state())).int4(res.Status).
-			bytes(encodeHeader(res.Header)).bytes(res.Body)
+			bytes(headers).bytes(nil)
 	}
 	if err := b.queue(ctx, st, p, nil); err != nil {
 		return err
