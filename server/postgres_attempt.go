@@ -28,43 +28,6 @@ func (s *PostgresStore) read(ctx context.Context, q querier, c *Claim) (*found, 
 	return scanFound(q.QueryRow(ctx, sqlRead, c.Scope[:], s.offset()))
 }
 
-// recordRow is a row of sqlRead, scanned into one value.
-type recordRow struct {
-	fpAlg, state string
-	fp           []byte
-	token        [16]byte
-	expired      bool
-	leftMicros   *int64 // NULL: no lease
-	status       *int   // NULL: running
-	header, body []byte
-}
-
-// scanFound reads the row of sqlRead: nil when no record.
-func scanFound(row pgx.Row) (*found, error) {
-	var r recordRow
-	err := row.Scan(&r.fpAlg, &r.fp, &r.state, &r.token, &r.expired, &r.leftMicros,
-		&r.status, &r.header, &r.body)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return r.found()
-}
-
-// found is the record of r.
-func (r *recordRow) found() (*found, error) {
-	f := &found{fpAlg: r.fpAlg, fp: r.fp, state: recordState(r.state), token: uuid.UUID(r.token),
-		expired: r.expired}
-	if r.leftMicros != nil {
-		f.leaseLeft = time.Duration(*r.leftMicros) * time.Microsecond
-	}
-	var err error
-	f.resp, err = responseOf(f.state, r.status, r.header, r.body)
-	return f, err
-}
-
 // pgFence runs the token-fenced statements of an attempt.
 type pgFence struct {
 	s     *PostgresStore

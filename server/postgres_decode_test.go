@@ -14,11 +14,11 @@ import (
 	"github.com/idemkit/idem/internal/fingerprint"
 )
 
-// The record row has two decoders: scanFound, through pgx (Leased claims,
-// the wait after a lock), and decodeRecordRow, from the binary values of
-// the claim's own round trip (Transactional claims). TestRecordDecodersAgree
-// reads records of every shape both ways and requires the same found, so
-// that a column added to one and not the other fails here.
+// The record row is read on two paths from one column list (readColumns):
+// scanFound, through pgx (Leased claims, the wait after a lock), and
+// decodeRecordRow, from the binary values of the claim's own round trip
+// (Transactional claims). TestRecordDecodersAgree reads records of every
+// shape both ways and requires the same found.
 func TestRecordDecodersAgree(t *testing.T) {
 	k := postgresKit(t)
 	s := k.store.(*PostgresStore)
@@ -84,7 +84,7 @@ func readOnTheWire(t *testing.T, s *PostgresStore, pool *pgxpool.Pool, c *Claim)
 	var f *found
 	require.NoError(t, b.queue(context.Background(), wireRead, newWireParams(2).bytes(c.Scope[:]).interval(s.offset()),
 		func(v [][]byte) error {
-			r, err := decodeRecordRow(v)
+			r, err := decodeRecordRow(conn.Conn().TypeMap(), v)
 			if err == nil {
 				f, err = r.found()
 			}

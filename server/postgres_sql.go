@@ -96,15 +96,6 @@ FROM ` + fmt.Sprintf(boundedClock, "$13", "$14", "$12", "$11") + `
 WHERE r.scope_hash = $1 AND r.expires_at <= clock.t
 RETURNING 1, NULL::text, NULL::jsonb`
 
-// sqlRead reads a record, no row when there is none, in a plain index
-// scan: $1 scope_hash, $2 clock offset. It runs as a statement of its own,
-// so that after a lock wait it sees a record that committed meanwhile.
-const sqlRead = `SELECT r.fp_alg, r.fingerprint, r.state, r.token,
-    r.expires_at <= statement_timestamp() + $2::interval,
-    (extract(epoch FROM r.locked_until - (statement_timestamp() + $2::interval)) * 1000000)::bigint,
-    r.status, r.headers, r.body
-FROM idem_records AS r WHERE r.scope_hash = $1`
-
 // sqlTakeover takes over an expired lease held by token $5: $1 scope_hash,
 // $2 new token, $3 lease, $4 clock offset, $6 wait bound, $7 and $8 lock
 // keys, $9 retention; in [Transactional] mode the lease and the wait bound

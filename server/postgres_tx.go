@@ -250,7 +250,7 @@ func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *Claim) (lo
 		return false, nil, err
 	}
 	err = b.queue(ctx, wireRead, newWireParams(2).bytes(c.Scope[:]).interval(s.offset()), func(v [][]byte) error {
-		r, err := decodeRecordRow(v)
+		r, err := decodeRecordRow(conn.TypeMap(), v)
 		if err == nil {
 			f, err = r.found()
 		}
