@@ -126,7 +126,7 @@ func setStoredHeader(t *testing.T, k *kit, op Operation, h http.Header) {
 		res, err := responseOf(recordState(state), status, headers, body)
 		require.NoError(t, err)
 		res.Header = h
-		_, stored := storedResponse(res)
+		_, _, stored := responseValues(res)
 		_, err = k.pool.Exec(ctx, `UPDATE idem_records SET headers = $1, body = NULL WHERE scope_hash = $2`, stored, scope[:])
 		require.NoError(t, err)
 		return

@@ -56,8 +56,8 @@ func (f pgFence) Checkpoint(ctx context.Context, point string, data []byte) erro
 }
 
 func (f pgFence) Complete(ctx context.Context, res *Response) error {
-	status, headers := storedResponse(res)
-	return f.exec(ctx, sqlComplete, string(res.state()), status, headers, nil)
+	state, status, headers := responseValues(res)
+	return f.exec(ctx, sqlComplete, state, status, headers)
 }
 
 // abort releases the key when the request was refused on a first attempt

@@ -17,15 +17,15 @@ import "fmt"
 // longest [Config.Retention] of the routes) after every node runs this
 // version, and the status and body columns then only serve the lists.
 
-// storedResponse returns the values of the status and headers columns for
-// res: a NULL status (nil) for a reconciler's result-unavailable, which has
-// none.
-func storedResponse(res *Response) (status *int, headers []byte) {
+// responseValues returns the values of the state, status and headers
+// columns for res, as sqlComplete and sqlInsertDone take them: a NULL
+// status (nil) for a reconciler's result-unavailable, which has none.
+func responseValues(res *Response) (state string, status *int, headers []byte) {
 	if res.Status != 0 {
 		status = &res.Status
 	}
 	headers, _ = res.MarshalBinary() // never fails
-	return status, headers
+	return string(res.state()), status, headers
 }
 
 // responseOf reads the response that a record in state holds in its status,

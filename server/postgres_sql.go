@@ -63,13 +63,14 @@ FROM (SELECT pg_advisory_xact_lock($1, $2), bound.saved
         FROM (SELECT current_setting('lock_timeout') AS v OFFSET 0) AS saved) AS bound) AS locked`
 
 // sqlInsertDone writes the record of a [Transactional] attempt that claimed a
-// new key, as its transaction commits: $1 scope_hash, $2 tenant,
-// $3 principal, $4 route, $5 key, $6 fp_alg, $7 fingerprint, $8 state,
-// $9 token, $10 clock offset, $11 retention, $12 status, $13 headers,
-// $14 body (postgres_response.go). Its time is the transaction's start, when the key was claimed.
+// new key, as its transaction commits (insertDoneParams): $1 to $7 the
+// record's scope as sqlInsert's, $8 token, $9 clock offset, $10 retention,
+// then the response's columns as sqlComplete's $3 to $5: $11 state,
+// $12 status, $13 headers (postgres_response.go). Its time is the
+// transaction's start, when the key was claimed.
 const sqlInsertDone = `INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key,
-    fp_alg, fingerprint, state, token, attempt, created_at, expires_at, status, headers, body)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now() + $10::interval, now() + $10::interval + $11::interval, $12, $13, $14
+    fp_alg, fingerprint, token, attempt, created_at, expires_at, state, status, headers)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, 1, now() + $9::interval, now() + $9::interval + $10::interval, $11, $12, $13
 WHERE ` + inClaimTx
 
 // sqlInsert claims a key in [Leased] mode. Its arguments (claimValues),
@@ -111,9 +112,10 @@ RETURNING r.attempt, r.recovery_point, r.recovery_data`
 // The statements below are fenced by the attempt's token: $1 scope_hash,
 // $2 token. They change nothing for a stale attempt.
 
-// sqlComplete stores the response: $3 state, $4 status, $5 headers, $6 body
+// sqlComplete stores the response: $3 state, $4 status, $5 headers
+// (responseValues); body is NULL but in records of earlier versions
 // (postgres_response.go).
-const sqlComplete = `UPDATE idem_records SET state = $3, status = $4, headers = $5, body = $6,
+const sqlComplete = `UPDATE idem_records SET state = $3, status = $4, headers = $5, body = NULL,
     locked_until = NULL
 WHERE scope_hash = $1 AND token = $2 AND state = 'running'`
 

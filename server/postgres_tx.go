@@ -199,18 +199,9 @@ func (a *pgTxAttempt) Abort(ctx context.Context, reject bool) error {
 // store writes the record and commits, in one round trip.
 func (a *pgTxAttempt) store(ctx context.Context, res *Response) error {
 	b := newWireBatch(a.conn.Conn())
-	c := a.c
-	var p *wireParams
-	st := wireComplete
-	_, headers := storedResponse(res) // a handler's status is never 0
+	st, p := wireComplete, newWireParams(5).bytes(a.c.Scope[:]).uuid(a.token).response(res)
 	if a.fresh {
-		st = wireInsertDone
-		p = newWireParams(14).bytes(c.Scope[:]).text(c.Tenant).text(c.Principal).text(c.Route).text(c.Key).
-			text(c.DigestAlg).bytes(c.Digest).text(string(res.state())).uuid(a.token).interval(a.s.offset()).
-			interval(c.Retention).int4(res.Status).bytes(headers).bytes(nil)
-	} else {
-		p = newWireParams(6).bytes(c.Scope[:]).uuid(a.token).text(string(res.state())).int4(res.Status).
-			bytes(headers).bytes(nil)
+		st, p = wireInsertDone, insertDoneParams(a.c, a.token, a.s.offset(), res)
 	}
 	if err := b.queue(ctx, st, p, nil); err != nil {
 		return err

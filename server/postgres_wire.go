@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -195,6 +196,26 @@ func (p *wireParams) uuid(u [16]byte) *wireParams {
 	start := len(p.buf)
 	p.buf = append(p.buf, u[:]...)
 	return p.add(start)
+}
+
+// response is the response's columns: state, status (NULL for none) and
+// headers (responseValues).
+func (p *wireParams) response(res *Response) *wireParams {
+	state, status, headers := responseValues(res)
+	p.text(state)
+	if status == nil {
+		p.bytes(nil)
+	} else {
+		p.int4(*status)
+	}
+	return p.bytes(headers)
+}
+
+// insertDoneParams are sqlInsertDone's parameters: the record of c,
+// claimed under token, at the clock offset, storing res.
+func insertDoneParams(c *Claim, token uuid.UUID, offset time.Duration, res *Response) *wireParams {
+	return newWireParams(13).bytes(c.Scope[:]).text(c.Tenant).text(c.Principal).text(c.Route).text(c.Key).
+		text(c.DigestAlg).bytes(c.Digest).uuid(token).interval(offset).interval(c.Retention).response(res)
 }
 
 // interval is an interval parameter of d in microseconds (then zero days
