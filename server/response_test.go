@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -102,4 +103,16 @@ func BenchmarkResponseUnmarshal(b *testing.B) {
 func benchResponse() *Response {
 	return &Response{Status: 201, Header: http.Header{"Content-Type": {"application/json"},
 		"Location": {"/v1/payments/123"}, "X-Trace": {"first", "second"}}, Body: bytes.Repeat([]byte("x"), 1024)}
+}
+
+// A node of an earlier version refuses a record of the stored form rather
+// than replay it without its headers and body: PostgresStore's earlier
+// reader of the headers column (decodeHeader, kept for the records it
+// wrote) and idemredis's (JSON) both fail on it.
+func TestEarlierReadersRefuseTheStoredForm(t *testing.T) {
+	b, _ := (&Response{Status: 201, Header: http.Header{"X-Trace": {"a"}}, Body: []byte(`{"id":1}`)}).MarshalBinary()
+	_, err := decodeHeader(b)
+	assert.ErrorIs(t, err, errStoredHeader)
+	var h http.Header
+	assert.Error(t, json.Unmarshal(b, &h))
 }
