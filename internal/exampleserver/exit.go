@@ -42,3 +42,15 @@ func exitCode(name string, err error, stderr io.Writer) int {
 	fmt.Fprintln(stderr, name+":", err)
 	return 1
 }
+
+// Parse parses args with fs (which reports a bad flag on its output). It
+// returns flag.ErrHelp after -h or -help, [ErrUsage] after a bad flag.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return ErrUsage
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 )
@@ -26,6 +27,21 @@ func TestExitCode(t *testing.T) {
 		var stderr strings.Builder
 		if code := exitCode("prog", tc.err, &stderr); code != tc.code || stderr.String() != tc.stderr {
 			t.Errorf("exitCode(%v) = %d, stderr %q; want %d, %q", tc.err, code, stderr.String(), tc.code, tc.stderr)
+		}
+	}
+}
+
+// TestParse: -h is flag.ErrHelp, a bad flag ErrUsage, good flags nil.
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want error
+	}{{nil, nil}, {[]string{"-n", "2"}, nil}, {[]string{"-h"}, flag.ErrHelp}, {[]string{"-bogus"}, ErrUsage}} {
+		fs := flag.NewFlagSet("prog", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.Int("n", 0, "a number")
+		if err := Parse(fs, tc.args); !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+			t.Errorf("Parse(%q) = %v, want %v", tc.args, err, tc.want)
 		}
 	}
 }

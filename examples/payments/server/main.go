@@ -108,7 +108,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -161,11 +160,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.BoolVar(&o.requireDurable, "require-durable", false, "refuse to start unless the database's durability report is clean")
 	fs.StringVar(&o.adminToken, "admin-token", "", "serve the operators' pages (/admin/, and /riverui/ on Postgres) to HTTP Basic auth with this `password`")
 	fs.BoolVar(&o.adminWrite, "admin-write", false, "let /admin/ evict records and re-drive messages")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, errUsage
+	if err := exampleserver.Parse(fs, args); err != nil {
+		return o, err
 	}
 	switch {
 	case fs.NArg() > 0 || o.retention <= 0 || o.lease <= 0 || o.grace <= 0 || o.readTimeout <= 0 || o.idleTimeout <= 0 || o.reconcile < 0:

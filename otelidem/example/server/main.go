@@ -33,7 +33,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -65,11 +64,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.StringVar(&o.metrics, "metrics", "", "listen `address` of /metrics; empty serves no metrics")
 	dbflag.Var(fs, &o.db, getenv, dbflag.Memory)
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long a shutdown waits for the requests in flight")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, errUsage
+	if err := exampleserver.Parse(fs, args); err != nil {
+		return o, err
 	}
 	if fs.NArg() > 0 || o.grace <= 0 {
 		fmt.Fprintln(stderr, "server: no arguments are taken, and -grace must be positive")
