@@ -10,6 +10,7 @@ require (
 
 require (
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/idemkit/idem/admin v0.0.0
 	github.com/idemkit/idem/outbox v0.0.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -33,3 +34,5 @@ require (
 replace github.com/idemkit/idem => ../../..
 
 replace github.com/idemkit/idem/outbox => ../../../outbox
+
+replace github.com/idemkit/idem/admin => ../../../admin
