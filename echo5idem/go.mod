@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/idemkit/idem => ../
 
 require (
-	github.com/idemkit/idem v0.0.0-00010101000000-000000000000
+	github.com/idemkit/idem v0.0.0
 	github.com/labstack/echo/v5 v5.4.6
 	github.com/stretchr/testify v1.12.1
 )

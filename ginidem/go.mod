@@ -6,7 +6,7 @@ replace github.com/idemkit/idem => ../
 
 require (
 	github.com/gin-gonic/gin v1.12.0
-	github.com/idemkit/idem v0.0.0-00010101000000-000000000000
+	github.com/idemkit/idem v0.0.0
 )
 
 require (

@@ -99,3 +99,25 @@ func TestNewAdapterRefusesRouteAndScope(t *testing.T) {
 		server.NewAdapter(nil, server.Config{Scope: func(*http.Request) (string, string) { return "", "" }})
 	})
 }
+
+// TestAdapterFingerprintsThePath: a framework may set r.Pattern in its own
+// syntax (echo v5 sets "/v1/accounts/:id/payments"), whose parameters are
+// no ServeMux wildcards: the fingerprint of a request an Exchange routes
+// holds its path, so the same key on another account is refused, never
+// answered with the first account's payment.
+func TestAdapterFingerprintsThePath(t *testing.T) {
+	a := server.NewAdapter(nil, server.Config{})
+	ex := &fakeExchange{route: "POST /v1/accounts/:id/payments", status: http.StatusCreated}
+	send := func(path string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader("{}"))
+		r.Pattern = "/v1/accounts/:id/payments" // as echo v5 sets it
+		r.Header.Set("Idempotency-Key", "k")
+		w := httptest.NewRecorder()
+		a.Serve(w, r, ex)
+		return w
+	}
+	require.Equal(t, http.StatusCreated, send("/v1/accounts/1/payments").Code)
+	other := send("/v1/accounts/2/payments")
+	assert.Equal(t, http.StatusUnprocessableEntity, other.Code, "the key on another account: %s", other.Body)
+	assert.Equal(t, 1, ex.ran)
+}

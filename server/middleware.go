@@ -163,12 +163,18 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request, ex Exchange) (c 
 		h.refuse(w, r, ev, *p)
 		return nil, true
 	}
-	return h.claim(r, ev, body), false
+	return h.claim(r, ev, body, ex != nil), false
 }
 
-func (h *handler) claim(r *http.Request, ev Event, body []byte) *Claim {
+// claim builds the claim of r; routed says that an [Exchange] routed it,
+// so that r.Pattern, if any, is not a ServeMux pattern.
+func (h *handler) claim(r *http.Request, ev Event, body []byte, routed bool) *Claim {
 	tenant, principal, route, key := ev.Tenant, ev.Principal, ev.Route, ev.Key
-	in := fingerprint.NewInput(r, route, body, h.s.fpHeaders)
+	input := fingerprint.NewInput
+	if routed {
+		input = fingerprint.NewRoutedInput
+	}
+	in := input(r, route, body, h.s.fpHeaders)
 	c := &Claim{
 		Scope:  fingerprint.Scope(tenant, principal, route, key),
 		Tenant: tenant, Principal: principal, Route: route, Key: key,

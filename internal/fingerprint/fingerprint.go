@@ -50,14 +50,27 @@ type Input struct {
 // pattern routed it), headers the names of the headers that count, in
 // canonical form.
 func NewInput(r *http.Request, route string, body []byte, headers []string) *Input {
+	return newInput(r, r.Pattern, route, body, headers)
+}
+
+// NewRoutedInput is NewInput for a request that another router routed
+// (a framework adapter's route): its r.Pattern, if any, is in that
+// router's syntax (echo v5 sets "/v1/accounts/:id"), not a ServeMux
+// pattern, so the path stands in for the path values, as when no pattern
+// routed it.
+func NewRoutedInput(r *http.Request, route string, body []byte, headers []string) *Input {
+	return newInput(r, "", route, body, headers)
+}
+
+func newInput(r *http.Request, pattern, route string, body []byte, headers []string) *Input {
 	in := &Input{Method: r.Method, Route: route, Body: body}
-	if r.Pattern == "" {
+	if pattern == "" {
 		in.PathValues = [][2]string{{"", r.URL.EscapedPath()}}
 	}
-	if strings.HasSuffix(r.Pattern, "/") {
+	if strings.HasSuffix(pattern, "/") {
 		in.Subtree = r.URL.EscapedPath()
 	}
-	for _, name := range Wildcards(r.Pattern) {
+	for _, name := range Wildcards(pattern) {
 		in.PathValues = append(in.PathValues, [2]string{name, r.PathValue(name)})
 	}
 	for _, name := range headers {
