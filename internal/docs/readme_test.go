@@ -121,7 +121,7 @@ func TestReadmeInstallNamesTheModules(t *testing.T) {
 	} {
 		assert.Contains(t, install, want, "README.md's Install section")
 	}
-	for _, nested := range []string{"otelidem", "idemredis"} {
+	for _, nested := range []string{"otelidem", "idemredis", "ginidem", "echoidem", "echo5idem"} {
 		m := moduleLine.FindStringSubmatch(readFile(t, filepath.Join(nested, "go.mod")))
 		require.NotNil(t, m, "%s/go.mod has no module line", nested)
 		assert.Equal(t, mod[1]+"/"+nested, m[1], "%s/go.mod's module", nested)
