@@ -48,7 +48,9 @@ type Input struct {
 // NewInput collects the fingerprint input of r, whose body was read:
 // route is the pattern it was routed by (or its method and path when no
 // pattern routed it), headers the names of the headers that count, in
-// canonical form.
+// canonical form. The path values come from r.Pattern's wildcards; the
+// path itself stands in for them when r.Pattern is empty or does not name
+// every part of the path that can vary (see explains).
 func NewInput(r *http.Request, route string, body []byte, headers []string) *Input {
 	return newInput(r, r.Pattern, route, body, headers)
 }
@@ -64,7 +66,7 @@ func NewRoutedInput(r *http.Request, route string, body []byte, headers []string
 
 func newInput(r *http.Request, pattern, route string, body []byte, headers []string) *Input {
 	in := &Input{Method: r.Method, Route: route, Body: body}
-	if pattern == "" {
+	if !explains(pattern, r) {
 		in.PathValues = [][2]string{{"", r.URL.EscapedPath()}}
 	}
 	if strings.HasSuffix(pattern, "/") {
