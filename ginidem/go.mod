@@ -7,6 +7,7 @@ replace github.com/idemkit/idem => ../
 require (
 	github.com/gin-gonic/gin v1.12.0
 	github.com/idemkit/idem v0.0.0
+	github.com/stretchr/testify v1.12.1
 )
 
 require (
@@ -36,7 +37,6 @@ require (
 	github.com/quic-go/qpack v0.6.0 // indirect
 	github.com/quic-go/quic-go v0.59.0 // indirect
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/twitchyliquid64/golang-asm v0.15.1 // indirect
 	github.com/ugorji/go/codec v1.3.1 // indirect
 	go.mongodb.org/mongo-driver/v2 v2.5.0 // indirect
