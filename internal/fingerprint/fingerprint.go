@@ -66,14 +66,14 @@ func NewRoutedInput(r *http.Request, route string, body []byte, headers []string
 
 func newInput(r *http.Request, pattern, route string, body []byte, headers []string) *Input {
 	in := &Input{Method: r.Method, Route: route, Body: body}
-	if !explains(pattern, r) {
-		in.PathValues = [][2]string{{"", r.URL.EscapedPath()}}
+	for _, name := range Wildcards(pattern) {
+		in.PathValues = append(in.PathValues, [2]string{name, r.PathValue(name)})
+	}
+	if !explains(pattern, r.URL.Path, in.PathValues) {
+		in.PathValues = append([][2]string{{"", r.URL.EscapedPath()}}, in.PathValues...)
 	}
 	if strings.HasSuffix(pattern, "/") {
 		in.Subtree = r.URL.EscapedPath()
-	}
-	for _, name := range Wildcards(pattern) {
-		in.PathValues = append(in.PathValues, [2]string{name, r.PathValue(name)})
 	}
 	for _, name := range headers {
 		in.Headers = append(in.Headers, [2]string{name, strings.Join(r.Header.Values(name), "\n")})

@@ -1,26 +1,26 @@
 package fingerprint
 
 import (
-	"net/http"
 	"strings"
 	"unicode"
 )
 
-// explains reports whether pattern, the r.Pattern that routed r, names
-// every part of r's path that can vary, as a ServeMux pattern does: by its
-// wildcards, each one set by the router (a {name...} may be empty), or,
-// with none, by being the path itself ("POST /v1/payments", "{$}"
-// included); a catch-all pattern ("/v1/accounts/") leaves the rest to
-// [Input.Subtree]. A pattern in another router's syntax does not: echo
-// v5 sets "/v1/accounts/:id", chi "{id:[0-9]+}" or "/files/*", and keeps
-// their values to itself. The path then stands in for them.
-func explains(pattern string, r *http.Request) bool {
+// explains reports whether pattern, the r.Pattern that routed a request
+// to path, names every part of the path that can vary, as a ServeMux
+// pattern does: by its wildcards, each one set by the router (values, in
+// pattern order; a {name...} may be empty), or, with none, by being the
+// path itself ("POST /v1/payments", "{$}" included); a catch-all pattern
+// ("/v1/accounts/") leaves the rest to [Input.Subtree]. A pattern in
+// another router's syntax does not: echo v5 sets "/v1/accounts/:id", chi
+// "{id:[0-9]+}" or "/files/*", and keeps their values to itself. The path
+// then stands in for them.
+func explains(pattern, path string, values [][2]string) bool {
 	p := patternPath(pattern)
 	if p == "" || strings.Contains(p, "*") || strings.Contains(p, "/:") {
 		return false
 	}
-	wild := false
-	for rest := p; ; {
+	n := 0
+	for rest := p; ; n++ {
 		open := strings.IndexByte(rest, '{')
 		if open < 0 {
 			break
@@ -32,16 +32,15 @@ func explains(pattern string, r *http.Request) bool {
 		name := rest[open+1 : open+end]
 		rest = rest[open+end+1:]
 		if name == "$" {
+			n--
 			continue
 		}
 		multi := strings.HasSuffix(name, "...")
-		name = strings.TrimSuffix(name, "...")
-		if !identifier(name) || (!multi && r.PathValue(name) == "") {
+		if !identifier(strings.TrimSuffix(name, "...")) || n >= len(values) || (!multi && values[n][1] == "") {
 			return false
 		}
-		wild = true
 	}
-	return wild || strings.HasSuffix(p, "/") || strings.TrimSuffix(p, "{$}") == r.URL.Path
+	return n > 0 || strings.HasSuffix(p, "/") || strings.TrimSuffix(p, "{$}") == path
 }
 
 // patternPath is pattern without its method and host: "POST
