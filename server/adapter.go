@@ -51,8 +51,8 @@ func NewAdapter(store Store, cfg Config) *Adapter {
 	return &Adapter{h: newHandler(store, cfg, nil)}
 }
 
-// Serve runs one request as the middleware does, calling ex.Next for the
-// rest of the chain. It reports whether it answered the request itself,
+// Serve runs one request as the middleware does, calling ex.Next (ex
+// must not be nil) for the rest of the chain. It reports whether it answered the request itself,
 // without calling ex.Next (a replay, or a refusal: key missing, invalid,
 // reused or in flight, a body too large, the store unavailable): the
 // framework's middleware must then abort the rest of its chain. The
