@@ -159,7 +159,7 @@ func TestReadmeInstallNamesTheModules(t *testing.T) {
 	} {
 		assert.Contains(t, install, want, "README.md's Install section")
 	}
-	for _, nested := range []string{"outbox", "admin", "otelidem", "idemredis"} {
+	for _, nested := range []string{"outbox", "admin", "otelidem", "idemredis", "ginidem", "echoidem", "echo5idem"} {
 		assert.Contains(t, install, "`"+nested+"`", "README.md's Install section names the module %s", nested)
 		m := moduleLine.FindStringSubmatch(readFile(t, filepath.Join(nested, "go.mod")))
 		require.NotNil(t, m, "%s/go.mod has no module line", nested)
