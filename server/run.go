@@ -26,7 +26,7 @@ type runner struct {
 	settled bool // att completed or aborted: never touch it again
 }
 
-func (h *handler) run(w http.ResponseWriter, r *http.Request, ev Event, c *Claim, att Attempt) {
+func (h *handler) run(w http.ResponseWriter, r *http.Request, ev Event, c *Claim, att Attempt, ex Exchange) {
 	x := &runner{h: h, w: w, att: att, c: c, ev: ev}
 	if c.Mode == Leased {
 		x.ls = newLease(leasedOf(att), c.Lease)
@@ -42,7 +42,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, ev Event, c *Claim
 	} else {
 		h.s.log(x.ctx, slog.LevelDebug, "idem: claimed", x.ev)
 	}
-	h.next.ServeHTTP(x.cw, r.WithContext(x.ctx))
+	h.callNext(x.cw, r.WithContext(x.ctx), ex)
 	x.finish()
 }
 
