@@ -1,0 +1,121 @@
+package grpcidem
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// ErrorDomain is the domain of the google.rpc.ErrorInfo of every refusal;
+// its reason is the problem name in upper snake case (KEY_IN_FLIGHT), and
+// its metadata "problem" entry the name itself (key-in-flight).
+const ErrorDomain = "idem"
+
+// httpStatus is the HTTP status by which the core judges a handler's
+// answer with code c (docs/CONTRACT.md §12): a 2xx or a stored 4xx
+// commits and is replayed, a rejection status rolls back and stores
+// nothing, a 5xx rolls back (or ends the lease) so a retry runs afresh.
+// It is grpc-gateway's table, but for CANCELED and ABORTED, which ask for a
+// retry and so must not be stored.
+func httpStatus(c codes.Code) int {
+	switch c {
+	case codes.OK:
+		return http.StatusOK
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.OutOfRange:
+		return http.StatusBadRequest
+	case codes.Unauthenticated:
+		return http.StatusUnauthorized
+	case codes.PermissionDenied:
+		return http.StatusForbidden
+	case codes.NotFound:
+		return http.StatusNotFound
+	case codes.AlreadyExists:
+		return http.StatusConflict
+	case codes.ResourceExhausted:
+		return http.StatusTooManyRequests
+	case codes.Unimplemented:
+		return http.StatusNotImplemented
+	case codes.Unavailable, codes.Aborted:
+		return http.StatusServiceUnavailable
+	case codes.DeadlineExceeded:
+		return http.StatusGatewayTimeout
+	default: // Canceled, Unknown, Internal, DataLoss
+		return http.StatusInternalServerError
+	}
+}
+
+// refusalCode is the code of a refusal by the core, by its problem name,
+// or by its HTTP status for a name this version does not know.
+func refusalCode(p wire.Problem) codes.Code {
+	switch p.Name() {
+	case wire.ProblemKeyMissing, wire.ProblemKeyInvalid, "request-unreadable":
+		return codes.InvalidArgument
+	case wire.ProblemKeyReused:
+		return codes.FailedPrecondition
+	case wire.ProblemKeyInFlight:
+		return codes.Aborted
+	case wire.ProblemResultUnavailable:
+		return codes.Internal
+	case "request-too-large":
+		return codes.ResourceExhausted
+	case "store-unavailable", "commit-failed":
+		return codes.Unavailable
+	}
+	switch {
+	case p.Status == http.StatusServiceUnavailable:
+		return codes.Unavailable
+	case p.Status == http.StatusConflict:
+		return codes.Aborted
+	case p.Status >= 400 && p.Status < 500:
+		return codes.InvalidArgument
+	}
+	return codes.Internal
+}
+
+// refusal is the status that answers a problem of the core, with an
+// ErrorInfo and, when the problem says to wait (retryAfter > 0), a
+// RetryInfo.
+func refusal(p wire.Problem, retryAfter time.Duration) *status.Status {
+	msg := p.Title
+	if p.Detail != "" {
+		msg += ": " + p.Detail
+	}
+	st := status.New(refusalCode(p), msg)
+	name := p.Name()
+	info := &errdetails.ErrorInfo{
+		Reason:   strings.ToUpper(strings.ReplaceAll(name, "-", "_")),
+		Domain:   ErrorDomain,
+		Metadata: map[string]string{"problem": name},
+	}
+	var withDetails *status.Status
+	var err error
+	if retryAfter > 0 {
+		withDetails, err = st.WithDetails(info, &errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)})
+	} else {
+		withDetails, err = st.WithDetails(info)
+	}
+	if err != nil {
+		return st
+	}
+	return withDetails
+}
+
+// retryAfter reads a problem's wait: its retry_after member, else its
+// Retry-After header in seconds; 0 when it says none.
+func retryAfter(p wire.Problem, header string) time.Duration {
+	if p.RetryAfter > 0 {
+		return time.Duration(p.RetryAfter) * time.Second
+	}
+	if n, err := strconv.ParseInt(header, 10, 64); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	return 0
+}
