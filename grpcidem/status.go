@@ -17,7 +17,7 @@ import (
 // ErrorDomain is the domain of the google.rpc.ErrorInfo of every refusal;
 // its reason is the problem name in upper snake case (KEY_IN_FLIGHT), and
 // its metadata "problem" entry the name itself (key-in-flight).
-const ErrorDomain = "idem"
+const ErrorDomain = wire.ErrorDomain
 
 // httpStatus is the HTTP status by which the core judges a handler's
 // answer with code c (docs/CONTRACT.md §12): a 2xx or a stored 4xx
@@ -53,31 +53,10 @@ func httpStatus(c codes.Code) int {
 }
 
 // refusalCode is the code of a refusal by the core, by its problem name,
-// or by its HTTP status for a name this version does not know.
+// or by its HTTP status for a name this version does not know: the table
+// the HTTP middleware's Connect and gRPC answers use too.
 func refusalCode(p wire.Problem) codes.Code {
-	switch p.Name() {
-	case wire.ProblemKeyMissing, wire.ProblemKeyInvalid, "request-unreadable":
-		return codes.InvalidArgument
-	case wire.ProblemKeyReused:
-		return codes.FailedPrecondition
-	case wire.ProblemKeyInFlight:
-		return codes.Aborted
-	case wire.ProblemResultUnavailable:
-		return codes.Internal
-	case "request-too-large":
-		return codes.ResourceExhausted
-	case "store-unavailable", "commit-failed":
-		return codes.Unavailable
-	}
-	switch {
-	case p.Status == http.StatusServiceUnavailable:
-		return codes.Unavailable
-	case p.Status == http.StatusConflict:
-		return codes.Aborted
-	case p.Status >= 400 && p.Status < 500:
-		return codes.InvalidArgument
-	}
-	return codes.Internal
+	return codes.Code(wire.RefusalCode(p.Name(), p.Status).Number)
 }
 
 // refusal is the status that answers a problem of the core, with an
