@@ -26,7 +26,7 @@ import (
 // options ([idem.WithMaxAttempts], [idem.WithoutKey], ...), errors and
 // [idem.Observer] events as the HTTP client. Each attempt is seen as an
 // HTTP POST to grpc://target/pkg.Service/Method whose status is the
-// code's (docs/CONTRACT.md, gRPC); a RetryInfo or a grpc-retry-pushback-ms
+// code's (docs/CONTRACT.md §11); a RetryInfo or a grpc-retry-pushback-ms
 // trailer is its Retry-After, rounded up to whole seconds. A call that
 // ends on an answer returns that answer's status; one that ends on a local
 // decision (budget, breaker, deadline) returns an error that unwraps to

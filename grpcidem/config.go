@@ -22,7 +22,7 @@ type Config struct {
 	// Server configures the core as for [server.Middleware]: Keys, Mode,
 	// Retention, Lease, WaitBound, MaxRequestBytes (the encoded request
 	// message), MaxResponseBytes (the stored result), RejectStatuses (judged
-	// against the HTTP status of the answer's code, docs/CONTRACT.md §12),
+	// against the HTTP status of the answer's code, docs/CONTRACT.md §11),
 	// FingerprintHeaders (read from the request metadata), ProblemPrefix,
 	// Logger and Hooks. Its Route, Scope and KeyHeader must be zero:
 	// the route is the full method name, the scope is [Config.Scope] and

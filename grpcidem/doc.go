@@ -19,7 +19,7 @@
 // encoding. The handler finds [server.Tx] and [server.LeaseFrom] in its
 // context, as an HTTP handler does. Refusals are gRPC statuses with a
 // google.rpc.ErrorInfo naming the problem and, where a retry should wait,
-// a google.rpc.RetryInfo; docs/CONTRACT.md §12 has the mapping.
+// a google.rpc.RetryInfo; docs/CONTRACT.md §11 has the mapping.
 //
 // Streaming RPCs are not intercepted: install no stream interceptor of
 // this package, and a stream passes through untouched.

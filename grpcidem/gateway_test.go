@@ -30,7 +30,7 @@ import (
 // request_id, AIP-155, the caller from the authorization metadata), and an
 // HTTP gateway in front of it that idemcheck talks to. The gateway only
 // translates: the key and the body into the message, the status and the
-// replayed marker back into HTTP (docs/CONTRACT.md §12's table read
+// replayed marker back into HTTP (docs/CONTRACT.md §11's table read
 // backwards); every decision is the interceptor's.
 
 // buildGRPC serves app over gRPC behind the interceptor and returns the

@@ -22,7 +22,7 @@ const pushbackKey = "grpc-retry-pushback-ms"
 
 // UnaryServerInterceptor returns an interceptor that runs each keyed unary
 // call at most once per key and scope and answers every retry with the
-// stored result (see the package doc and docs/CONTRACT.md §12). store nil
+// stored result (see the package doc and docs/CONTRACT.md §11). store nil
 // means a new [server.MemoryStore]. A call whose request is not a
 // proto.Message, or whose method [Config.Methods] leaves out, passes
 // through. The call's context governs the claim; the commit of a handler

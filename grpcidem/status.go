@@ -20,7 +20,7 @@ import (
 const ErrorDomain = wire.ErrorDomain
 
 // httpStatus is the HTTP status by which the core judges a handler's
-// answer with code c (docs/CONTRACT.md §12): a 2xx or a stored 4xx
+// answer with code c (docs/CONTRACT.md §11): a 2xx or a stored 4xx
 // commits and is replayed, a rejection status rolls back and stores
 // nothing, a 5xx rolls back (or ends the lease) so a retry runs afresh.
 // It is grpc-gateway's table, but for CANCELED and ABORTED, which ask for a
