@@ -30,7 +30,7 @@ func response(r *http.Request, st *status.Status, trailer metadata.MD) *http.Res
 		switch d := d.(type) {
 		case *errdetails.ErrorInfo:
 			if name := d.GetMetadata()["problem"]; d.GetDomain() == ErrorDomain && name != "" {
-				p := wire.Problem{Type: wire.DefaultProblemPrefix + name, Title: st.Message(), Status: problemHTTP(name, resp.StatusCode)}
+				p := wire.Problem{Type: wire.DefaultProblemPrefix + name, Title: st.Message(), Status: wire.ProblemStatus(name, resp.StatusCode)}
 				var b bytes.Buffer
 				rec := &recorder{header: resp.Header}
 				wire.WriteProblem(rec, p)
@@ -61,21 +61,4 @@ func clientStatus(c codes.Code) int {
 		return http.StatusConflict
 	}
 	return httpStatus(c)
-}
-
-// problemHTTP is the HTTP middleware's status for an idem problem.
-func problemHTTP(name string, def int) int {
-	switch name {
-	case wire.ProblemKeyMissing, wire.ProblemKeyInvalid:
-		return http.StatusBadRequest
-	case wire.ProblemKeyReused:
-		return http.StatusUnprocessableEntity
-	case wire.ProblemKeyInFlight:
-		return http.StatusConflict
-	case wire.ProblemResultUnavailable:
-		return http.StatusInternalServerError
-	case "store-unavailable":
-		return http.StatusServiceUnavailable
-	}
-	return def
 }

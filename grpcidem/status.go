@@ -1,7 +1,6 @@
 package grpcidem
 
 import (
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -20,37 +19,8 @@ import (
 const ErrorDomain = wire.ErrorDomain
 
 // httpStatus is the HTTP status by which the core judges a handler's
-// answer with code c (docs/CONTRACT.md §11): a 2xx or a stored 4xx
-// commits and is replayed, a rejection status rolls back and stores
-// nothing, a 5xx rolls back (or ends the lease) so a retry runs afresh.
-// It is grpc-gateway's table, but for CANCELED and ABORTED, which ask for a
-// retry and so must not be stored.
-func httpStatus(c codes.Code) int {
-	switch c {
-	case codes.OK:
-		return http.StatusOK
-	case codes.InvalidArgument, codes.FailedPrecondition, codes.OutOfRange:
-		return http.StatusBadRequest
-	case codes.Unauthenticated:
-		return http.StatusUnauthorized
-	case codes.PermissionDenied:
-		return http.StatusForbidden
-	case codes.NotFound:
-		return http.StatusNotFound
-	case codes.AlreadyExists:
-		return http.StatusConflict
-	case codes.ResourceExhausted:
-		return http.StatusTooManyRequests
-	case codes.Unimplemented:
-		return http.StatusNotImplemented
-	case codes.Unavailable, codes.Aborted:
-		return http.StatusServiceUnavailable
-	case codes.DeadlineExceeded:
-		return http.StatusGatewayTimeout
-	default: // Canceled, Unknown, Internal, DataLoss
-		return http.StatusInternalServerError
-	}
-}
+// answer with code c (docs/CONTRACT.md §11).
+func httpStatus(c codes.Code) int { return wire.RPCStatus(int(c)) }
 
 // refusalCode is the code of a refusal by the core, by its problem name,
 // or by its HTTP status for a name this version does not know: the table

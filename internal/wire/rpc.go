@@ -71,3 +71,56 @@ func ConnectStatus(c RPCCode) int {
 	}
 	return http.StatusInternalServerError
 }
+
+// RPCStatus is the HTTP status by which idem judges an RPC answer with
+// the gRPC code number (docs/CONTRACT.md §11): grpc-gateway's table, but
+// for CANCELED (1) and ABORTED (10), which ask for a retry and so count as
+// failures, never stored.
+func RPCStatus(code int) int {
+	switch code {
+	case 0:
+		return http.StatusOK
+	case 3, 9, 11: // INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE
+		return http.StatusBadRequest
+	case 16:
+		return http.StatusUnauthorized
+	case 7:
+		return http.StatusForbidden
+	case 5:
+		return http.StatusNotFound
+	case 6: // ALREADY_EXISTS
+		return http.StatusConflict
+	case 8:
+		return http.StatusTooManyRequests
+	case 12:
+		return http.StatusNotImplemented
+	case 14, 10: // UNAVAILABLE, ABORTED
+		return http.StatusServiceUnavailable
+	case 4:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError // CANCELED, UNKNOWN, INTERNAL, DATA_LOSS
+}
+
+// ProblemStatus is the HTTP middleware's status for a refusal it names,
+// def for a name it does not know: the client of an RPC reads a refusal
+// by its ErrorInfo as the HTTP client reads the problem.
+func ProblemStatus(name string, def int) int {
+	switch name {
+	case ProblemKeyMissing, ProblemKeyInvalid, "request-unreadable":
+		return http.StatusBadRequest
+	case ProblemKeyReused:
+		return http.StatusUnprocessableEntity
+	case ProblemKeyInFlight:
+		return http.StatusConflict
+	case ProblemResultUnavailable:
+		return http.StatusInternalServerError
+	case "store-unavailable":
+		return http.StatusServiceUnavailable
+	case "request-too-large":
+		return http.StatusRequestEntityTooLarge
+	case ProblemProtocolUnsupported:
+		return http.StatusUnsupportedMediaType
+	}
+	return def
+}
