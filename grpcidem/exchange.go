@@ -48,10 +48,12 @@ func (e *exchange) Next(w http.ResponseWriter, r *http.Request) {
 	header, trailer := e.stream.held()
 	res, err := newResult(e.resp, e.err, header, trailer, e.allow)
 	code := httpStatus(status.Code(e.err))
+	var body []byte
 	if err != nil {
 		code = http.StatusInternalServerError // never stored: the answer cannot be encoded
+	} else {
+		body = res.encode()
 	}
-	body := res.encode()
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
