@@ -56,7 +56,7 @@ func newResult(resp any, err error, header, trailer metadata.MD, allow map[strin
 	if !ok {
 		return nil, fmt.Errorf("grpcidem: the handler answered a %T, not a proto.Message", resp)
 	}
-	b, merr := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
+	b, merr := proto.Marshal(msg) // replayed as decoded: its bytes need not be deterministic
 	res.response, res.typeName = b, string(msg.ProtoReflect().Descriptor().FullName())
 	return res, merr
 }
