@@ -145,6 +145,9 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request, ex Exchange) (c 
 	tenant, principal := h.scopeOf(r, ex)
 	ev := Event{Tenant: tenant, Principal: principal, Route: route, RouteIsPath: h.routeIsPath(r, ex), Mode: h.s.Mode}
 	switch {
+	case grpcProtocol(r):
+		h.refuse(w, r, ev, protocolUnsupported())
+		return nil, true
 	case len(fields) == 0:
 		h.refuse(w, r, ev, keyMissing(route))
 		return nil, true
@@ -237,7 +240,7 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, ev Event, p pro
 		level = slog.LevelWarn
 	}
 	h.s.log(r.Context(), level, "idem: refused", ev)
-	h.s.writeProblem(w, p)
+	h.s.writeRefusal(w, r, p)
 }
 
 // replay answers with a stored response.
