@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/idemkit/idem v0.0.0
-	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0
@@ -15,6 +14,8 @@ require (
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 )
+
+require github.com/jackc/pgx/v5 v5.12.0 // indirect
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
