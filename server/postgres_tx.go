@@ -165,8 +165,10 @@ type pgTxAttempt struct {
 	fresh bool // a new key: the record is inserted at commit, not updated
 }
 
-func (a *pgTxAttempt) Number() int       { return a.n }
-func (a *pgTxAttempt) handlerTx() pgx.Tx { return a.guard }
+func (a *pgTxAttempt) Number() int { return a.n }
+
+// Tx returns the handler's pgx.Tx, which [Tx] hands it.
+func (a *pgTxAttempt) Tx() any { return a.guard }
 
 // complete stores the response and commits in one round trip. Any failure
 // (the handler's statements had aborted the transaction, the commit failed,
