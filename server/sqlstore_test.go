@@ -106,4 +106,3 @@ func TestPostgresSQLStoreConformance(t *testing.T) {
 		},
 	})
 }
-
