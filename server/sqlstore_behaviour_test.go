@@ -209,4 +209,3 @@ func (otherConnector) Driver() driver.Driver                        { return oth
 type otherDriver struct{}
 
 func (otherDriver) Open(string) (driver.Conn, error) { return nil, errors.New("no") }
-
