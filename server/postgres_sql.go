@@ -67,10 +67,14 @@ FROM (SELECT pg_advisory_xact_lock($1, $2), bound.saved
 // $3 principal, $4 route, $5 key, $6 fp_alg, $7 fingerprint, $8 state,
 // $9 token, $10 clock offset, $11 retention, $12 status, $13 headers,
 // $14 body. Its time is the transaction's start, when the key was claimed.
-const sqlInsertDone = `INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key,
-    fp_alg, fingerprint, state, token, attempt, created_at, expires_at, status, headers, body)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now() + $10::interval, now() + $10::interval + $11::interval, $12, $13, $14
+const sqlInsertDone = sqlInsertRecord + `
 WHERE ` + inClaimTx
+
+// sqlInsertRecord is sqlInsertDone in any transaction: the app's own, which
+// a handler stores its response in (StoreInTx), with the same arguments.
+const sqlInsertRecord = `INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key,
+    fp_alg, fingerprint, state, token, attempt, created_at, expires_at, status, headers, body)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now() + $10::interval, now() + $10::interval + $11::interval, $12, $13, $14`
 
 // sqlInsert claims a key in [Leased] mode. Its arguments (claimValues),
 // shared with sqlReclaim: $1 scope_hash, $2 tenant, $3 principal, $4 route,
