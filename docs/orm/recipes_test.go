@@ -17,6 +17,7 @@ import (
 	entsql "entgo.io/ent/dialect/sql"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // the "postgres" one, for an app's own transaction
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
@@ -110,6 +111,30 @@ var recipes = []recipe{
 			}
 		}
 	}},
+	{name: "lib/pq, its own transaction", own: true, handler: func(t *testing.T, db *sql.DB) http.HandlerFunc {
+		pq := openDriver(t, "postgres", dbURL(t, db))
+		return func(w http.ResponseWriter, r *http.Request) {
+			ctx := r.Context()
+			tx, err := pq.BeginTx(ctx, nil)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			defer func() { _ = tx.Rollback() }()
+			var id int64
+			err = tx.QueryRowContext(ctx, `INSERT INTO payments (key, amount) VALUES ($1, 2500) RETURNING id`, r.Header.Get("Idempotency-Key")).Scan(&id)
+			if err == nil {
+				paid(w, id)
+				err = server.StoreInSQLTx(ctx, tx)
+			}
+			if err == nil {
+				err = tx.Commit()
+			}
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+			}
+		}
+	}},
 	{name: "sqlx", handler: func(t *testing.T, db *sql.DB) http.HandlerFunc {
 		xdb := sqlx.NewDb(db, "pgx")
 		return inTx(func(ctx context.Context, tx *sql.Tx, key string) (id int64, err error) {
@@ -171,11 +196,34 @@ func newKit(t *testing.T) *kit {
 
 func open(t *testing.T, url string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("pgx", url)
+	db := openDriver(t, "pgx", url)
+	mu.Lock()
+	urls[db] = url
+	mu.Unlock()
+	return db
+}
+
+// openDriver opens url on driver, closed when the test ends.
+func openDriver(t *testing.T, driver, url string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open(driver, url)
 	require.NoError(t, err)
 	db.SetMaxOpenConns(16)
 	t.Cleanup(func() { _ = db.Close() })
 	return db
+}
+
+// urls are the URLs the tests' databases were opened on.
+var (
+	mu   sync.Mutex
+	urls = map[*sql.DB]string{}
+)
+
+func dbURL(t *testing.T, db *sql.DB) string {
+	mu.Lock()
+	defer mu.Unlock()
+	require.Contains(t, urls, db)
+	return urls[db]
 }
 
 // mux mounts h behind a Transactional middleware on a PostgresSQLStore.
