@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,7 +105,28 @@ func TestPostgresStoreConformance(t *testing.T) {
 			require.NoError(t, node(s).pool.QueryRow(context.Background(), `SELECT count(*) FROM effects WHERE label = $1`, label).Scan(&n))
 			return n
 		},
+		EndTx: func(ctx context.Context) error {
+			tx, _ := server.Tx(ctx)
+			if _, err := tx.Exec(ctx, "commit"); !errors.Is(err, server.ErrTxEnded) {
+				return fmt.Errorf("commit through the handler's Tx: %v, want server.ErrTxEnded", err)
+			}
+			return nil
+		},
+		LoseConn: func(ctx context.Context) error {
+			tx, _ := server.Tx(ctx)
+			return terminate(ctx, monitor, int(tx.Conn().PgConn().PID()))
+		},
 	})
+}
+
+// terminate ends the backend pid from another session, and waits until it
+// has exited.
+func terminate(ctx context.Context, monitor *pgxpool.Pool, pid int) error {
+	var ok bool
+	if err := monitor.QueryRow(ctx, `SELECT pg_terminate_backend($1, 10000)`, pid).Scan(&ok); err != nil || !ok {
+		return fmt.Errorf("pg_terminate_backend(%d) = %v, %v", pid, ok, err)
+	}
+	return nil
 }
 
 // poll checks done every 5 ms until it holds, failing t after 30 s with

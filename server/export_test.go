@@ -15,3 +15,6 @@ func NewMemoryStoreAt(now func() time.Time, waiting func(delta int)) *MemoryStor
 
 // SetClockOffset makes s judge time by the database clock plus offset().
 func SetClockOffset(s *PostgresStore, offset func() time.Duration) { s.clock = offset }
+
+// SetSQLClockOffset makes s judge time by the database clock plus offset().
+func SetSQLClockOffset(s *PostgresSQLStore, offset func() time.Duration) { s.pg.clock = offset }

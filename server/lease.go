@@ -119,12 +119,6 @@ func (a *leasedAttempt) Recovery() (Recovery, bool) {
 	return *a.g.recovery, true
 }
 
-// txAttempt is an [Attempt] whose handler works in a database transaction
-// ([PostgresStore]'s [Transactional] claims).
-type txAttempt interface {
-	handlerTx() pgx.Tx
-}
-
 // LeaseFrom returns the lease of the Leased-mode request that ctx belongs
 // to. It returns false outside a [Leased] route.
 func LeaseFrom(ctx context.Context) (*Lease, bool) {
@@ -135,8 +129,8 @@ func LeaseFrom(ctx context.Context) (*Lease, bool) {
 }
 
 // Tx returns the transaction of the [Transactional] request that ctx belongs
-// to, when its store is a [PostgresStore]. The handler makes its mutations in
-// it; the middleware commits them together with the stored response, or
+// to, when its store hands a pgx.Tx ([PostgresStore]; see [TxAttempt]). The
+// handler makes its mutations in it; the middleware commits them together with the stored response, or
 // rolls them back. The transaction is the middleware's: its Commit and
 // Rollback return [ErrTxManaged] (those of a savepoint begun from it work),
 // and once the handler has returned every method of it and of its
@@ -164,12 +158,6 @@ func LeaseFrom(ctx context.Context) (*Lease, bool) {
 // without the mark. Effects that the handler committed itself stay
 // committed, and with no record a retry runs the handler again.
 func Tx(ctx context.Context) (pgx.Tx, bool) {
-	x := runnerFrom(ctx)
-	if x == nil {
-		return nil, false
-	}
-	if a, ok := x.att.(txAttempt); ok && a.handlerTx() != nil {
-		return a.handlerTx(), true
-	}
-	return nil, false
+	tx, ok := txOf(ctx).(pgx.Tx)
+	return tx, ok
 }

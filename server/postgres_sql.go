@@ -68,10 +68,14 @@ FROM (SELECT pg_advisory_xact_lock($1, $2), bound.saved
 // then the response's columns as sqlComplete's $3 to $5: $11 state,
 // $12 status, $13 headers (postgres_response.go). Its time is the
 // transaction's start, when the key was claimed.
-const sqlInsertDone = `INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key,
-    fp_alg, fingerprint, token, attempt, created_at, expires_at, state, status, headers)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, 1, now() + $9::interval, now() + $9::interval + $10::interval, $11, $12, $13
+const sqlInsertDone = sqlInsertRecord + `
 WHERE ` + inClaimTx
+
+// sqlInsertRecord is sqlInsertDone in any transaction: the app's own, which
+// a handler stores its response in (StoreInTx), with the same arguments.
+const sqlInsertRecord = `INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key,
+    fp_alg, fingerprint, token, attempt, created_at, expires_at, state, status, headers)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, 1, now() + $9::interval, now() + $9::interval + $10::interval, $11, $12, $13`
 
 // sqlInsert claims a key in [Leased] mode. Its arguments (claimValues),
 // shared with sqlReclaim: $1 scope_hash, $2 tenant, $3 principal, $4 route,

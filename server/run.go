@@ -23,7 +23,8 @@ type runner struct {
 	c       *Claim
 	ctx     context.Context
 	ev      Event
-	settled bool // att completed or aborted: never touch it again
+	settled bool  // att completed or aborted: never touch it again
+	joined  *sent // the response the app's transaction stored (StoreInTx)
 }
 
 func (h *handler) run(w http.ResponseWriter, r *http.Request, ev Event, c *Claim, att Attempt, ex Exchange) {
@@ -51,6 +52,10 @@ func (x *runner) finish() {
 	if x.settled {
 		return // settled when the response started streaming
 	}
+	if x.joined != nil {
+		x.finishJoined()
+		return
+	}
 	x.cw.finish()
 	x.ev.Status, x.ev.Elapsed = x.cw.status, 0
 	call(x.h.s.Hooks.Handled, x.ctx, x.ev)
@@ -74,6 +79,9 @@ func (x *runner) finish() {
 // retry never runs it again; a 5xx or a rejection status rolls back or
 // releases as it would unstreamed, so a retry runs afresh.
 func (x *runner) settleEarly() error {
+	if x.joined != nil {
+		return errJoinedStream
+	}
 	x.ev.Status, x.ev.Elapsed = x.cw.status, 0
 	call(x.h.s.Hooks.Handled, x.ctx, x.ev)
 	switch x.h.s.outcome(x.cw.status) {

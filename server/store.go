@@ -64,6 +64,10 @@ import (
 //     algorithm that made it ([Claim.DigestAlg]), and judge a later claim
 //     by [Claim.Matches] on the two.
 //
+// A store that offers Transactional mode on a database hands the handler
+// the claim's transaction through a [TxAttempt], whose doc states what it
+// must then guarantee.
+//
 // A store should be safe for concurrent use (both of this package's are),
 // and must be when several nodes or goroutines share it.
 type Store interface {
@@ -245,6 +249,51 @@ type LeasedAttempt interface {
 	// later takeover's Recovery returns. A point recorded, even "", keeps
 	// a refused first attempt's Abort from releasing the key.
 	Checkpoint(ctx context.Context, point string, data []byte) error
+}
+
+// TxAttempt is the [Attempt] of a [Transactional] claim whose handler makes
+// its mutations in the claim's own database transaction: [Tx] hands it to
+// the handler when it is a pgx.Tx, [SQLTx] when it is a *sql.Tx. Any store
+// may offer Transactional mode this way ([PostgresStore] hands a pgx.Tx,
+// [PostgresSQLStore] a *sql.Tx); package storetest's Transactional areas
+// check the rules below. A store that answers a claim with a TxAttempt
+// must:
+//
+//   - Lock. Begin the transaction in the claim and hold the scope's
+//     exclusion in it (a lock) until the transaction ends, so that a
+//     duplicate waits for the commit or the rollback and then replays or
+//     claims, as [Store]'s Exclusion rule says.
+//   - Once. Write the record in that transaction, once, as Complete
+//     commits it: the handler's mutations and the record become durable
+//     together or not at all, and a rollback leaves no record.
+//   - Roll back. End the transaction in Abort without committing: the
+//     middleware calls Abort for a 5xx, a rejection status and a handler
+//     that panicked, and the record and the mutations then vanish together.
+//   - Report. Return an error from Complete whenever it cannot tell that
+//     the commit happened. The middleware holds the handler's response until
+//     Complete returns and then never sends it, but 500 commit-failed, or
+//     503 with Retry-After when the error says the database was lost (a
+//     broken or closed connection, a server shutting down): the error
+//     must then wrap driver.ErrBadConn, a net.Error, io.ErrUnexpectedEOF or
+//     pgx's own, which the middleware classifies.
+//   - Catch. Notice a handler that ended the transaction itself (its
+//     Commit or Rollback, or SQL such as COMMIT): Complete must then write
+//     no record and return an error that wraps [ErrTxEnded], because what
+//     the handler did may have committed without the record, or rolled
+//     back. Where the store cannot see it, its doc must say what happens.
+//   - Close. Make the transaction refuse work once Complete or Abort
+//     returned (pgx.ErrTxClosed, sql.ErrTxDone), so that a handler that kept
+//     it cannot write outside the claim.
+//
+// A store whose Transactional claims are no database transaction
+// ([MemoryStore]'s) answers with a plain Attempt: [Tx] and [SQLTx] then
+// report none.
+type TxAttempt interface {
+	Attempt
+	// Tx returns the handler's transaction, a pgx.Tx or a *sql.Tx (or
+	// another client's, which the store's own accessor returns). It must
+	// return the same value for the attempt's whole life.
+	Tx() any
 }
 
 // Taken is an abandoned operation that [Store.TakeAbandoned] took over for

@@ -6,6 +6,7 @@
 package dberr
 
 import (
+	"database/sql/driver"
 	"errors"
 	"io"
 	"net"
@@ -22,7 +23,9 @@ import (
 // database (or the failover) is back, so a client should retry. A
 // deadline that passed counts (context.DeadlineExceeded is a net.Error
 // that times out): the database did not answer in time. A cancellation
-// does not: it is the caller's, not the database's.
+// does not: it is the caller's, not the database's. database/sql's
+// driver.ErrBadConn counts: a driver returns it for a connection that broke
+// (pgx's stdlib driver, for one whose connection pgx found closed).
 func Unreachable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -34,6 +37,6 @@ func Unreachable(err error) bool {
 	}
 	var connectErr *pgconn.ConnectError
 	var netErr net.Error
-	return errors.As(err, &connectErr) || errors.As(err, &netErr) || errors.Is(err, pgconn.ErrConnClosed) ||
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) || errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, driver.ErrBadConn) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

@@ -2,6 +2,7 @@ package dberr
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ func TestUnreachable(t *testing.T) {
 		{"connection refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
 		{"EOF", fmt.Errorf("api: pay: %w", io.ErrUnexpectedEOF), true},
 		{"conn closed", fmt.Errorf("api: pay: %w", pgconn.ErrConnClosed), true},
+		{"database/sql's bad connection", fmt.Errorf("server: commit: %w", driver.ErrBadConn), true},
 		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
 		{"starting up", &pgconn.PgError{Code: "57P03"}, true},
 		{"connection failure", &pgconn.PgError{Code: "08006"}, true},

@@ -25,11 +25,15 @@
 // the types a store exchanges with the middleware are those its methods
 // name ([server.Claim], [server.ClaimResult], [server.Attempt] and
 // [server.LeasedAttempt], [server.Taken] and [server.Settler]). A
-// Transactional handler's effects must commit with its record, and
-// [server.Tx] hands a handler PostgresStore's transaction only: a store of
-// your own refuses Transactional mode in CheckMode, as idemredis's does,
-// and passes the Leased areas, for which the Harness needs only New
-// (and Node, to run the two-node areas on two connections). The optional
+// Transactional handler's effects must commit with its record: a store that
+// offers the mode on a database hands the handler its transaction through
+// a [server.TxAttempt] ([server.Tx] finds a pgx.Tx, [server.SQLTx] a
+// *sql.Tx), and its Harness sets Effect and Effects to write and count an
+// effect in it, which runs the Transactional areas (and EndTx and LoseConn
+// their last two tests); a store with no transaction to hand refuses
+// Transactional mode in CheckMode, as idemredis's does, and passes the
+// Leased areas, for which the Harness needs only New (and Node, to run the
+// two-node areas on two connections). The optional
 // [server.RecordStore], which idemctl and the admin page read, is not
 // checked here.
 //
@@ -38,7 +42,10 @@
 // (header values that are not UTF-8, repeated fields, empty values, large
 // bodies, through Complete, a Settler and the middleware), leases (in flight,
 // takeover with the recovery point, fencing of a stale attempt, extension,
-// expiry margins), waits for a running Transactional attempt, sweeps and
+// expiry margins), waits for a running Transactional attempt, the
+// Transactional areas (the effect with the record, a 5xx and a panic
+// rolling back, a handler that ends the transaction, a lost connection, a
+// 100-way race of one key on two nodes), sweeps and
 // stats, and the reconciler's side of the store (TakeAbandoned and the
 // Settler: disjoint takers, due times, fencing, age). Each test runs in
 // parallel with the others, each on a store of its own.

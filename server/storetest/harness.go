@@ -47,6 +47,18 @@ type Harness struct {
 	// all. Nil: effects are counted in memory, outside any transaction.
 	Effect  func(ctx context.Context, label string) (bool, error)
 	Effects func(t *testing.T, s server.Store, label string) int
+
+	// EndTx, when set, ends the transaction of the Transactional request
+	// that ctx belongs to as a careless handler could (pgx's
+	// Exec("commit"), *sql.Tx's Commit), so that the suite checks that the
+	// store catches it ([server.ErrTxEnded]). Nil: that test does not run.
+	EndTx func(ctx context.Context) error
+
+	// LoseConn, when set, breaks the connection of the request's
+	// transaction from another session (pg_terminate_backend), so that the
+	// suite checks that a commit on a lost connection answers 503 and
+	// leaves nothing. Nil: that test does not run.
+	LoseConn func(ctx context.Context) error
 }
 
 // Clock is a store's test clock: the store judges time by its own clock
@@ -103,7 +115,7 @@ func Run(t *testing.T, h Harness) {
 	if len(supported) == 0 {
 		t.Fatal("storetest: the store refuses both modes")
 	}
-	for _, a := range areas() {
+	for _, a := range areas(t, h) {
 		var modes []mode
 		for _, m := range a.modes {
 			if supports(supported, m) {
@@ -133,10 +145,17 @@ func supports(ms []mode, m mode) bool {
 	return false
 }
 
-// areas is the whole suite.
-func areas() []area {
+// areas is the whole suite for h: the Transactional areas (txAreas) only
+// when the handler's effects go in the store's transaction (h.Effect).
+func areas(t *testing.T, h Harness) []area {
+	groups := [][]area{replayAreas, responseAreas, leaseAreas, waitAreas, sweepAreas, reconcileAreas}
+	if h.Effect != nil {
+		groups = append(groups, txAreas)
+	} else {
+		t.Log("storetest: Harness.Effect is nil: the Transactional areas, which need the handler's transaction, do not run")
+	}
 	var all []area
-	for _, group := range [][]area{replayAreas, responseAreas, leaseAreas, waitAreas, sweepAreas, reconcileAreas} {
+	for _, group := range groups {
 		all = append(all, group...)
 	}
 	return all
