@@ -38,7 +38,7 @@ import (
 
 func main() {
 	rounds := flag.Int("rounds", 3, "rounds; each runs every scenario with every client")
-	only := flag.String("scenarios", "", "comma-separated scenarios to run (default all): blip, blip-without-retry-after, storm, brownout")
+	only := flag.String("scenarios", "", "comma-separated scenarios to run (default all): blip, blip-without-retry-after, storm, brownout, overload")
 	svgDir := flag.String("svg", "", "a folder to write a timeline per scenario into (none when empty)")
 	seed := flag.Uint64("seed", 1, "seed of the brownout's draws")
 	onlyClients := flag.String("clients", "", "comma-separated clients to run (default all): idem, idem-no-breaker, idem-no-breaker-fail-fast, go-retryablehttp, failsafe-go-retry, failsafe-go-retry+breaker")
@@ -67,7 +67,7 @@ func main() {
 			for k := range cs { // each round starts one client later, so that none always runs first
 				i := (r + k) % len(cs)
 				records, requests := run(h, sc, cs[i])
-				f := summarise(records, requests)
+				f := summarise(records, requests, sc.after)
 				results[i], last[i] = append(results[i], f), records
 				fmt.Fprintf(os.Stderr, "  %s, round %d, %s: %d of %d failed, %.2f requests per operation\n",
 					sc.name, r+1, cs[i].name, f.failed, f.ops, f.requestsPerOp)
