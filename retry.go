@@ -151,7 +151,11 @@ func (c *call) waitPolicy(d time.Duration) waitPolicy {
 	if c.t.cfg.MaxWait > 0 {
 		p.until, p.bound = now.Add(c.t.cfg.MaxWait-c.waited), "its wait bound (MaxWait)"
 	}
-	if deadline, ok := c.req.Context().Deadline(); ok && (p.until.IsZero() || deadline.Add(-d).Before(p.until)) {
+	deadline, ok := c.req.Context().Deadline()
+	if ok {
+		p.deadline = deadline
+	}
+	if ok && (p.until.IsZero() || deadline.Add(-d).Before(p.until)) {
 		p.until, p.bound = deadline.Add(-d), "the context's deadline"
 		if d > 0 {
 			p.bound = fmt.Sprintf("the context's deadline less the wait of %s before the retry", d.Round(time.Millisecond))
