@@ -38,11 +38,11 @@ type hostBreaker struct {
 	// answer is how long the latest probe or released attempt that
 	// succeeded took: a call whose deadline comes sooner than that after
 	// the open period cannot be answered in time. Zero before the first.
-	answer     time.Duration
-	waiting    waitQueue
-	window     int           // recovering: the released attempts allowed in flight; 0 when not recovering
-	released   int           // recovering: released attempts in flight
-	round      uint64        // counts recoveries, so that a ticket of an earlier one is not counted
+	answer   time.Duration
+	waiting  waitQueue
+	window   int    // recovering: the released attempts allowed in flight; 0 when not recovering
+	released int    // recovering: released attempts in flight
+	round    uint64 // counts recoveries, so that a ticket of an earlier one is not counted
 }
 
 func newHostBreaker(r *breakers, name string) *hostBreaker {
