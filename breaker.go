@@ -190,27 +190,13 @@ func newBreakers(cfg BreakerConfig, maxRetryAfter time.Duration, now func() time
 	if cfg.Disabled {
 		return nil
 	}
-	if cfg.ConsecutiveFailures == 0 {
-		cfg.ConsecutiveFailures = defaultBreakerConsecutiveFailures
-	}
-	if cfg.FailureRatio <= 0 {
-		cfg.FailureRatio = defaultBreakerFailureRatio
-	}
-	if cfg.MinRequests == 0 {
-		cfg.MinRequests = defaultBreakerMinRequests
-	}
-	if cfg.Window <= 0 {
-		cfg.Window = defaultBreakerWindow
-	}
-	if cfg.OpenTimeout <= 0 {
-		cfg.OpenTimeout = defaultBreakerOpenTimeout
-	}
-	if cfg.Probes == 0 {
-		cfg.Probes = defaultBreakerProbes
-	}
-	if cfg.MaxHosts <= 0 {
-		cfg.MaxHosts = defaultBreakerMaxHosts
-	}
+	orDefault(&cfg.ConsecutiveFailures, defaultBreakerConsecutiveFailures)
+	orDefault(&cfg.FailureRatio, defaultBreakerFailureRatio)
+	orDefault(&cfg.MinRequests, defaultBreakerMinRequests)
+	orDefault(&cfg.Window, defaultBreakerWindow)
+	orDefault(&cfg.OpenTimeout, defaultBreakerOpenTimeout)
+	orDefault(&cfg.Probes, defaultBreakerProbes)
+	orDefault(&cfg.MaxHosts, defaultBreakerMaxHosts)
 	return &breakers{cfg: cfg, maxRetryAfter: maxRetryAfter, now: now, onChange: onChange,
 		byHost: map[string]*list.Element{}}
 }

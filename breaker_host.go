@@ -39,7 +39,7 @@ type hostBreaker struct {
 	// succeeded took: a call whose deadline comes sooner than that after
 	// the open period cannot be answered in time. Zero before the first.
 	answer   time.Duration
-	waiting  waitQueue
+	waiting  waitQueue[ticket]
 	window   int    // recovering: the released attempts allowed in flight; 0 when not recovering
 	released int    // recovering: released attempts in flight
 	round    uint64 // counts recoveries, so that a ticket of an earlier one is not counted
@@ -102,34 +102,6 @@ func (h *hostBreaker) pace(report error) {
 	}
 }
 
-// waitPolicy is how long a call may wait for a local refusal to pass.
-type waitPolicy struct {
-	failFast bool
-	until    time.Time // the call's deadline or the end of its wait bound, the earlier; zero for none
-	bound    string    // what until is: "the context's deadline" or "MaxWait"
-	deadline time.Time // the context's deadline, zero for none
-	newTimer func(time.Duration) *time.Timer
-}
-
-// refusal is why the host did not let an attempt through.
-type refusal struct {
-	detail string
-	cause  error // the context's error when it ended the wait, else nil
-}
-
-func (r *refusal) Error() string { return r.detail }
-
-// ended returns context.DeadlineExceeded when the context's deadline has
-// passed at now, nil otherwise: the cause of a refusal at the end of a
-// wait, which must match the context's error whichever of the wait's
-// timer and the context's own saw the deadline first.
-func (p waitPolicy) ended(now time.Time) error {
-	if !p.deadline.IsZero() && !now.Before(p.deadline) {
-		return context.DeadlineExceeded
-	}
-	return nil
-}
-
 // admit returns a ticket for an attempt to the host, and how long the call
 // waited for it; policy, asked only when the attempt cannot go at once,
 // says how long it may wait. When the host does not let the attempt through (its
@@ -141,7 +113,7 @@ func (p waitPolicy) ended(now time.Time) error {
 // host could answer it (tooLate); it stops waiting when ctx ends, p.until
 // passes, the host reopens for longer than p.until allows, or the call can
 // no longer be answered in time.
-func (h *hostBreaker) admit(ctx context.Context, policy func() waitPolicy) (ticket, time.Duration, error) {
+func (h *hostBreaker) admit(ctx context.Context, policy func() waitPolicy) (ticket, time.Duration, *refusal) {
 	h.mu.Lock()
 	if h.waiting.len() == 0 {
 		if tk, ok := h.try(false); ok {
@@ -160,19 +132,12 @@ func (h *hostBreaker) admit(ctx context.Context, policy func() waitPolicy) (tick
 		return ticket{}, 0, r
 	}
 	start := now
-	w := newWaiter(p.deadline)
+	w := newWaiter[ticket](p.deadline)
 	e := h.waiting.push(w)
 	timer := p.newTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		timerC := h.keepTime(timer, e, now, p)
-		h.mu.Unlock()
-		select {
-		case <-w.ready:
-		case <-timerC:
-		case <-ctx.Done():
-		}
-		h.mu.Lock()
+		w.park(ctx, &h.mu, h.keepTime(timer, e, now, p))
 		now = h.r.now()
 		if !w.done {
 			h.dispatch() // the open period may have ended
@@ -184,7 +149,7 @@ func (h *hostBreaker) admit(ctx context.Context, policy func() waitPolicy) (tick
 				r.detail = fmt.Sprintf("the call waited %s, and %s", waited.Round(time.Millisecond), r.detail)
 				return ticket{}, waited, r
 			}
-			return w.ticket, waited, nil
+			return w.value, waited, nil
 		}
 		if r := h.stopWaiting(ctx, now, p, waited); r != nil {
 			h.remove(e)
@@ -295,7 +260,7 @@ func (h *hostBreaker) dispatch() {
 			break
 		}
 		w := h.waiting.take(e)
-		w.ticket, w.done = tk, true
+		w.value, w.done = tk, true
 		w.signal()
 		changed = true
 	}
@@ -327,7 +292,7 @@ func (h *hostBreaker) next() (e *list.Element, dropped bool) {
 	}
 	now := h.r.now()
 	for e = h.waiting.front(); e != nil; e = h.waiting.front() {
-		w := e.Value.(*waiter)
+		w := h.waiting.at(e)
 		r := h.tooLate(now, w.deadline)
 		if r == nil {
 			break

@@ -101,7 +101,14 @@ type Budget struct {
 // token.
 type account struct {
 	earned  int64
-	waiting list.List // of *budgetWaiter, oldest first
+	waiting waitQueue[floorHold]
+}
+
+// floorHold is a waiting retry's reservation of the floor (nil for none),
+// and when its token is due.
+type floorHold struct {
+	r  *rate.Reservation
+	at time.Time
 }
 
 // maxAccounts bounds the hosts whose earnings a Budget keeps; past it, the
@@ -126,17 +133,11 @@ func NewBudget(cfg BudgetConfig) *Budget {
 }
 
 func newBudget(cfg BudgetConfig, now func() time.Time) *Budget {
-	if cfg.Ratio <= 0 {
-		cfg.Ratio = defaultBudgetRatio
-	}
-	if cfg.MaxEarned <= 0 {
-		cfg.MaxEarned = defaultBudgetMaxEarned
-	}
-	if cfg.FloorRate == 0 {
+	orDefault(&cfg.Ratio, defaultBudgetRatio)
+	orDefault(&cfg.MaxEarned, defaultBudgetMaxEarned)
+	orDefault(&cfg.FloorBurst, defaultBudgetFloor)
+	if cfg.FloorRate == 0 { // negative: no floor
 		cfg.FloorRate = defaultBudgetFloorRate
-	}
-	if cfg.FloorBurst <= 0 {
-		cfg.FloorBurst = defaultBudgetFloor
 	}
 	b := &Budget{
 		ratio:     max(1, int64(math.Round(cfg.Ratio*milli))),
@@ -165,7 +166,7 @@ func (b *Budget) account(host string) *account {
 	}
 	if len(b.accounts) >= maxAccounts {
 		for h, a := range b.accounts {
-			if a.waiting.Len() == 0 {
+			if a.waiting.len() == 0 {
 				delete(b.accounts, h)
 				break
 			}
@@ -178,7 +179,7 @@ func (b *Budget) account(host string) *account {
 
 // tidy drops host's account when it holds nothing.
 func (b *Budget) tidy(host string, a *account) {
-	if a.earned == 0 && a.waiting.Len() == 0 {
+	if a.earned == 0 && a.waiting.len() == 0 {
 		delete(b.accounts, host)
 	}
 }
@@ -199,9 +200,9 @@ func (b *Budget) answered(host string) {
 // serve gives the account's earned retries to its waiting retries, oldest
 // first.
 func (b *Budget) serve(a *account) {
-	for a.earned >= milli && a.waiting.Len() > 0 {
+	for a.earned >= milli && a.waiting.len() > 0 {
 		a.earned -= milli
-		b.grant(a.waiting.Remove(a.waiting.Front()).(*budgetWaiter))
+		b.grant(a.waiting.take(a.waiting.front()))
 	}
 }
 
@@ -288,24 +289,16 @@ func (b *Budget) spend(host string) {
 	}
 }
 
-// budgetWaiter is a retry waiting for a token.
-type budgetWaiter struct {
-	ready   chan struct{} // closed when granted
-	granted bool
-	floor   *rate.Reservation // of the floor, nil for none
-	floorAt time.Time         // when floor's token is due
-}
-
 // grant gives w an earned token; its floor reservation goes back.
-func (b *Budget) grant(w *budgetWaiter) {
-	if w.floor != nil {
-		w.floor.CancelAt(b.now())
-		w.floor = nil
+func (b *Budget) grant(w *waiter[floorHold]) {
+	if w.value.r != nil {
+		w.value.r.CancelAt(b.now())
+		w.value.r = nil
 	}
-	w.granted = true
+	w.done = true
 	b.stats.Retries++
 	b.stats.Waited++
-	close(w.ready)
+	w.signal()
 }
 
 // wait takes a token for a retry to host, waiting for one when there is
@@ -315,7 +308,7 @@ func (b *Budget) grant(w *budgetWaiter) {
 // policy's until passes first.
 func (b *Budget) wait(ctx context.Context, host string, policy func() waitPolicy) (token, time.Duration, *refusal) {
 	b.mu.Lock()
-	if a, ok := b.accounts[host]; !ok || a.waiting.Len() == 0 {
+	if a, ok := b.accounts[host]; !ok || a.waiting.len() == 0 {
 		if tk, ok := b.take(host); ok {
 			b.mu.Unlock()
 			return tk, 0, nil
@@ -332,27 +325,20 @@ func (b *Budget) wait(ctx context.Context, host string, policy func() waitPolicy
 		return token{}, 0, &refusal{detail: fmt.Sprintf("the retry budget had no token and %s has come", p.bound), cause: p.ended(start)}
 	}
 	a := b.account(host)
-	w := &budgetWaiter{ready: make(chan struct{})}
-	e := a.waiting.PushBack(w)
+	w := newWaiter[floorHold](p.deadline)
+	e := a.waiting.push(w)
 	b.reserveFloor(w, start, p.until)
 	next := p.until
-	if w.floor != nil {
-		next = w.floorAt
+	if w.value.r != nil {
+		next = w.value.at
 	}
-	b.mu.Unlock()
-
 	var timerC <-chan time.Time
 	if !next.IsZero() {
 		timer := p.newTimer(max(next.Sub(start), 0))
 		defer timer.Stop()
 		timerC = timer.C
 	}
-	select {
-	case <-w.ready:
-	case <-timerC:
-	case <-ctx.Done():
-	}
-	b.mu.Lock()
+	w.park(ctx, &b.mu, timerC)
 	defer b.mu.Unlock()
 	return b.settle(ctx, host, a, e, start, p)
 }
@@ -360,23 +346,23 @@ func (b *Budget) wait(ctx context.Context, host string, policy func() waitPolicy
 // settle ends the wait of the retry at e in host's account a: granted an
 // earned token, served by its floor reservation, or refused.
 func (b *Budget) settle(ctx context.Context, host string, a *account, e *list.Element, start time.Time, p waitPolicy) (token, time.Duration, *refusal) {
-	w := e.Value.(*budgetWaiter)
+	w := a.waiting.at(e)
 	now := b.now()
 	waited := now.Sub(start)
 	switch {
-	case w.granted:
+	case w.done:
 		return token{host: host, earned: true}, waited, nil
-	case w.floor != nil && !now.Before(w.floorAt):
-		a.waiting.Remove(e)
+	case w.value.r != nil && !now.Before(w.value.at):
+		a.waiting.take(e)
 		b.tidy(host, a)
 		b.stats.Retries++
 		b.stats.Waited++
-		return token{host: host, floor: w.floor}, waited, nil
+		return token{host: host, floor: w.value.r}, waited, nil
 	}
-	a.waiting.Remove(e)
+	a.waiting.take(e)
 	b.tidy(host, a)
-	if w.floor != nil {
-		w.floor.CancelAt(now)
+	if w.value.r != nil {
+		w.value.r.CancelAt(now)
 	}
 	b.stats.Denied++
 	r := &refusal{detail: fmt.Sprintf("the retry waited %s for a token of the retry budget until %s",
@@ -392,7 +378,7 @@ func (b *Budget) settle(ctx context.Context, host string, a *account, e *list.El
 
 // reserveFloor reserves a floor token for w when the floor can serve it
 // before until (zero: any time).
-func (b *Budget) reserveFloor(w *budgetWaiter, now, until time.Time) {
+func (b *Budget) reserveFloor(w *waiter[floorHold], now, until time.Time) {
 	if b.floor == nil {
 		return
 	}
@@ -405,5 +391,5 @@ func (b *Budget) reserveFloor(w *budgetWaiter, now, until time.Time) {
 		r.CancelAt(now)
 		return
 	}
-	w.floor, w.floorAt = r, at
+	w.value = floorHold{r: r, at: at}
 }

@@ -126,10 +126,10 @@ func (c *call) admit(ctx context.Context) (ticket, result, bool) {
 	if h == nil {
 		return ticket{}, result{}, true
 	}
-	tk, waited, err := h.admit(ctx, func() waitPolicy { return c.waitPolicy(0) })
+	tk, waited, r := h.admit(ctx, func() waitPolicy { return c.waitPolicy(0) })
 	c.waited += waited
-	if err != nil {
-		return ticket{}, c.sender(c.attempts+1, false).refused(err.(*refusal)), false
+	if r != nil {
+		return ticket{}, c.sender(c.attempts+1, false).refused(r), false
 	}
 	return tk, result{}, true
 }
