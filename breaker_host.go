@@ -282,8 +282,8 @@ func (h *hostBreaker) dispatch() {
 func (h *hostBreaker) next() (e *list.Element, dropped bool) {
 	if h.state != BreakerClosed {
 		now := h.r.now()
-		if now.Before(h.openUntil) {
-			return nil, false // no probe yet
+		if now.Before(h.openUntil) || h.probesTaken() {
+			return nil, false // no probe now: spare the scan
 		}
 		return h.waiting.covering(now, h.probeLimit), false
 	}
@@ -302,6 +302,16 @@ func (h *hostBreaker) next() (e *list.Element, dropped bool) {
 		w.signal()
 	}
 	return e, dropped
+}
+
+// probesTaken reports whether gobreaker is half-open with every probe out
+// or answered, as its Allow would say (ErrTooManyRequests).
+func (h *hostBreaker) probesTaken() bool {
+	if h.state != BreakerHalfOpen {
+		return false
+	}
+	c := h.cb.Counts()
+	return c.Requests-min(c.TotalExclusions, c.Requests) >= h.r.cfg.Probes
 }
 
 // try lets one attempt through when the host admits it now: its open
