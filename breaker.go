@@ -67,9 +67,9 @@ const firstOpenPeriod = time.Second
 // the breaker closes, and the calls that waited are released in order at
 // a pace that the host sets, as TCP's congestion window: as many attempts
 // in flight as probes succeeded, one more each time one of them succeeds
-// (the number in flight doubles every round trip) and half as many each
-// time one fails (a host saturated again, its queue full), until every
-// waiting call is through; a host that fails them in a row opens the
+// (the number in flight doubles every round trip), half as many when one
+// fails (a host saturated again, its queue full) and from then on one more
+// per round trip, until every waiting call is through; a host that fails them in a row opens the
 // breaker again, which counts them as it counts any attempt. A call whose
 // deadline (or wait bound) comes before the end of the open period does
 // not wait: it fails at once, as x/time/rate's Wait does when the deadline

@@ -41,6 +41,10 @@ type hostBreaker struct {
 	answer   time.Duration
 	waiting  waitQueue[ticket]
 	window   int    // recovering: the released attempts allowed in flight; 0 when not recovering
+	// threshold: recovering, the window at which it grows by one per
+	// window of successes rather than one per success; 0 before a failure.
+	threshold int
+	acks      int // successes since the window last grew, past threshold
 	released int    // recovering: released attempts in flight
 	round    uint64 // counts recoveries, so that a ticket of an earlier one is not counted
 }
@@ -88,17 +92,25 @@ func (tk ticket) end(report error, retryAfter time.Duration) {
 	h.dispatch()
 }
 
-// pace adjusts a recovery's window to the outcome of a released attempt:
-// one more for a success (the host keeps pace, and the window doubles
-// every round trip), half for a failure (the host is saturated again: a
-// queue full, a timeout), as TCP's congestion window; nothing for an
-// attempt that says nothing of the host.
+// pace adjusts a recovery's window to the outcome of a released attempt,
+// as TCP's congestion window: one more for a success (the host keeps
+// pace, and the window doubles every round trip) until a failure (the host
+// is saturated again: a queue full, a timeout) halves it; from then on, one
+// more per window of successes (one per round trip). An attempt that says
+// nothing of the host changes nothing.
 func (h *hostBreaker) pace(report error) {
-	switch report {
-	case nil:
-		h.window++
-	case errAttemptFailed:
+	switch {
+	case report == errAttemptFailed:
 		h.window = max(1, h.window/2)
+		h.threshold, h.acks = h.window, 0
+	case report != nil:
+	case h.threshold == 0 || h.window < h.threshold:
+		h.window++
+	default:
+		if h.acks++; h.acks >= h.window {
+			h.window++
+			h.acks = 0
+		}
 	}
 }
 
@@ -384,6 +396,7 @@ func (h *hostBreaker) changed(from, to gobreaker.State) {
 		if h.waiting.len() > 0 {
 			h.round++
 			h.window, h.released = int(h.r.cfg.Probes), 0
+			h.threshold, h.acks = 0, 0
 		}
 	}
 	h.retryAfter = 0

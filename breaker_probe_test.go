@@ -154,3 +154,26 @@ func TestWaitEndedByTheDeadlineMatchesDeadlineExceeded(t *testing.T) {
 		})
 	}
 }
+
+// Issue 41, point 1: a recovery's window grows by one per success (it
+// doubles every round trip) until a released attempt fails, which halves
+// it; from then on it grows by one per window of successes, so that a
+// released backlog probes the host's limit once instead of refilling its
+// queue every few round trips (TCP's congestion avoidance).
+func TestRecoveryWindowAfterAFailure(t *testing.T) {
+	h := &hostBreaker{window: 8}
+	for range 8 {
+		h.pace(nil)
+	}
+	assert.Equal(t, 16, h.window, "one more per success before a failure")
+	h.pace(errAttemptFailed)
+	assert.Equal(t, 8, h.window, "halved")
+	var grew []int
+	for range 17 {
+		h.pace(nil)
+		grew = append(grew, h.window)
+	}
+	assert.Equal(t, []int{8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9, 9, 10}, grew, "one more per window of successes")
+	h.pace(errAttemptExcluded)
+	assert.Equal(t, 10, h.window, "an attempt that says nothing of the host changes nothing")
+}
