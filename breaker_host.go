@@ -38,15 +38,15 @@ type hostBreaker struct {
 	// answer is how long the latest probe or released attempt that
 	// succeeded took: a call whose deadline comes sooner than that after
 	// the open period cannot be answered in time. Zero before the first.
-	answer   time.Duration
-	waiting  waitQueue[ticket]
-	window   int    // recovering: the released attempts allowed in flight; 0 when not recovering
+	answer  time.Duration
+	waiting waitQueue[ticket]
+	window  int // recovering: the released attempts allowed in flight; 0 when not recovering
 	// threshold: recovering, the window at which it grows by one per
 	// window of successes rather than one per success; 0 before a failure.
 	threshold int
-	acks      int // successes since the window last grew, past threshold
-	released int    // recovering: released attempts in flight
-	round    uint64 // counts recoveries, so that a ticket of an earlier one is not counted
+	acks      int    // successes since the window last grew, past threshold
+	released  int    // recovering: released attempts in flight
+	round     uint64 // counts recoveries, so that a ticket of an earlier one is not counted
 }
 
 func newHostBreaker(r *breakers, name string) *hostBreaker {
