@@ -35,6 +35,9 @@ type hostBreaker struct {
 	period     time.Duration // the last open period without Retry-After
 	retryAfter time.Duration // the latest Retry-After of a failure since the last change
 	probeLimit time.Duration // bounds each probe of the current opening
+	// slowProbe is the limit of the latest probe, when it failed by
+	// running into it: the next opening doubles it (probeBound).
+	slowProbe time.Duration
 	// answer is how long the latest probe or released attempt that
 	// succeeded took: a call whose deadline comes sooner than that after
 	// the open period cannot be answered in time. Zero before the first.
@@ -81,8 +84,11 @@ func (tk ticket) end(report error, retryAfter time.Duration) {
 	if report == errAttemptFailed && retryAfter > 0 {
 		h.retryAfter = retryAfter // before done, which may open the breaker
 	}
-	if !tk.start.IsZero() && report == nil {
+	switch {
+	case !tk.start.IsZero() && report == nil:
 		h.answer = h.r.now().Sub(tk.start)
+	case tk.limit > 0 && report == errAttemptFailed && h.r.now().Sub(tk.start) >= tk.limit:
+		h.slowProbe = tk.limit // before done, which opens the breaker again
 	}
 	tk.done(report)
 	if tk.round != 0 && tk.round == h.round && h.window > 0 {
@@ -388,7 +394,7 @@ func (h *hostBreaker) changed(from, to gobreaker.State) {
 	case gobreaker.StateOpen:
 		period := h.openPeriod(from == gobreaker.StateHalfOpen)
 		h.openUntil = h.r.now().Add(period)
-		h.probeLimit = min(max(period, firstOpenPeriod), max(h.r.cfg.OpenTimeout, firstOpenPeriod))
+		h.probeLimit = h.probeBound(period)
 		h.window, h.released = 0, 0
 		h.waiting.signalAll()
 	case gobreaker.StateClosed:
@@ -401,6 +407,22 @@ func (h *hostBreaker) changed(from, to gobreaker.State) {
 	}
 	h.retryAfter = 0
 	h.report(from, to)
+}
+
+// probeBound returns the limit of the probes after an open period of
+// period: the period, between 1 s and OpenTimeout (or 1 s when that is
+// shorter), and twice the limit of the latest probe when it failed by
+// running into it, up to the same maximum: a host slower than its open
+// period (a Retry-After of 1 s, answers in 1.5 s) is not kept out by
+// probes cut before it can answer.
+func (h *hostBreaker) probeBound(period time.Duration) time.Duration {
+	most := max(h.r.cfg.OpenTimeout, firstOpenPeriod)
+	bound := min(max(period, firstOpenPeriod), most)
+	if h.slowProbe > 0 {
+		bound = max(bound, min(2*h.slowProbe, most))
+		h.slowProbe = 0
+	}
+	return bound
 }
 
 // report tells the [Observer] of a state change.

@@ -177,3 +177,40 @@ func TestRecoveryWindowAfterAFailure(t *testing.T) {
 	h.pace(errAttemptExcluded)
 	assert.Equal(t, 10, h.window, "an attempt that says nothing of the host changes nothing")
 }
+
+// A probe's bound doubles after a probe that ran into it, up to
+// OpenTimeout: a host that says Retry-After: 1 and answers in 1.5 s is
+// probed with 1 s, then 2 s, and closes, instead of being kept out by
+// probes cut before it can answer.
+func TestProbeBoundGrowsForASlowHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var up atomic.Bool
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp := &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{"Retry-After": {"1"}},
+				Body: http.NoBody, Request: r}
+			if up.Load() {
+				select { // a slow host that answers in 1.5 s, unless the attempt ends first
+				case <-time.After(1500 * time.Millisecond):
+					resp.StatusCode, resp.Header = http.StatusCreated, http.Header{}
+				case <-r.Context().Done():
+					return nil, r.Context().Err()
+				}
+			}
+			return resp, nil
+		})
+		tr := NewTransport(Config{Base: base, NoBudget: true, Breaker: BreakerConfig{ConsecutiveFailures: 1}})
+		tr.rand = func() float64 { return 0 } // no backoff before the retry
+		trip(t, tr, 1)                        // open for 1 s (Retry-After)
+		up.Store(true)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := pay(t, tr, ctx, "pay-1")
+		require.NoError(t, err, "the host answers the second probe")
+		// The probe at 1 s runs into its 1 s bound at 2 s and reopens the
+		// breaker for 1 s; the next, at 3 s, has 2 s and is answered at
+		// 4.5 s.
+		assert.Equal(t, 4500*time.Millisecond, time.Since(start))
+		assert.Equal(t, BreakerClosed, tr.breakers.get("http://api.test:80").State())
+	})
+}
