@@ -61,7 +61,8 @@ const firstOpenPeriod = time.Second
 // left): the oldest of a deep line may have a moment left, and a probe cut
 // short by its own caller tells nothing (it is not counted, and the next
 // probe goes at once). A probe is bounded by the open period before it,
-// between 1 s and OpenTimeout (and by [Config.AttemptTimeout] when set):
+// between 1 s and OpenTimeout, or by twice the bound of the probe before
+// it when that one ran into it (and by [Config.AttemptTimeout] when set):
 // past its bound it fails and counts, so a probe that hangs opens the
 // breaker again instead of shutting the host out. When the probes succeed
 // the breaker closes, and the calls that waited are released in order at
