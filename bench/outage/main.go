@@ -12,7 +12,11 @@
 // deadlines), the same blip without Retry-After, a storm (every request
 // 503 for 9 s, 400 a second, 2 s deadlines) and a brownout (40% of
 // attempts 503 with Retry-After: 1, drawn by operation and attempt, 100 a
-// second for 9 s, 8 s deadlines). The load is open-loop: operation n starts
+// second for 9 s, 8 s deadlines), and an overload (issue 41: a host that
+// serves 10 requests at once, 10 ms each, behind a queue of 200, 503 with
+// Retry-After: 1 past it; 2,000 operations a second for 6 s, then 500 a
+// second for 4 s, 2 s deadlines; its table adds the share of the
+// operations started after the overload that completed). The load is open-loop: operation n starts
 // at n/rate in a goroutine of its own with its own deadline, so a client
 // that waits cannot lower the offered load and one that fails fast cannot
 // raise it. Each operation is a keyed POST (Idempotency-Key op-<n>); the
