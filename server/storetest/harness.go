@@ -103,7 +103,11 @@ func Run(t *testing.T, h Harness) {
 	if len(supported) == 0 {
 		t.Fatal("storetest: the store refuses both modes")
 	}
-	for _, a := range areas() {
+	_, records := probe.(server.RecordStore)
+	if !records {
+		t.Logf("storetest: the store does not implement server.RecordStore: its operator areas do not run")
+	}
+	for _, a := range areas(records) {
 		var modes []mode
 		for _, m := range a.modes {
 			if supports(supported, m) {
@@ -133,11 +137,15 @@ func supports(ms []mode, m mode) bool {
 	return false
 }
 
-// areas is the whole suite.
-func areas() []area {
+// areas is the whole suite; records adds the areas of a
+// [server.RecordStore].
+func areas(records bool) []area {
 	var all []area
 	for _, group := range [][]area{replayAreas, responseAreas, leaseAreas, waitAreas, sweepAreas, reconcileAreas} {
 		all = append(all, group...)
+	}
+	if records {
+		all = append(all, operatorAreas...)
 	}
 	return all
 }
