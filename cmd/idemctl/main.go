@@ -5,7 +5,7 @@
 //
 //	idemctl [-db URL] [-json] <command> [flags] [args]
 //
-//	key      -route R [-tenant T] [-principal P] [-payload] KEY   look a record up
+//	key      [-route R [-tenant T] [-principal P] [-payload]] KEY look a record up; the key alone lists every scope that holds it
 //	inflight [-stuck] [-route R] [-limit N] [-after POS]          the operations in flight, oldest first
 //	evict    -route R [-tenant T] [-principal P] [-force] [-yes] KEY
 //	parked   [-after ID] [-limit N]                               the outbox's parked messages
@@ -21,14 +21,23 @@
 // [server.Config.ReplayHeaders], shown with -payload; Set-Cookie,
 // authentication and connection headers are never shown.
 //
-// Output is a table for people, or JSON with -json. Stored text (a scope,
+// A route is named as the middleware names it, with its method ("POST
+// /v1/orders"): one typed without ("/v1/orders") is refused (exit 2).
+// stats counts the records exactly up to 10,000, and past that says
+// "about N" (the planner's estimate) or "more than 10000" (no estimate
+// yet). parked on a database without an outbox says so and exits 0.
+//
+// Output is a table for people, or JSON with -json: every command's
+// fields in snake_case, instants in RFC 3339, durations in seconds (names
+// ending in _seconds), a body as text in "body" when it is UTF-8 text, in
+// "body_base64" only when it is not. Stored text (a scope,
 // a header, a body, a downstream's answer) never reaches the terminal raw:
 // its control characters are escaped (\x1b, \t, \u202e), and a binary
 // body is shown as its size and a hex dump. Exit status: 0 done;
 // 1 the database or the outbox failed (or the database has no
 // idem_records table: a wrong -db or search_path); 2 bad usage or a bad
 // scope (nothing read or changed); 3 not found (no record for the key, no
-// such message); 4 refused, nothing changed (a live lease without
+// such message, no outbox); 4 refused, nothing changed (a live lease without
 // -force, a message not parked or past its key retention without
 // -past-retention, or a confirmation not given).
 package main
@@ -90,7 +99,7 @@ type command struct {
 }
 
 var commands = []command{
-	{"key", "-route R [-tenant T] [-principal P] [-payload] KEY", runKey, noRecords},
+	{"key", "[-route R [-tenant T] [-principal P] [-payload]] KEY", runKey, noRecords},
 	{"inflight", "[-stuck] [-route R] [-limit N] [-after POS]", runInFlight, noRecords},
 	{"evict", "-route R [-tenant T] [-principal P] [-force] [-yes] KEY", runEvict, noRecords},
 	{"parked", "[-after ID] [-limit N]", runParked, noOutbox},

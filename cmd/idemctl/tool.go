@@ -108,11 +108,11 @@ func noRecords(err error) error {
 	return err
 }
 
-// noOutbox is err, or a clear error when err says that the database has
-// no outbox tables.
+// noOutbox is err, or, when err says that the database has no outbox
+// tables, an error that says so and that no message is found there.
 func noOutbox(err error) error {
 	if msg := missingTable(err); msg != "" {
-		return fmt.Errorf("no outbox here: %s (outbox.Migrate creates its tables; see -outbox-schema)", msg)
+		return fmt.Errorf("%w: no outbox here: %s (outbox.Migrate creates its tables; see -outbox-schema)", outbox.ErrUnknownMessage, msg)
 	}
 	return err
 }

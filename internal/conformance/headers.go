@@ -43,7 +43,7 @@ func headerText(h http.Header) string {
 
 // unmarkedAdvice says, for a repeat that lacks Config.ReplayedHeader, what
 // headers it had and which flag to set: -replayed-header with a field
-// whose name speaks of a replay, or '' when the API has none.
+// whose name speaks of a replay, or ” when the API has none.
 func (r *runner) unmarkedAdvice(x exchange) string {
 	var candidates []string
 	for name := range x.header {
