@@ -273,6 +273,11 @@ func (rec *Record) setPayload(request, header, body []byte) error {
 	return err
 }
 
+// ParseStoredRequest reads the stored form of a request ([Claim.Request])
+// into a [StoredRequest], for a [RecordStore] that keeps that form as its
+// bytes and returns it in [Record.Request].
+func ParseStoredRequest(b []byte) (*StoredRequest, error) { return decodeStoredRequest(b) }
+
 // decodeStoredRequest reads a stored request (encodeRequest's form).
 func decodeStoredRequest(b []byte) (*StoredRequest, error) {
 	r, err := decodeRequest(context.Background(), b)
