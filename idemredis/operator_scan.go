@@ -2,8 +2,8 @@ package idemredis
 
 import (
 	"context"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
