@@ -212,6 +212,10 @@ func runStats(ctx context.Context, t *tool, args []string) error {
 		return err
 	}
 	s := stats{Records: counts}
+	if t.outbox == nil {
+		s.NoOutbox = "no database given (-db)"
+		return t.printStats(s)
+	}
 	st, err := t.outbox.Stats(ctx)
 	switch s.NoOutbox = missingTable(err); {
 	case s.NoOutbox != "":

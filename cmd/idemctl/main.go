@@ -14,7 +14,9 @@
 //	stats                                                         counts of records and messages
 //
 // The database is -db, or DATABASE_URL; the tables are those of the URL's
-// search_path ([server.Migrate]'s idem_records, River's river_job).
+// search_path ([server.Migrate]'s idem_records, River's river_job). With
+// -redis, the records are an [idemredis.Store]'s (under -redis-prefix),
+// and -db is needed only by the outbox's commands.
 // -key-retention must be the dispatchers' [outbox.Config.KeyRetention]
 // (default 24h): redrive refuses a message a delivery of which may have
 // taken effect longer ago. -replay-headers names the routes'
@@ -87,6 +89,8 @@ type globals struct {
 	keyRetention  time.Duration
 	outboxSchema  string
 	replayHeaders string
+	redis         string // the records' Redis URL; "" reads them from -db
+	redisPrefix   string
 }
 
 // command is one of idemctl's commands: it parses its flags from args and
@@ -97,6 +101,10 @@ type command struct {
 	run         func(ctx context.Context, t *tool, args []string) error
 	explain     func(error) error
 }
+
+// needsDB reports whether c reads the Postgres database whatever store
+// keeps the records: the outbox's commands.
+func (c *command) needsDB() bool { return c.name == "parked" || c.name == "message" || c.name == "redrive" }
 
 var commands = []command{
 	{"key", "[-route R [-tenant T] [-principal P] [-payload]] KEY", runKey, noRecords},
@@ -129,7 +137,7 @@ func run(ctx context.Context, args []string, e env) int {
 		usage(e.stderr)
 		return exitUsage
 	}
-	if g.db == "" {
+	if g.db == "" && (g.redis == "" || cmd.needsDB()) {
 		fmt.Fprintln(e.stderr, "idemctl: no database: set -db or DATABASE_URL")
 		return exitUsage
 	}
@@ -159,6 +167,8 @@ func parseGlobals(args []string, e env) (globals, []string, error) {
 	fs.DurationVar(&g.keyRetention, "key-retention", 24*time.Hour, "the dispatchers' outbox Config.KeyRetention")
 	fs.StringVar(&g.outboxSchema, "outbox-schema", "", "the outbox's Config.Schema (default: the search_path's)")
 	fs.StringVar(&g.replayHeaders, "replay-headers", "", "comma-separated server.Config.ReplayHeaders of the routes")
+	fs.StringVar(&g.redis, "redis", "", "read the records from this Redis `URL` (redis://host:6379/0), an idemredis.Store's, instead of -db")
+	fs.StringVar(&g.redisPrefix, "redis-prefix", "", "the idemredis.Config.Prefix of the records (default idem)")
 	if err := fs.Parse(args); err != nil {
 		return g, nil, err
 	}
