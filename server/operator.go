@@ -29,9 +29,11 @@ var (
 )
 
 // RecordStore is the optional interface of a [Store] that an [Operator] reads
-// and evicts records through: [PostgresStore] and [MemoryStore] implement it,
-// and a third store may, to be looked at through an Operator (the admin
-// page, package admin; idemctl reads a PostgresStore's database). Its
+// and evicts records through: [PostgresStore], [MemoryStore] and
+// idemredis's Store implement it, and a third store may, to be looked at
+// through an Operator (the admin page, package admin; idemctl reads a
+// PostgresStore's database, or with -redis an idemredis Store's);
+// storetest runs its operator areas on any store that implements it. Its
 // methods return records as stored, headers included; the Operator is
 // what withholds the sensitive ones and checks the scopes, so that the
 // rules live in one place whatever the store.
