@@ -89,6 +89,10 @@ func runEvict(ctx context.Context, t *tool, args []string) error {
 		return err
 	}
 	op.Key = fs.Arg(0)
+	if !scopeGiven(fs) {
+		fmt.Fprintf(t.e.stderr, "idemctl evict: name the record's scope (-route, and -tenant and -principal as stored): idemctl key %s lists the scopes that hold the key\n", opsview.Text(op.Key))
+		return errUsage
+	}
 	if err := checkRoute(op.Route); err != nil {
 		return err
 	}

@@ -56,6 +56,7 @@ func TestKeyWithoutTheRouteMethodOrWithoutARoute(t *testing.T) {
 	assert.Contains(t, errOut, `no record of key "never-used" in any scope`)
 	code, _, errOut = ctl(t, db, "", "evict", "-yes", "done-1")
 	assert.Equal(t, exitUsage, code, "evict needs the whole scope: %s", errOut)
+	assert.Contains(t, errOut, "idemctl key done-1 lists the scopes that hold the key")
 }
 
 // Records are counted exactly while few: a table never analyzed has no
