@@ -177,7 +177,9 @@ func TestPagesShowRecordsAndTheStuckOnes(t *testing.T) {
 	status, _ = get(t, srv, "/admin/key?"+scopeForm("nope").Encode())
 	assert.Equal(t, http.StatusNotFound, status)
 	status, _ = get(t, srv, "/admin/key?route=&key=x")
-	assert.Equal(t, http.StatusBadRequest, status)
+	assert.Equal(t, http.StatusNotFound, status, "the key alone: no scope holds it")
+	status, _ = get(t, srv, "/admin/key?tenant=acme&route=&key=x")
+	assert.Equal(t, http.StatusBadRequest, status, "a scope without its route")
 }
 
 func TestReadOnlyPageRefusesEveryPost(t *testing.T) {

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -24,6 +25,10 @@ var funcs = template.FuncMap{
 	"scope":      func(op server.Operation) template.URL { return template.URL(scopeQuery(op)) },
 	"scopeField": scopeQuery,
 	"ago":        func(d time.Duration) string { return opsview.Duration(-d) },
+	"count":      func(c server.RecordCounts) string { return opsview.Count(c.Records, string(c.RecordsAre)) },
+	"redrive": func(st outbox.MessageStatus) string {
+		return opsview.RedriveNote(st.RedriveBy, st.Attempts, st.Status)
+	},
 }
 
 // scopeQuery is the query string that names op's record (escaped: the
@@ -76,9 +81,55 @@ type keyData struct {
 
 func (h *handler) key(w http.ResponseWriter, r *http.Request) {
 	op := scopeOf(r.URL.Query())
+	if op.Tenant == "" && op.Principal == "" && op.Route == "" {
+		h.keyScopes(w, r, op.Key)
+		return
+	}
 	payload := r.URL.Query().Get("payload") == "1"
-	rec, err := h.cfg.Records.Lookup(r.Context(), op, payload)
+	rec, err := h.lookup(r, op, payload)
 	h.renderRecord(w, r, op, rec, err, payload, "")
+}
+
+// lookup is the Operator's Lookup, after refusing a route typed without
+// its method: no record has one, and "no record" would mislead.
+func (h *handler) lookup(r *http.Request, op server.Operation, payload bool) (server.Record, error) {
+	if err := checkRoute(op); err != nil {
+		return server.Record{}, err
+	}
+	return h.cfg.Records.Lookup(r.Context(), op, payload)
+}
+
+// checkRoute refuses, as a bad scope, a route typed without its method.
+func checkRoute(op server.Operation) error {
+	if msg := opsview.RouteProblem(op.Route); msg != "" {
+		return fmt.Errorf("%w: %s", server.ErrBadScope, msg)
+	}
+	return nil
+}
+
+// keysData is the page of a key's records in every scope.
+type keysData struct {
+	Key     string
+	Records []server.Record
+}
+
+// keyScopes lists the records of key in every scope that holds one: an
+// operator who knows the key alone learns where it was used.
+func (h *handler) keyScopes(w http.ResponseWriter, r *http.Request, key string) {
+	recs, err := h.cfg.Records.LookupKey(r.Context(), key)
+	switch {
+	case errors.Is(err, server.ErrBadScope):
+		h.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	case err != nil:
+		h.fail(w, r, http.StatusInternalServerError, err.Error())
+		return
+	}
+	status := http.StatusOK
+	if len(recs) == 0 {
+		status = http.StatusNotFound
+	}
+	h.render(w, r, status, "keys.html", "Key "+key, keysData{Key: key, Records: recs})
 }
 
 // renderRecord renders the page of op's record, or why there is none.
@@ -104,7 +155,7 @@ func (h *handler) renderRecord(w http.ResponseWriter, r *http.Request, op server
 // confirmEvict asks before an eviction, saying what it means.
 func (h *handler) confirmEvict(w http.ResponseWriter, r *http.Request) {
 	op := scopeOf(r.URL.Query())
-	rec, err := h.cfg.Records.Lookup(r.Context(), op, false)
+	rec, err := h.lookup(r, op, false)
 	if err != nil || !h.cfg.AllowWrites {
 		h.renderRecord(w, r, op, rec, err, false, "")
 		return
@@ -120,6 +171,10 @@ func (h *handler) evict(w http.ResponseWriter, r *http.Request) {
 	}
 	op := scopeOf(scope)
 	force := r.PostForm.Get("force") == "1"
+	if err := checkRoute(op); err != nil {
+		h.renderRecord(w, r, op, server.Record{}, err, false, "")
+		return
+	}
 	rec, err := h.cfg.Records.Evict(r.Context(), op, force)
 	if errors.Is(err, server.ErrLeaseLive) {
 		h.renderRecord(w, r, op, rec, nil, false, err.Error())

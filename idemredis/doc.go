@@ -82,4 +82,11 @@
 // While a master's policy may evict, every claim fails with ErrEviction
 // naming the policy, and [Config.Logger] is told once, with an error;
 // [Config.AllowEviction] turns the checks off.
+//
+// Operators: a Store is a [server.RecordStore], so a [server.Operator]
+// over it (the admin page, package admin) and idemctl -redis look its
+// records up, list the operations in flight and the stuck ones, evict a
+// record and count them. A lookup or an eviction is one script; the lists
+// and counts read the running indexes; the record count and a lookup by
+// key alone scan the store's keys (SCAN on each master).
 package idemredis

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/google/uuid v1.6.0
 	github.com/idemkit/idem v0.0.0
+	github.com/idemkit/idem/admin v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
@@ -40,3 +41,5 @@ replace github.com/idemkit/idem => ../
 replace github.com/idemkit/idem/examples => ../examples
 
 replace github.com/idemkit/idem/outbox => ../outbox
+
+replace github.com/idemkit/idem/admin => ../admin

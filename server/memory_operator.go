@@ -96,7 +96,7 @@ func (m *MemoryStore) CountRecords(ctx context.Context) (RecordCounts, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	c := RecordCounts{Records: int64(len(m.recs))}
+	c := RecordCounts{Records: int64(len(m.recs)), RecordsAre: CountExact}
 	for _, rec := range m.recs {
 		if rec.state != stateRunning {
 			continue
@@ -110,6 +110,25 @@ func (m *MemoryStore) CountRecords(ctx context.Context) (RecordCounts, error) {
 		}
 	}
 	return c, nil
+}
+
+// FindKey returns the records of key in every scope (see [RecordStore]);
+// it looks at every record, under the store's lock.
+func (m *MemoryStore) FindKey(ctx context.Context, key string, limit int) ([]Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	now := m.now()
+	var out []Record
+	for _, rec := range m.recs {
+		if rec.op.Key == key {
+			out = append(out, rec.record(now))
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b Record) int { return comparePositions(positionOf(a), positionOf(b)) })
+	return out[:min(len(out), max(limit, 0))], nil
 }
 
 // record is r as an operator sees it at now, without payload.

@@ -29,9 +29,11 @@ var (
 )
 
 // RecordStore is the optional interface of a [Store] that an [Operator] reads
-// and evicts records through: [PostgresStore] and [MemoryStore] implement it,
-// and a third store may, to be looked at through an Operator (the admin
-// page, package admin; idemctl reads a PostgresStore's database). Its
+// and evicts records through: [PostgresStore], [MemoryStore] and
+// idemredis's Store implement it, and a third store may, to be looked at
+// through an Operator (the admin page, package admin; idemctl reads a
+// PostgresStore's database, or with -redis an idemredis Store's);
+// storetest runs its operator areas on any store that implements it. Its
 // methods return records as stored, headers included; the Operator is
 // what withholds the sensitive ones and checks the scopes, so that the
 // rules live in one place whatever the store.
@@ -66,6 +68,11 @@ type RecordStore interface {
 	// CountRecords counts the records for a dashboard (see [RecordCounts]).
 	// ctx governs the call.
 	CountRecords(ctx context.Context) (RecordCounts, error)
+
+	// FindKey returns at most limit records whose key is key, whatever
+	// their tenant, principal and route, oldest first, without payload;
+	// none is not an error. ctx governs the call.
+	FindKey(ctx context.Context, key string, limit int) ([]Record, error)
 }
 
 var (
@@ -75,10 +82,14 @@ var (
 
 // RecordCounts is what [RecordStore.CountRecords] counts.
 type RecordCounts struct {
-	// Records is the number of records, swept or not: exact for a
-	// [MemoryStore], the planner's estimate for a [PostgresStore] (counting
-	// a large table exactly reads all of it).
+	// Records is the number of records, swept or not, as RecordsAre says:
+	// exact for a [MemoryStore]; for a [PostgresStore], exact up to 10,000
+	// and past that the planner's estimate (counting a large table exactly
+	// reads all of it), or 10,001 as a lower bound while the table has no
+	// estimate yet (before its first ANALYZE).
 	Records int64
+	// RecordsAre says what Records is. "" means [CountExact].
+	RecordsAre CountKind
 	// Running counts the records in state running (see [StoreStats]), and
 	// Stuck those of them whose lease has ended: abandoned operations
 	// waiting for their client's retry or a reconciler.
@@ -87,6 +98,21 @@ type RecordCounts struct {
 	// the store's clock (since their first claim); 0 when none.
 	OldestRunning, OldestStuck time.Duration
 }
+
+// CountKind says what a count is: [CountExact], [CountEstimate] or
+// [CountAtLeast].
+type CountKind string
+
+// The kinds of count.
+const (
+	// CountExact: the count is exact, at the time it was taken.
+	CountExact CountKind = "exact"
+	// CountEstimate: the count is an estimate (a database planner's).
+	CountEstimate CountKind = "estimate"
+	// CountAtLeast: the count is a lower bound; the exact number is not
+	// known yet.
+	CountAtLeast CountKind = "at least"
+)
 
 // Record is an idempotency record as an operator sees it. The payload
 // (Request, Header, Body) is set only when it was asked for.
@@ -318,6 +344,28 @@ func (o *Operator) Evict(ctx context.Context, op Operation, force bool) (Record,
 		slog.String("key", op.Key), slog.String("state", rec.State), slog.Int("attempt", rec.Attempt),
 		slog.Bool("stuck", rec.Stuck()), slog.Bool("forced", force))
 	return o.shown(rec), nil
+}
+
+// maxKeyScopes is the most records [Operator.LookupKey] returns.
+const maxKeyScopes = 100
+
+// LookupKey returns the records of key in every scope (tenant, principal
+// and route) that holds one, oldest first, at most 100, without payload:
+// for an operator who knows the key alone. None is not an error. Errors:
+// [ErrBadScope] for a key the middleware refuses, and the store's. ctx
+// governs the call.
+func (o *Operator) LookupKey(ctx context.Context, key string) ([]Record, error) {
+	if err := wire.ValidateKey(key); err != nil {
+		return nil, fmt.Errorf("%w: %v (the middleware answers such a key 400 and records nothing)", ErrBadScope, err)
+	}
+	recs, err := o.store.FindKey(ctx, key, maxKeyScopes)
+	if err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		recs[i] = o.shown(recs[i])
+	}
+	return recs, nil
 }
 
 // Counts counts the records (see [RecordCounts]). ctx governs the call.

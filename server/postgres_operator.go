@@ -51,10 +51,15 @@ WHERE r.scope_hash = $1
     AND ($3 OR NOT (r.state = 'running' AND r.locked_until > statement_timestamp() + $2::interval))
 RETURNING ` + fmt.Sprintf(recordColumns, "$2")
 
-// sqlCountRecords counts the running and stuck records through their
-// partial index, and takes the planner's estimate of the table's size:
-// $1 clock.
-const sqlCountRecords = `SELECT (SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = to_regclass('idem_records')),
+// exactCountLimit is the most records CountRecords counts exactly.
+const exactCountLimit = 10_000
+
+// sqlCountRecords counts the records up to $2 + 1 (one more tells that
+// there are more), takes the planner's estimate of the table's size (-1
+// before its first ANALYZE), and counts the running and stuck records
+// through their partial index: $1 clock, $2 exactCountLimit.
+const sqlCountRecords = `SELECT (SELECT count(*) FROM (SELECT 1 FROM idem_records LIMIT $2 + 1) AS head),
+    (SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass('idem_records')),
     count(*), count(*) FILTER (WHERE r.locked_until <= statement_timestamp() + $1::interval),
     coalesce(extract(epoch FROM statement_timestamp() + $1::interval - min(r.created_at)), 0)::float8,
     coalesce(extract(epoch FROM statement_timestamp() + $1::interval
@@ -155,16 +160,51 @@ func (s *PostgresStore) DeleteRecord(ctx context.Context, op Operation, force bo
 // over the running records' partial index.
 func (s *PostgresStore) CountRecords(ctx context.Context) (RecordCounts, error) {
 	var c RecordCounts
+	var estimate *int64
 	var oldest, oldestStuck float64
 	err := s.withConn(ctx, func(conn *pgxpool.Conn) error {
-		return conn.QueryRow(ctx, sqlCountRecords, s.offset()).Scan(&c.Records, &c.Running, &c.Stuck, &oldest, &oldestStuck)
+		return conn.QueryRow(ctx, sqlCountRecords, s.offset(), exactCountLimit).
+			Scan(&c.Records, &estimate, &c.Running, &c.Stuck, &oldest, &oldestStuck)
 	})
 	if err != nil {
 		return RecordCounts{}, fmt.Errorf("server: count records: %w", err)
 	}
+	c.RecordsAre = CountExact
+	if c.Records > exactCountLimit {
+		c.RecordsAre = CountAtLeast
+		if estimate != nil && *estimate > c.Records {
+			c.Records, c.RecordsAre = *estimate, CountEstimate
+		}
+	}
 	c.OldestRunning = seconds(oldest)
 	c.OldestStuck = seconds(oldestStuck)
 	return c, nil
+}
+
+// sqlFindKey reads the records of a key, in every scope, oldest first:
+// $1 key, $2 clock, $3 limit. No index has the key first: it reads the
+// table, as an operator's lookup may.
+var sqlFindKey = `SELECT ` + fmt.Sprintf(recordColumns, "$2") + `
+FROM idem_records AS r WHERE r.idem_key = $1
+ORDER BY r.created_at, r.tenant COLLATE "C", r.principal COLLATE "C", r.route COLLATE "C"
+LIMIT $3`
+
+// FindKey returns the records of key in every scope (see [RecordStore]),
+// in one statement that reads the table.
+func (s *PostgresStore) FindKey(ctx context.Context, key string, limit int) ([]Record, error) {
+	var recs []Record
+	err := s.withConn(ctx, func(conn *pgxpool.Conn) error {
+		rows, err := conn.Query(ctx, sqlFindKey, key, s.offset(), limit)
+		if err != nil {
+			return err
+		}
+		recs, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Record, error) { return scanRecord(row) })
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: find key: %w", err)
+	}
+	return recs, nil
 }
 
 // withConn runs f on a connection of the pool ([DB] has no Query of its
@@ -232,6 +272,11 @@ func (rec *Record) setPayload(request, header, body []byte) error {
 	}
 	return err
 }
+
+// ParseStoredRequest reads the stored form of a request ([Claim.Request])
+// into a [StoredRequest], for a [RecordStore] that keeps that form as its
+// bytes and returns it in [Record.Request].
+func ParseStoredRequest(b []byte) (*StoredRequest, error) { return decodeStoredRequest(b) }
 
 // decodeStoredRequest reads a stored request (encodeRequest's form).
 func decodeStoredRequest(b []byte) (*StoredRequest, error) {

@@ -161,6 +161,22 @@ func TestReplayedHeader(t *testing.T) {
 	assert.Equal(t, exitPass, code, "checks:\n%s", pretty(doc))
 }
 
+// A server whose replays carry another mark than the flag's: the failure
+// shows the repeat's headers and names the flag to set.
+func TestReplayedHeaderOfAnotherName(t *testing.T) {
+	_, srv := newFakeAPI(t, flawReplayMarkedOtherwise, "")
+	_, doc := idemcheckJSON(t, append(fakeArgs(srv), "-checks", "replay")...)
+	replay, _ := findCheck(doc, "replay")
+	assert.Equal(t, conformance.Fail, replay.Verdict)
+	assert.Contains(t, replay.Detail, "X-Idempotent-Replay: true", "the repeat's headers are shown")
+	assert.Contains(t, replay.Detail, "-replayed-header X-Idempotent-Replay", "the flag is suggested")
+	require.Len(t, replay.Evidence, 2)
+	assert.Equal(t, "true", replay.Evidence[1].Response.Header.Get("X-Idempotent-Replay"), "the evidence holds the headers")
+
+	code, doc := idemcheckJSON(t, append(fakeArgs(srv), "-checks", "replay", "-replayed-header", "X-Idempotent-Replay")...)
+	assert.Equal(t, exitPass, code, "checks:\n%s", pretty(doc))
+}
+
 func TestScopeNotApplicableWhenTheSecondPrincipalIsRefused(t *testing.T) {
 	_, srv := newFakeAPI(t, flawNone, "")
 	args := append(without(fakeArgs(srv), "-principal2"), "-checks", "scope", "-principal2", "Authorization: Basic bm9ib2R5")
@@ -195,7 +211,8 @@ func TestKeyFormat(t *testing.T) {
 	invalid, _ := findCheck(doc, "key-invalid")
 	require.Len(t, invalid.Evidence, 2)
 	nonASCII := invalid.Evidence[1].Request.Key
-	assert.Equal(t, 36, utf8.RuneCountInString(nonASCII), "a plain UUID by default, its last character made ü: %q", nonASCII)
+	assert.Len(t, nonASCII, 36, "a plain UUID's 36 bytes by default, its last two made ü: %q", nonASCII)
+	assert.Equal(t, 35, utf8.RuneCountInString(nonASCII), nonASCII)
 	assert.True(t, strings.HasSuffix(nonASCII, "ü"), nonASCII)
 
 	code, doc = idemcheckJSON(t, append(fakeArgs(srv), "-key-format", "prefixed")...)

@@ -180,3 +180,19 @@ func TestReplayIdenticalBytesWithoutEvidence(t *testing.T) {
 	res = checkOf(t, "replay", append(countedArgs(honest), "-replayed-header", "")...)
 	assert.Equal(t, conformance.Pass, res.Verdict, res.Detail)
 }
+
+// A duplicate told to wait passes only when the wait ends: the key must
+// replay within -wait-timeout. A server whose lock stays taken once a
+// duplicate met it answers 409 for good, and fails; a slow one that
+// releases it passes.
+func TestConcurrentWaitMustEnd(t *testing.T) {
+	_, srv := newFakeAPI(t, flawLockNeverReleased|quirkSlow, "")
+	res := checkOf(t, "concurrent", append(fakeArgs(srv), "-wait-timeout", "3s")...)
+	assert.Equal(t, conformance.Fail, res.Verdict, res.Detail)
+	assert.Contains(t, res.Detail, "never replayed")
+	assert.NotEmpty(t, res.Evidence)
+
+	_, srv = newFakeAPI(t, quirkSlow, "")
+	res = checkOf(t, "concurrent", fakeArgs(srv)...)
+	assert.Equal(t, conformance.Pass, res.Verdict, res.Detail)
+}

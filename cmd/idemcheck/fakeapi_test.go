@@ -36,6 +36,18 @@ const (
 	// other key gets a 500 that names it, as gofiber's idempotency
 	// middleware answers (a 500, where a 4xx is due, is the flaw).
 	flawUUIDKeysOnly
+	// flawKeyLengthOnly: a key longer than 36 bytes is refused (400), and
+	// its characters are never looked at, so a non-ASCII key of 36 bytes
+	// runs as any other.
+	flawKeyLengthOnly
+	// flawLockNeverReleased: a duplicate that arrives while its key's
+	// first request runs is told to wait (409), and from then on the key's
+	// lock is never released: every later request with it gets 409 too.
+	flawLockNeverReleased
+	// flawReplayMarkedOtherwise: replays are marked, under another header
+	// name (X-Idempotent-Replay), which is no flaw for an API that
+	// documents that name.
+	flawReplayMarkedOtherwise
 	// quirkAnonymous is no flaw: the 201 names no resource, so every
 	// payment's response is the same bytes (only a count tells them apart).
 	quirkAnonymous
@@ -73,6 +85,7 @@ type fakeAPI struct {
 type record struct {
 	body   []byte // the request's
 	done   bool
+	stuck  bool // flawLockNeverReleased: a duplicate met it running
 	status int
 	resp   []byte
 }
@@ -122,7 +135,11 @@ func (a *fakeAPI) pay(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("invalid idempotency key: invalid length: %d != 36", len(key)), http.StatusInternalServerError)
 		return
 	}
-	if problem := keyProblem(key); problem != "" {
+	if a.has(flawKeyLengthOnly) && len(key) > 36 {
+		http.Error(w, "key too long", http.StatusBadRequest)
+		return
+	}
+	if problem := keyProblem(key); problem != "" && !(a.has(flawKeyLengthOnly) && key != "") {
 		http.Error(w, problem, http.StatusBadRequest)
 		return
 	}
@@ -174,7 +191,7 @@ func (a *fakeAPI) once(w http.ResponseWriter, scope string, body []byte) {
 		time.Sleep(slowFor)
 	}
 	a.mu.Lock()
-	rec.done, rec.status, rec.resp = true, http.StatusCreated, resp
+	rec.done, rec.status, rec.resp = !rec.stuck, http.StatusCreated, resp
 	a.records[scope] = rec
 	a.mu.Unlock()
 	a.respond(w, http.StatusCreated, resp, false)
@@ -183,6 +200,9 @@ func (a *fakeAPI) once(w http.ResponseWriter, scope string, body []byte) {
 // replay answers a request whose key has a record.
 func (a *fakeAPI) replay(w http.ResponseWriter, rec *record, body []byte) {
 	a.mu.Lock()
+	if !rec.done && a.has(flawLockNeverReleased) {
+		rec.stuck = true
+	}
 	done, status, resp := rec.done, rec.status, rec.resp
 	a.mu.Unlock()
 	switch {
@@ -230,7 +250,11 @@ func (a *fakeAPI) makePayment() []byte {
 
 func (a *fakeAPI) respond(w http.ResponseWriter, status int, body []byte, replayed bool) {
 	w.Header().Set("Content-Type", "application/json")
-	if replayed && !a.has(flawUnmarkedReplays) {
+	switch {
+	case !replayed || a.has(flawUnmarkedReplays):
+	case a.has(flawReplayMarkedOtherwise):
+		w.Header().Set("X-Idempotent-Replay", "true")
+	default:
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.WriteHeader(status)

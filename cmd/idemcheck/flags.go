@@ -89,6 +89,7 @@ func defineFlags(fs *flag.FlagSet, o *options) *raw {
 	fs.IntVar(&c.Operations, "n", conformance.DefaultOperations, "operations of the faults check (1 to 1000)")
 	fs.DurationVar(&c.AttemptTimeout, "attempt-timeout", conformance.DefaultAttemptTimeout, "the faults check's bound on each attempt")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", conformance.DefaultRequestTimeout, "the bound on each request of the other checks")
+	fs.DurationVar(&c.WaitTimeout, "wait-timeout", conformance.DefaultWaitTimeout, "how long the concurrent check waits for a key whose duplicates were told to wait (409) to replay")
 	fs.Uint64Var(&rf.seed, "seed", 0, "seeds the faults (default: random, printed)")
 	fs.Var(&rf.allow, "allow-host", "a non-loopback `host` the checker may send to (repeatable)")
 	fs.StringVar(&rf.checks, "checks", "", "the checks to run, comma-separated (default all: "+strings.Join(conformance.CheckNames(), ",")+")")
@@ -110,8 +111,8 @@ func (o *options) finish(fs *flag.FlagSet, rf *raw) error {
 	if o.timeout <= 0 || o.timeout > maxTimeout {
 		return fmt.Errorf("-timeout must be positive and at most %s", maxTimeout)
 	}
-	if c.AttemptTimeout <= 0 || c.RequestTimeout <= 0 {
-		return errors.New("-attempt-timeout and -request-timeout must be positive")
+	if c.AttemptTimeout <= 0 || c.RequestTimeout <= 0 || c.WaitTimeout <= 0 {
+		return errors.New("-attempt-timeout, -request-timeout and -wait-timeout must be positive")
 	}
 	// The Config reads zero as "the default"; a flag set to 0 is a
 	// mistake to report, not a request for the default.

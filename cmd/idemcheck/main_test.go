@@ -86,6 +86,8 @@ func TestBrokenServers(t *testing.T) {
 			map[string]string{"concurrent": "resources: the operation ran"}, []string{"faults"}},
 		{"stores results per key without scope", flawNoScope, []string{"scope"},
 			map[string]string{"scope": "got the first principal's stored response"}, nil},
+		{"checks only the key's length", flawKeyLengthOnly, []string{"key-invalid"},
+			map[string]string{"key-invalid": "a key with a non-ASCII character got 201"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strconv"
 
+	"github.com/idemkit/idem/internal/opsview"
 	"github.com/idemkit/idem/outbox"
 	"github.com/idemkit/idem/server"
 )
@@ -17,11 +19,40 @@ func runKey(ctx context.Context, t *tool, args []string) error {
 		return err
 	}
 	op.Key = fs.Arg(0)
+	if !scopeGiven(fs) && !*payload {
+		return lookupKey(ctx, t, op.Key)
+	}
+	if err := checkRoute(op.Route); err != nil {
+		return err
+	}
 	rec, err := t.ops.Lookup(ctx, *op, *payload)
 	if err != nil {
 		return err
 	}
 	return t.printRecord(rec)
+}
+
+// lookupKey prints the records of key in every scope: an operator who
+// knows the key alone learns where it was used.
+func lookupKey(ctx context.Context, t *tool, key string) error {
+	recs, err := t.ops.LookupKey(ctx, key)
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		return notFound(fmt.Sprintf("no record of key %q in any scope: a retry with it, on any route, runs the handler as a first request", key))
+	}
+	return t.printKeyRecords(key, recs)
+}
+
+// checkRoute refuses a route typed without its method ("/v1/orders"):
+// the middleware names a route by its method and pattern, so no record
+// has such a route, and "no record" would mislead.
+func checkRoute(route string) error {
+	if msg := opsview.RouteProblem(route); msg != "" {
+		return fmt.Errorf("%w: %s", server.ErrBadScope, msg)
+	}
+	return nil
 }
 
 func runInFlight(ctx context.Context, t *tool, args []string) error {
@@ -58,6 +89,13 @@ func runEvict(ctx context.Context, t *tool, args []string) error {
 		return err
 	}
 	op.Key = fs.Arg(0)
+	if !scopeGiven(fs) {
+		fmt.Fprintf(t.e.stderr, "idemctl evict: name the record's scope (-route, and -tenant and -principal as stored): idemctl key %s lists the scopes that hold the key\n", opsview.Text(op.Key))
+		return errUsage
+	}
+	if err := checkRoute(op.Route); err != nil {
+		return err
+	}
 	rec, err := t.ops.Lookup(ctx, *op, false) // a bad scope or an unknown key asks nothing
 	if err != nil {
 		return err
@@ -92,6 +130,9 @@ func runParked(ctx context.Context, t *tool, args []string) error {
 		return err
 	}
 	msgs, err := t.outbox.Parked(ctx, *after, *limit)
+	if missing := missingTable(err); missing != "" {
+		return t.printNoOutbox(missing)
+	}
 	if err != nil {
 		return err
 	}
@@ -175,6 +216,10 @@ func runStats(ctx context.Context, t *tool, args []string) error {
 		return err
 	}
 	s := stats{Records: counts}
+	if t.outbox == nil {
+		s.NoOutbox = "no database given (-db)"
+		return t.printStats(s)
+	}
 	st, err := t.outbox.Stats(ctx)
 	switch s.NoOutbox = missingTable(err); {
 	case s.NoOutbox != "":
@@ -208,3 +253,17 @@ func checkLimit(t *tool, cmd string, limit int) error {
 	}
 	return nil
 }
+
+// scopeGiven reports whether fs was given a scope flag (-tenant,
+// -principal or -route), even an empty one.
+func scopeGiven(fs *flag.FlagSet) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "tenant" || f.Name == "principal" || f.Name == "route" })
+	return given
+}
+
+// notFound is an error that says msg and matches [server.ErrUnknownKey].
+type notFound string
+
+func (e notFound) Error() string { return string(e) }
+func (e notFound) Unwrap() error { return server.ErrUnknownKey }

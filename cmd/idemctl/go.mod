@@ -4,12 +4,20 @@ go 1.26.0
 
 require (
 	github.com/idemkit/idem v0.0.0
+	github.com/idemkit/idem/idemredis v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 )
 
 require (
-	github.com/google/uuid v1.6.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)
+
+require (
+	github.com/google/uuid v1.6.0
 	github.com/idemkit/idem/outbox v0.0.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -33,3 +41,9 @@ require (
 replace github.com/idemkit/idem => ../..
 
 replace github.com/idemkit/idem/outbox => ../../outbox
+
+replace github.com/idemkit/idem/idemredis => ../../idemredis
+
+replace github.com/idemkit/idem/examples => ../../examples
+
+replace github.com/idemkit/idem/admin => ../../admin

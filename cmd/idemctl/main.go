@@ -5,7 +5,7 @@
 //
 //	idemctl [-db URL] [-json] <command> [flags] [args]
 //
-//	key      -route R [-tenant T] [-principal P] [-payload] KEY   look a record up
+//	key      [-route R [-tenant T] [-principal P] [-payload]] KEY look a record up; the key alone lists every scope that holds it
 //	inflight [-stuck] [-route R] [-limit N] [-after POS]          the operations in flight, oldest first
 //	evict    -route R [-tenant T] [-principal P] [-force] [-yes] KEY
 //	parked   [-after ID] [-limit N]                               the outbox's parked messages
@@ -14,21 +14,32 @@
 //	stats                                                         counts of records and messages
 //
 // The database is -db, or DATABASE_URL; the tables are those of the URL's
-// search_path ([server.Migrate]'s idem_records, River's river_job).
+// search_path ([server.Migrate]'s idem_records, River's river_job). With
+// -redis, the records are an [idemredis.Store]'s (under -redis-prefix),
+// and -db is needed only by the outbox's commands.
 // -key-retention must be the dispatchers' [outbox.Config.KeyRetention]
 // (default 24h): redrive refuses a message a delivery of which may have
 // taken effect longer ago. -replay-headers names the routes'
 // [server.Config.ReplayHeaders], shown with -payload; Set-Cookie,
 // authentication and connection headers are never shown.
 //
-// Output is a table for people, or JSON with -json. Stored text (a scope,
+// A route is named as the middleware names it, with its method ("POST
+// /v1/orders"): one typed without ("/v1/orders") is refused (exit 2).
+// stats counts the records exactly up to 10,000, and past that says
+// "about N" (the planner's estimate) or "more than 10000" (no estimate
+// yet). parked on a database without an outbox says so and exits 0.
+//
+// Output is a table for people, or JSON with -json: every command's
+// fields in snake_case, instants in RFC 3339, durations in seconds (names
+// ending in _seconds), a body as text in "body" when it is UTF-8 text, in
+// "body_base64" only when it is not. Stored text (a scope,
 // a header, a body, a downstream's answer) never reaches the terminal raw:
 // its control characters are escaped (\x1b, \t, \u202e), and a binary
 // body is shown as its size and a hex dump. Exit status: 0 done;
 // 1 the database or the outbox failed (or the database has no
 // idem_records table: a wrong -db or search_path); 2 bad usage or a bad
 // scope (nothing read or changed); 3 not found (no record for the key, no
-// such message); 4 refused, nothing changed (a live lease without
+// such message, no outbox); 4 refused, nothing changed (a live lease without
 // -force, a message not parked or past its key retention without
 // -past-retention, or a confirmation not given).
 package main
@@ -78,6 +89,8 @@ type globals struct {
 	keyRetention  time.Duration
 	outboxSchema  string
 	replayHeaders string
+	redis         string // the records' Redis URL; "" reads them from -db
+	redisPrefix   string
 }
 
 // command is one of idemctl's commands: it parses its flags from args and
@@ -89,8 +102,12 @@ type command struct {
 	explain     func(error) error
 }
 
+// needsDB reports whether c reads the Postgres database whatever store
+// keeps the records: the outbox's commands.
+func (c *command) needsDB() bool { return c.name == "parked" || c.name == "message" || c.name == "redrive" }
+
 var commands = []command{
-	{"key", "-route R [-tenant T] [-principal P] [-payload] KEY", runKey, noRecords},
+	{"key", "[-route R [-tenant T] [-principal P] [-payload]] KEY", runKey, noRecords},
 	{"inflight", "[-stuck] [-route R] [-limit N] [-after POS]", runInFlight, noRecords},
 	{"evict", "-route R [-tenant T] [-principal P] [-force] [-yes] KEY", runEvict, noRecords},
 	{"parked", "[-after ID] [-limit N]", runParked, noOutbox},
@@ -120,7 +137,7 @@ func run(ctx context.Context, args []string, e env) int {
 		usage(e.stderr)
 		return exitUsage
 	}
-	if g.db == "" {
+	if g.db == "" && (g.redis == "" || cmd.needsDB()) {
 		fmt.Fprintln(e.stderr, "idemctl: no database: set -db or DATABASE_URL")
 		return exitUsage
 	}
@@ -150,6 +167,8 @@ func parseGlobals(args []string, e env) (globals, []string, error) {
 	fs.DurationVar(&g.keyRetention, "key-retention", 24*time.Hour, "the dispatchers' outbox Config.KeyRetention")
 	fs.StringVar(&g.outboxSchema, "outbox-schema", "", "the outbox's Config.Schema (default: the search_path's)")
 	fs.StringVar(&g.replayHeaders, "replay-headers", "", "comma-separated server.Config.ReplayHeaders of the routes")
+	fs.StringVar(&g.redis, "redis", "", "read the records from this Redis `URL` (redis://host:6379/0), an idemredis.Store's, instead of -db")
+	fs.StringVar(&g.redisPrefix, "redis-prefix", "", "the idemredis.Config.Prefix of the records (default idem)")
 	if err := fs.Parse(args); err != nil {
 		return g, nil, err
 	}

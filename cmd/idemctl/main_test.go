@@ -157,24 +157,26 @@ func TestNoRecordsTable(t *testing.T) {
 }
 
 // A database without the outbox's tables is named as such by every
-// outbox command, from the outbox's own error (issue 49, item 6).
+// outbox command that asks for a message, from the outbox's own error
+// (issue 49, item 6): no such message (exit 3). parked is no failure there
+// (TestParkedWithoutAnOutbox).
 func TestNoOutboxTables(t *testing.T) {
 	db := pgtest.SchemaURL(t)
-	for _, args := range [][]string{{"parked"}, {"message", "1"}, {"message", "-key", "k"}, {"redrive", "1"},
-		{"-outbox-schema", "nowhere", "parked"}} {
+	for _, args := range [][]string{{"message", "1"}, {"message", "-key", "k"}, {"redrive", "1"},
+		{"-outbox-schema", "nowhere", "message", "1"}} {
 		code, _, errOut := ctl(t, db, "", args...)
-		assert.Equal(t, exitFailed, code, "%v", args)
+		assert.Equal(t, exitNotFound, code, "%v", args)
 		assert.Contains(t, errOut, "no outbox here: relation", "%v", args)
 		assert.Contains(t, errOut, "does not exist (outbox.Migrate creates its tables", "%v", args)
 	}
 }
 
-func TestParkedMessageAndRedrive(t *testing.T) {
-	db := pgtest.SchemaURL(t)
-	pool := pgtest.NewPool(t, db)
+// parkOne enqueues a message on pool's outbox (a credential in its
+// headers) to a downstream that refuses it (400, with a cookie), runs the
+// outbox until the message is parked, and returns its ID.
+func parkOne(t *testing.T, pool *pgxpool.Pool) int64 {
+	t.Helper()
 	ctx := context.Background()
-	require.NoError(t, server.Migrate(ctx, pool))
-	require.NoError(t, outbox.Migrate(ctx, pool))
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Set-Cookie", "partner_session=c00kie")
 		http.Error(w, "unknown event", http.StatusBadRequest)
@@ -193,6 +195,16 @@ func TestParkedMessageAndRedrive(t *testing.T) {
 	go func() { done <- ob.Run(runCtx) }()
 	t.Cleanup(func() { stop(); <-done })
 	require.Eventually(t, func() bool { p, _ := ob.Parked(ctx, 0, 1); return len(p) == 1 }, 20*time.Second, 10*time.Millisecond)
+	return id
+}
+
+func TestParkedMessageAndRedrive(t *testing.T) {
+	db := pgtest.SchemaURL(t)
+	pool := pgtest.NewPool(t, db)
+	ctx := context.Background()
+	require.NoError(t, server.Migrate(ctx, pool))
+	require.NoError(t, outbox.Migrate(ctx, pool))
+	id := parkOne(t, pool)
 
 	code, out, _ := ctl(t, db, "", "parked")
 	require.Equal(t, exitOK, code)
@@ -204,6 +216,8 @@ func TestParkedMessageAndRedrive(t *testing.T) {
 	assert.Contains(t, out, "parked (refused)")
 	assert.Contains(t, out, "unknown event")
 	assert.Contains(t, out, "withheld (never shown): Authorization, Set-Cookie")
+	assert.NotContains(t, out, "no delivery reached the downstream", "the downstream answered 400")
+	assert.Contains(t, out, "any time: no delivery may have taken effect (the downstream refused each)")
 
 	// Neither form of any command shows a message's credentials or the
 	// downstream's cookie.
@@ -220,9 +234,9 @@ func TestParkedMessageAndRedrive(t *testing.T) {
 	require.Equal(t, exitOK, code)
 	var parked struct {
 		Parked []struct {
-			ID       int64
-			Withheld []string
-		}
+			ID       int64    `json:"id"`
+			Withheld []string `json:"withheld"`
+		} `json:"parked"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &parked), out)
 	require.Len(t, parked.Parked, 1)

@@ -21,34 +21,35 @@ import (
 // recordView is a record as -json prints it: times in RFC 3339, durations
 // in seconds.
 type recordView struct {
-	Tenant         string                `json:"tenant"`
-	Principal      string                `json:"principal"`
-	Route          string                `json:"route"`
-	Key            string                `json:"key"`
-	State          string                `json:"state"`
-	Stuck          bool                  `json:"stuck"`
-	Expired        bool                  `json:"expired"`
-	Mode           string                `json:"mode"`
-	Attempt        int                   `json:"attempt"`
-	Status         int                   `json:"status,omitempty"`
-	LeaseLeftSecs  *float64              `json:"lease_left_seconds,omitempty"`
-	AgeSecs        float64               `json:"age_seconds"`
-	CreatedAt      time.Time             `json:"created_at"`
-	ExpiresAt      time.Time             `json:"expires_at"`
-	ReconcileAt    *time.Time            `json:"reconcile_at,omitempty"`
-	Recovery       *server.Recovery      `json:"recovery,omitempty"`
-	FingerprintAlg string                `json:"fingerprint_alg"`
-	Request        *server.StoredRequest `json:"request,omitempty"`
-	Header         http.Header           `json:"header,omitempty"`
-	Body           *string               `json:"body,omitempty"`
-	Withheld       []string              `json:"withheld,omitempty"`
+	Tenant         string        `json:"tenant"`
+	Principal      string        `json:"principal"`
+	Route          string        `json:"route"`
+	Key            string        `json:"key"`
+	State          string        `json:"state"`
+	Stuck          bool          `json:"stuck"`
+	Expired        bool          `json:"expired"`
+	Mode           string        `json:"mode"`
+	Attempt        int           `json:"attempt"`
+	Status         int           `json:"status,omitempty"`
+	LeaseLeftSecs  *float64      `json:"lease_left_seconds,omitempty"`
+	AgeSecs        float64       `json:"age_seconds"`
+	CreatedAt      time.Time     `json:"created_at"`
+	ExpiresAt      time.Time     `json:"expires_at"`
+	ReconcileAt    *time.Time    `json:"reconcile_at,omitempty"`
+	Recovery       *recoveryView `json:"recovery,omitempty"`
+	FingerprintAlg string        `json:"fingerprint_alg"`
+	Request        *requestView  `json:"request,omitempty"`
+	Header         http.Header   `json:"header,omitempty"`
+	Body           *string       `json:"body,omitempty"`
+	BodyBase64     *string       `json:"body_base64,omitempty"`
+	Withheld       []string      `json:"withheld,omitempty"`
 }
 
 func recordJSON(r server.Record) recordView {
 	v := recordView{Tenant: r.Tenant, Principal: r.Principal, Route: r.Route, Key: r.Key, State: r.State,
 		Stuck: r.Stuck(), Expired: r.Expired(), Mode: modeName(r.Mode), Attempt: r.Attempt, Status: r.Status,
-		AgeSecs: r.Age().Seconds(), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Recovery: r.Recovery,
-		FingerprintAlg: r.FingerprintAlg, Request: r.Request, Header: r.Header, Withheld: r.Withheld}
+		AgeSecs: r.Age().Seconds(), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Recovery: recoveryJSON(r.Recovery),
+		FingerprintAlg: r.FingerprintAlg, Request: requestJSON(r.Request), Header: r.Header, Withheld: r.Withheld}
 	if !r.LeaseEnds.IsZero() {
 		left := r.LeaseLeft().Seconds()
 		v.LeaseLeftSecs = &left
@@ -57,8 +58,7 @@ func recordJSON(r server.Record) recordView {
 		v.ReconcileAt = &r.ReconcileAt
 	}
 	if r.Header != nil {
-		body := opsview.BodyJSON(r.Body)
-		v.Body = &body
+		v.Body, v.BodyBase64 = opsview.JSONBody(r.Body)
 	}
 	return v
 }
@@ -201,12 +201,11 @@ func (t *tool) printInFlight(page server.InFlightPage) error {
 	return nil
 }
 
-// parkedView is a parked message as -json prints it: its headers and its
-// last response's without the credentials (opsview.Header), whose names
-// Withheld lists.
+// parkedView is a parked message without the credentials of its headers
+// and its last response's (opsview.Header), whose names Withheld lists.
 type parkedView struct {
 	outbox.ParkedMessage
-	Withheld []string `json:",omitempty"`
+	Withheld []string
 }
 
 // shownParked is p with only the headers an operator may see.
@@ -221,9 +220,9 @@ func shownParked(p outbox.ParkedMessage) parkedView {
 
 func (t *tool) printParked(msgs []outbox.ParkedMessage, limit int) error {
 	if t.g.json {
-		views := make([]parkedView, 0, len(msgs))
+		views := make([]messageView, 0, len(msgs))
 		for _, p := range msgs {
-			views = append(views, shownParked(p))
+			views = append(views, messageJSON(p))
 		}
 		return t.printJSON(map[string]any{"parked": views})
 	}
@@ -245,20 +244,17 @@ func (t *tool) printParked(msgs []outbox.ParkedMessage, limit int) error {
 }
 
 func (t *tool) printMessage(st outbox.MessageStatus) error {
+	if t.g.json {
+		return t.printJSON(map[string]any{"message": statusJSON(st)})
+	}
 	view := shownParked(st.ParkedMessage)
 	st.ParkedMessage = view.ParkedMessage
 	withheld := view.Withheld
-	if t.g.json {
-		return t.printJSON(map[string]any{"message": st, "withheld": withheld})
-	}
 	state := string(st.State)
 	if st.Reason != "" {
 		state += " (" + string(st.Reason) + ")"
 	}
-	by := "any time (no delivery reached the downstream)"
-	if !st.RedriveBy.IsZero() {
-		by = opsview.Time(st.RedriveBy)
-	}
+	by := opsview.RedriveNote(st.RedriveBy, st.Attempts, st.Status)
 	t.fields("id", fmt.Sprint(st.ID), "state", state, "name", st.Message.Name,
 		"request", st.Message.Method+" "+st.Message.URL, "key", st.Message.Key, "attempts", fmt.Sprint(st.Attempts),
 		"enqueued", opsview.Time(st.EnqueuedAt), "next delivery", opsview.Time(st.NextAttempt),
@@ -278,19 +274,19 @@ func (t *tool) printMessage(st outbox.MessageStatus) error {
 
 // stats is what the stats command prints.
 type stats struct {
-	Records server.RecordCounts `json:"records"`
-	Outbox  *outbox.Stats       `json:"outbox,omitempty"`
+	Records server.RecordCounts
+	Outbox  *outbox.Stats
 	// NoOutbox is the database's word for the outbox table it lacks, when
 	// Outbox is nil.
-	NoOutbox string `json:"-"`
+	NoOutbox string
 }
 
 func (t *tool) printStats(s stats) error {
 	if t.g.json {
-		return t.printJSON(s)
+		return t.printJSON(statsJSON(s))
 	}
 	c := s.Records
-	t.fields("records (estimate)", fmt.Sprint(c.Records),
+	t.fields("records", opsview.Count(c.Records, string(countKind(c))),
 		"in flight", fmt.Sprintf("%d (oldest %s)", c.Running, opsview.Duration(c.OldestRunning)),
 		"stuck", fmt.Sprintf("%d (oldest %s)", c.Stuck, opsview.Duration(c.OldestStuck)))
 	if o := s.Outbox; o != nil {
@@ -299,5 +295,40 @@ func (t *tool) printStats(s stats) error {
 	} else {
 		t.fields("outbox", "none ("+s.NoOutbox+")")
 	}
+	return nil
+}
+
+// printKeyRecords prints the records of a key in every scope that holds
+// one (idemctl key without -route).
+func (t *tool) printKeyRecords(key string, recs []server.Record) error {
+	if t.g.json {
+		views := make([]recordView, 0, len(recs))
+		for _, r := range recs {
+			views = append(views, recordJSON(r))
+		}
+		return t.printJSON(map[string]any{"records": views})
+	}
+	fmt.Fprintf(t.e.stdout, "key %s: %d record(s); idemctl key -tenant T -principal P -route R %s shows one\n",
+		opsview.Text(key), len(recs), opsview.Text(key))
+	w := tabwriter.NewWriter(t.e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "TENANT\tPRINCIPAL\tROUTE\tSTATE\tSTATUS\tATTEMPT\tCREATED")
+	for _, r := range recs {
+		state := r.State
+		if r.Stuck() {
+			state += " (stuck)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", opsview.Text(r.Tenant), opsview.Text(r.Principal),
+			opsview.Text(r.Route), state, r.Status, r.Attempt, opsview.Time(r.CreatedAt))
+	}
+	return w.Flush()
+}
+
+// printNoOutbox says that a service without an outbox has no parked
+// message: no failure. missing is the database's word for the table.
+func (t *tool) printNoOutbox(missing string) error {
+	if t.g.json {
+		return t.printJSON(map[string]any{"parked": []messageView{}, "no_outbox": missing})
+	}
+	fmt.Fprintf(t.e.stdout, "no outbox here, so no parked message (%s; outbox.Migrate creates its tables; see -outbox-schema)\n", opsview.Text(missing))
 	return nil
 }

@@ -12,7 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/idemkit/idem/idemredis"
 	"github.com/idemkit/idem/outbox"
 	"github.com/idemkit/idem/server"
 )
@@ -49,20 +51,15 @@ type tool struct {
 	e      env
 	pool   *pgxpool.Pool
 	ops    *server.Operator
-	outbox *outbox.Outbox
+	outbox *outbox.Outbox // nil without -db
 	in     *bufio.Reader
+	// closeRedis closes -redis's client; nil without it.
+	closeRedis func() error
 }
 
-// connect opens the pool and checks that it reaches the database.
+// connect opens the pool (when -db is set) and the records' store (the
+// pool's, or -redis's), and checks that they are reachable.
 func connect(ctx context.Context, g globals, e env) (*tool, error) {
-	pool, err := pgxpool.New(ctx, g.db)
-	if err != nil {
-		return nil, fmt.Errorf("-db: %w", err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("cannot reach the database: %w", err)
-	}
 	quiet := slog.New(slog.DiscardHandler)
 	var replay []string
 	for _, name := range strings.Split(g.replayHeaders, ",") {
@@ -70,17 +67,75 @@ func connect(ctx context.Context, g globals, e env) (*tool, error) {
 			replay = append(replay, name)
 		}
 	}
-	t := &tool{g: g, e: e, pool: pool, in: bufio.NewReader(e.stdin),
-		ops: server.NewOperator(server.NewPostgresStore(pool), server.OperatorConfig{ReplayHeaders: replay, Logger: quiet})}
-	t.outbox, err = outbox.New(pool, outbox.Config{KeyRetention: g.keyRetention, Schema: g.outboxSchema, Logger: quiet})
-	if err != nil {
-		pool.Close()
-		return nil, err
+	t := &tool{g: g, e: e, in: bufio.NewReader(e.stdin)}
+	if g.db != "" {
+		if err := t.openDB(ctx, g, quiet); err != nil {
+			return nil, err
+		}
 	}
+	var records server.RecordStore
+	if g.redis != "" {
+		rs, closer, err := openRedis(ctx, g)
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+		records, t.closeRedis = rs, closer
+	} else {
+		records = server.NewPostgresStore(t.pool)
+	}
+	t.ops = server.NewOperator(records, server.OperatorConfig{ReplayHeaders: replay, Logger: quiet})
 	return t, nil
 }
 
-func (t *tool) close() { t.pool.Close() }
+// openDB opens the pool of -db and the outbox on it.
+func (t *tool) openDB(ctx context.Context, g globals, logger *slog.Logger) error {
+	pool, err := pgxpool.New(ctx, g.db)
+	if err != nil {
+		return fmt.Errorf("-db: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return fmt.Errorf("cannot reach the database: %w", err)
+	}
+	t.pool = pool
+	t.outbox, err = outbox.New(pool, outbox.Config{KeyRetention: g.keyRetention, Schema: g.outboxSchema, Logger: logger})
+	if err != nil {
+		pool.Close()
+		return err
+	}
+	return nil
+}
+
+// openRedis opens the idemredis store of -redis, under -redis-prefix. It
+// allows a server that may evict keys: an operator reads and evicts, and
+// should see the records of such a server too.
+func openRedis(ctx context.Context, g globals) (*idemredis.Store, func() error, error) {
+	opts, err := redis.ParseURL(g.redis)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-redis: %w", err)
+	}
+	c := redis.NewClient(opts)
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		return nil, nil, fmt.Errorf("cannot reach Redis: %w", err)
+	}
+	s, err := idemredis.New(ctx, c, idemredis.Config{Prefix: g.redisPrefix, AllowEviction: true})
+	if err != nil {
+		_ = c.Close()
+		return nil, nil, fmt.Errorf("-redis: %w", err)
+	}
+	return s, c.Close, nil
+}
+
+func (t *tool) close() {
+	if t.pool != nil {
+		t.pool.Close()
+	}
+	if t.closeRedis != nil {
+		_ = t.closeRedis()
+	}
+}
 
 // A database without the stores' tables (a wrong -db, search_path or
 // -outbox-schema) is told by the stores themselves: their first statement
@@ -108,11 +163,11 @@ func noRecords(err error) error {
 	return err
 }
 
-// noOutbox is err, or a clear error when err says that the database has
-// no outbox tables.
+// noOutbox is err, or, when err says that the database has no outbox
+// tables, an error that says so and that no message is found there.
 func noOutbox(err error) error {
 	if msg := missingTable(err); msg != "" {
-		return fmt.Errorf("no outbox here: %s (outbox.Migrate creates its tables; see -outbox-schema)", msg)
+		return fmt.Errorf("%w: no outbox here: %s (outbox.Migrate creates its tables; see -outbox-schema)", outbox.ErrUnknownMessage, msg)
 	}
 	return err
 }

@@ -23,7 +23,9 @@ var waitStatuses = map[int]bool{
 
 // checkConcurrent: Concurrency requests with one key, sent at once, have
 // one effect: one response, and the others replay it or are told to wait
-// (409); none runs a second time. Identical responses show a replay only
+// (409); none runs a second time. A wait must end: when duplicates were
+// told to wait, the key sent again replays the response within
+// Config.WaitTimeout. Identical responses show a replay only
 // with a count (+1 per round) or the API's replay mark: a server that
 // ignores the key and answers every request alike sends them too.
 func checkConcurrent(ctx context.Context, r *runner) Result {
@@ -33,9 +35,17 @@ func checkConcurrent(ctx context.Context, r *runner) Result {
 		if err != nil {
 			return failed(nil, "could not read the count: %v", err)
 		}
-		xs := r.storm(ctx, r.newKey(), r.intent())
+		key, body := r.newKey(), r.intent()
+		xs := r.storm(ctx, key, body)
 		s := r.summarise(xs)
 		problems := s.problems
+		if len(problems) == 0 && s.waits > 0 {
+			shown, p := r.awaitReplay(ctx, key, body, s.shown[0])
+			if p != "" {
+				problems = append(problems, p)
+				s.shown = append(s.shown, shown[1:]...)
+			}
+		}
 		if p := r.effectProblem(ctx, t, 1); p != "" {
 			problems = append(problems, p)
 		}

@@ -55,17 +55,25 @@ func checkKeyMissing(ctx context.Context, r *runner) Result {
 }
 
 // checkKeyInvalid: a key one byte over the maximum, and one with a
-// non-ASCII character, are refused (4xx) and have no effect.
+// non-ASCII character, are refused (4xx) and have no effect. The non-ASCII
+// key has the length, in bytes, of the format's keys, so that only its
+// characters are wrong: a server that checks the length alone must not
+// pass by refusing it for its length.
 func checkKeyInvalid(ctx context.Context, r *runner) Result {
 	overlong := r.newKey()
 	overlong += strings.Repeat("x", max(0, r.cfg.MaxKeyLen+1-len(overlong)))
 	overlong = overlong[:r.cfg.MaxKeyLen+1]
-	nonASCII := r.newKey()
-	nonASCII = nonASCII[:len(nonASCII)-1] + "ü" // a key of the format, but for its last character
+	nonASCII := nonASCIIKey(r.newKey())
 	return r.refusedWithoutEffect(ctx, []call{
 		{note: fmt.Sprintf("a key of %d bytes (-max-key-len %d)", len(overlong), r.cfg.MaxKeyLen), key: overlong, body: r.intent()},
 		{note: "a key with a non-ASCII character", key: nonASCII, body: r.intent()},
 	})
+}
+
+// nonASCIIKey is key with its last two bytes replaced by "ü" (two bytes in
+// UTF-8): a key of the format's length in bytes, one character shorter.
+func nonASCIIKey(key string) string {
+	return key[:len(key)-len("ü")] + "ü"
 }
 
 // refusedWithoutEffect sends each call as a new operation and passes when

@@ -119,7 +119,7 @@ func (r *runner) replayProblems(x1, x2 exchange) []string {
 	}
 	if h := r.cfg.ReplayedHeader; h != "" && x2.err == nil {
 		if !r.marked(x2) {
-			out = append(out, fmt.Sprintf("the repeat is not marked with %s (got %q)", h, x2.replayed))
+			out = append(out, fmt.Sprintf("the repeat is not marked with %s (got %q): %s", h, x2.replayed, r.unmarkedAdvice(x2)))
 		}
 		if r.marked(x1) {
 			out = append(out, fmt.Sprintf("the first response has %s: %s", h, x1.replayed))

@@ -61,6 +61,10 @@ type Config struct {
 	// RequestTimeout bounds each request the other checks send. Zero
 	// means 10s.
 	RequestTimeout time.Duration
+	// WaitTimeout bounds how long the concurrent check sends a key again,
+	// after duplicates of it were told to wait, for the key to replay: a
+	// wait that never ends fails the check. Zero means 30s.
+	WaitTimeout time.Duration
 	// Seed seeds the faults: the same seed gives the same fault to each
 	// (operation number, attempt).
 	Seed uint64
@@ -136,6 +140,7 @@ const (
 	DefaultOperations     = 20
 	DefaultAttemptTimeout = 2 * time.Second
 	DefaultRequestTimeout = 10 * time.Second
+	DefaultWaitTimeout    = 30 * time.Second
 )
 
 // ErrConfig is wrapped by the errors that report an invalid Config.
@@ -172,6 +177,9 @@ func (c Config) withDefaults() Config {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
+	if c.WaitTimeout == 0 {
+		c.WaitTimeout = DefaultWaitTimeout
+	}
 	return c
 }
 
@@ -195,7 +203,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: concurrency must be 2 to %d, not %d", ErrConfig, MaxConcurrency, c.Concurrency)
 	case c.Operations < 1 || c.Operations > MaxOperations:
 		return fmt.Errorf("%w: operations must be 1 to %d, not %d", ErrConfig, MaxOperations, c.Operations)
-	case c.AttemptTimeout < 0 || c.RequestTimeout < 0:
+	case c.AttemptTimeout < 0 || c.RequestTimeout < 0 || c.WaitTimeout < 0:
 		return fmt.Errorf("%w: negative timeout", ErrConfig)
 	case c.Effects.VerifyURL != "" && c.Effects.IDField == "":
 		return fmt.Errorf("%w: a verify URL needs an id field", ErrConfig)

@@ -83,13 +83,13 @@ type call struct {
 	second bool // as the second principal
 }
 
-// exchange is a request and what came back. Of the response's header it
-// keeps the replay mark alone: an exchange may be one of MaxConcurrency
-// held at once.
+// exchange is a request and what came back: at most MaxHeaderBytes of
+// header and MaxBodyBytes of body, MaxConcurrency exchanges at once.
 type exchange struct {
 	call     call
 	status   int
 	replayed string // the value of Config.ReplayedHeader, "" when absent
+	header   http.Header
 	body     []byte
 	err      error
 }
@@ -131,7 +131,7 @@ func (r *runner) roundTrip(ctx context.Context, method, url string, c call) exch
 // body, at most MaxBodyBytes (a longer one is an error). The caller
 // closes the body.
 func (r *runner) read(resp *http.Response) exchange {
-	x := exchange{status: resp.StatusCode}
+	x := exchange{status: resp.StatusCode, header: shownHeader(resp.Header)}
 	if r.cfg.ReplayedHeader != "" {
 		x.replayed = resp.Header.Get(r.cfg.ReplayedHeader)
 	}
@@ -199,7 +199,7 @@ func (r *runner) evidence(x exchange) Evidence {
 	if x.call.second {
 		req.Principal = "second"
 	}
-	resp := &ResponseInfo{Status: x.status, Replayed: x.replayed, Body: clip(x.body)}
+	resp := &ResponseInfo{Status: x.status, Replayed: x.replayed, Header: x.header, Body: clip(x.body)}
 	if x.err != nil {
 		resp.Error = x.err.Error()
 	}

@@ -1,5 +1,7 @@
 package conformance
 
+import "net/http"
+
 // Verdict is the result of one check.
 type Verdict string
 
@@ -67,6 +69,9 @@ type ResponseInfo struct {
 	Status int `json:"status,omitempty"`
 	// Replayed is the value of Config.ReplayedHeader, "" when absent.
 	Replayed string `json:"replayed,omitempty"`
+	// Header is the response's header, less Set-Cookie, Date and the
+	// connection's fields.
+	Header http.Header `json:"header,omitempty"`
 	// Body is the response body, cut at 512 bytes.
 	Body string `json:"body,omitempty"`
 	// Error is the transport error, when no response arrived.

@@ -4,6 +4,7 @@
 package opsview
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -54,4 +55,45 @@ func Time(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// RedriveNote says until when a parked outbox message may be re-driven:
+// redriveBy, its first delivery that may have taken effect plus the key
+// retention, or, when that is zero, at any time, with the reason that
+// agrees with its last response (status, 0 when none arrived): no
+// delivery yet, or every delivery refused by the downstream (a 4xx, which
+// takes no effect), so no key of it is held there.
+func RedriveNote(redriveBy time.Time, attempts, status int) string {
+	switch {
+	case !redriveBy.IsZero():
+		return Time(redriveBy) + " (the downstream's key retention since the first delivery that may have acted)"
+	case attempts == 0 && status == 0:
+		return "any time: not delivered yet"
+	case status != 0:
+		return "any time: no delivery may have taken effect (the downstream refused each)"
+	}
+	return "any time: no delivery may have taken effect"
+}
+
+// Count renders a count of kind "exact" (or ""), "estimate" or "at
+// least": "78", "about 1200000 (estimate)", "more than 10000 (not known
+// yet: no estimate before the table's first ANALYZE)".
+func Count(n int64, kind string) string {
+	switch kind {
+	case "estimate":
+		return fmt.Sprintf("about %d (the planner's estimate)", n)
+	case "at least":
+		return fmt.Sprintf("more than %d (the exact count is not known yet: no estimate before the table's first ANALYZE)", n-1)
+	}
+	return fmt.Sprint(n)
+}
+
+// RouteProblem says what is wrong with a route an operator typed to name
+// a record's scope, "" when nothing is: one that starts with "/" lacks the
+// method by which the middleware names every route ("POST /v1/orders").
+func RouteProblem(route string) string {
+	if !strings.HasPrefix(route, "/") {
+		return ""
+	}
+	return fmt.Sprintf("the route %q has no method: the middleware names a route by its method and pattern, so name it so (%q), or give the key alone to list every scope that holds it", route, "POST "+route)
 }

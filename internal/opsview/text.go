@@ -2,6 +2,7 @@ package opsview
 
 import (
 	"bytes"
+	stdbase64 "encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -40,6 +41,19 @@ func BodyJSON(b []byte) string {
 	}
 	cut, note := cutText(b)
 	return string(cut) + note
+}
+
+// JSONBody returns b as -json prints it, as one of two fields: text, when
+// b is UTF-8 text without a NUL byte (cut to MaxBody bytes, with a note
+// of the cut), else base64 (of the first MaxBody bytes).
+func JSONBody(b []byte) (text, base64 *string) {
+	if binary(b) {
+		enc := stdbase64.StdEncoding.EncodeToString(b[:min(len(b), MaxBody)])
+		return nil, &enc
+	}
+	cut, note := cutText(b)
+	s := string(cut) + note
+	return &s, nil
 }
 
 // binary reports a body that is not text: not UTF-8, or with a NUL byte.

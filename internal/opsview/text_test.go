@@ -83,3 +83,22 @@ func TestBodyJSONKeepsTheText(t *testing.T) {
 	assert.Equal(t, "a\x1bb\x00", BodyJSON([]byte("a\x1bb\x00")), "JSON escapes control characters itself")
 	assert.Equal(t, "(3 bytes, not UTF-8 text)", BodyJSON([]byte("\xff\xfe\x00")))
 }
+
+func TestJSONBody(t *testing.T) {
+	text, b64 := JSONBody([]byte(`{"a":"é"}`))
+	if text == nil || *text != `{"a":"é"}` || b64 != nil {
+		t.Errorf(`JSONBody(text) = %v, %v, want the text and no base64`, text, b64)
+	}
+	text, b64 = JSONBody([]byte{0xff, 0x00})
+	if text != nil || b64 == nil || *b64 != "/wA=" {
+		t.Errorf(`JSONBody(binary) = %v, %v, want base64 "/wA=" only`, text, b64)
+	}
+}
+
+func TestRouteProblem(t *testing.T) {
+	for route, bad := range map[string]bool{"/v1/orders": true, "POST /v1/orders": false, "": false, "charge": false} {
+		if got := RouteProblem(route) != ""; got != bad {
+			t.Errorf("RouteProblem(%q) refuses: %v, want %v", route, got, bad)
+		}
+	}
+}

@@ -33,9 +33,12 @@
 // their last two tests); a store with no transaction to hand refuses
 // Transactional mode in CheckMode, as idemredis's does, and passes the
 // Leased areas, for which the Harness needs only New (and Node, to run the
-// two-node areas on two connections). The optional
-// [server.RecordStore], which idemctl and the admin page read, is not
-// checked here.
+// two-node areas on two connections). A store that
+// implements the optional [server.RecordStore], which idemctl and the
+// admin page read, also runs the operator areas: a lookup with and
+// without payload, a key found in every scope, the operations in flight
+// and the stuck ones, eviction (refused on a live lease unless forced,
+// the evicted attempt's completion then refused), and exact counts.
 //
 // The areas: replay (byte for byte, headers, fingerprints, scopes,
 // rejections, failures, retention, streamed results), the stored response

@@ -115,7 +115,11 @@ func Run(t *testing.T, h Harness) {
 	if len(supported) == 0 {
 		t.Fatal("storetest: the store refuses both modes")
 	}
-	for _, a := range areas(t, h) {
+	_, records := probe.(server.RecordStore)
+	if !records {
+		t.Logf("storetest: the store does not implement server.RecordStore: its operator areas do not run")
+	}
+	for _, a := range areas(t, h, records) {
 		var modes []mode
 		for _, m := range a.modes {
 			if supports(supported, m) {
@@ -146,8 +150,9 @@ func supports(ms []mode, m mode) bool {
 }
 
 // areas is the whole suite for h: the Transactional areas (txAreas) only
-// when the handler's effects go in the store's transaction (h.Effect).
-func areas(t *testing.T, h Harness) []area {
+// when the handler's effects go in the store's transaction (h.Effect), the
+// operator areas only for a [server.RecordStore] (records).
+func areas(t *testing.T, h Harness, records bool) []area {
 	groups := [][]area{replayAreas, responseAreas, leaseAreas, waitAreas, sweepAreas, reconcileAreas}
 	if h.Effect != nil {
 		groups = append(groups, txAreas)
@@ -157,6 +162,9 @@ func areas(t *testing.T, h Harness) []area {
 	var all []area
 	for _, group := range groups {
 		all = append(all, group...)
+	}
+	if records {
+		all = append(all, operatorAreas...)
 	}
 	return all
 }
