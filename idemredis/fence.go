@@ -2,7 +2,6 @@ package idemredis
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -54,12 +53,11 @@ func (f *fence) Complete(ctx context.Context, res *server.Response) error {
 	if res.Unavailable {
 		state = "unavailable"
 	}
-	header, err := json.Marshal(res.Header)
-	if err != nil {
-		return fmt.Errorf("idemredis: header: %w", err)
-	}
+	// The header field holds the whole response in its stored form, the
+	// body field nothing: see decodeResponse.
+	stored, _ := res.MarshalBinary() // never fails
 	return f.write(ctx, lua.Complete, []string{f.k.record, f.k.due, f.k.running}, false,
-		state, status, header, res.Body, f.k.dueMember, f.k.runMember)
+		state, status, stored, "", f.k.dueMember, f.k.runMember)
 }
 
 func (f *fence) Abort(ctx context.Context, reject bool) error {

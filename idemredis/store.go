@@ -173,9 +173,22 @@ func at(reply []any, i int) any {
 	return nil
 }
 
-// decodeResponse reads a stored status, header and body.
+// decodeResponse reads a stored status, header and body. The header field
+// holds the response's stored form ([server.Response.MarshalBinary]),
+// which versions that kept JSON there refuse rather than replay without
+// its body. Records of those versions hold the header as JSON (a JSON
+// object, or null) beside the status and the body; the JSON branch can go
+// once every node writes the stored form and one retention period (the
+// longest [server.Config.Retention] of the routes) has passed since.
 func decodeResponse(v []any) (*server.Response, error) {
 	status, header, body := str(at(v, 0)), str(at(v, 1)), str(at(v, 2))
+	if header != "" && header != "null" && header[0] != '{' {
+		res := &server.Response{}
+		if err := res.UnmarshalBinary([]byte(header)); err != nil {
+			return nil, fmt.Errorf("idemredis: stored response: %w", err)
+		}
+		return res, nil
+	}
 	res := &server.Response{Header: http.Header{}, Body: []byte(body)}
 	if _, err := fmt.Sscan(status, &res.Status); err != nil {
 		return nil, fmt.Errorf("idemredis: stored status %q: %w", status, err)

@@ -112,8 +112,9 @@ func storeIn(ctx context.Context, exec execFunc) error {
 // recordArgs are the arguments of sqlInsertRecord, as text, bytes and
 // integers that any Postgres driver sends.
 func recordArgs(c *Claim, token string, offset time.Duration, res *Response) []any {
-	return []any{c.Scope[:], c.Tenant, c.Principal, c.Route, c.Key, c.DigestAlg, c.Digest, string(res.state()),
-		token, micros(offset), micros(c.Retention), int64(res.Status), encodeHeader(res.Header), res.Body}
+	state, status, stored := responseValues(res)
+	return []any{c.Scope[:], c.Tenant, c.Principal, c.Route, c.Key, c.DigestAlg, c.Digest,
+		token, micros(offset), micros(c.Retention), state, status, stored}
 }
 
 // micros renders d as an interval.

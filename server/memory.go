@@ -47,18 +47,34 @@ type memRecord struct {
 	attempt     int
 	lockedUntil time.Time // Leased mode
 	point       *Recovery // the last recovery point recorded, or nil
-	resp        *Response
+	resp        []byte    // the stored response: Response.MarshalBinary's form
 	expiresAt   time.Time
 	done        chan struct{} // Transactional mode: closed when the attempt ends
 }
 
-func (r *memRecord) found(now time.Time) *found {
-	return &found{
-		fpAlg: r.fpAlg, fp: r.fp, state: r.state, token: r.token, resp: r.resp.ownHeader(),
+func (r *memRecord) found(now time.Time) (*found, error) {
+	f := &found{
+		fpAlg: r.fpAlg, fp: r.fp, state: r.state, token: r.token,
 		expired:   !now.Before(r.expiresAt),
 		open:      r.state == stateRunning && r.mode == Transactional,
 		leaseLeft: r.lockedUntil.Sub(now),
 	}
+	var err error
+	f.resp, err = r.response()
+	return f, err
+}
+
+// response decodes the stored response: nil when there is none. Each call
+// gives a response of its own, which a replay may hand to a ResponseWriter.
+func (r *memRecord) response() (*Response, error) {
+	if r.resp == nil {
+		return nil, nil
+	}
+	res := &Response{}
+	if err := res.UnmarshalBinary(r.resp); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // held reports a record that a sweep must keep whatever its expiry: a
@@ -72,7 +88,10 @@ func (r *memRecord) held(now time.Time) bool {
 func (m *MemoryStore) Claim(ctx context.Context, c *Claim) (ClaimResult, error) {
 	var timeout *time.Timer // started by the first wait: the bound covers all of them
 	for {
-		res, wait := m.tryClaim(c)
+		res, wait, err := m.tryClaim(c)
+		if err != nil {
+			return ClaimResult{}, err
+		}
 		if wait == nil {
 			res.Waited = timeout != nil
 			return res, nil
@@ -114,20 +133,23 @@ func (m *MemoryStore) await(ctx context.Context, wait <-chan struct{}, bound <-c
 
 // tryClaim claims, judges or, for a running [Transactional] attempt, returns
 // the channel to wait on.
-func (m *MemoryStore) tryClaim(c *Claim) (ClaimResult, <-chan struct{}) {
+func (m *MemoryStore) tryClaim(c *Claim) (ClaimResult, <-chan struct{}, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
 	rec := m.recs[c.Scope]
 	if rec == nil {
-		return m.insert(c, now), nil
+		return m.insert(c, now), nil, nil
 	}
-	f := rec.found(now)
+	f, err := rec.found(now)
+	if err != nil {
+		return ClaimResult{}, nil, err
+	}
 	switch v := decide(f, c); v {
 	case vReclaim:
-		return m.insert(c, now), nil
+		return m.insert(c, now), nil, nil
 	case vWait:
-		return ClaimResult{}, rec.done
+		return ClaimResult{}, rec.done, nil
 	case vTakeover:
 		rec.token = uuid.New()
 		rec.attempt++
@@ -137,9 +159,9 @@ func (m *MemoryStore) tryClaim(c *Claim) (ClaimResult, <-chan struct{}) {
 		if rec.point != nil {
 			g.recovery = &Recovery{Point: rec.point.Point, Data: rec.point.Data}
 		}
-		return m.claimed(c, rec, g), nil
+		return m.claimed(c, rec, g), nil, nil
 	default:
-		return f.result(v), nil
+		return f.result(v), nil, nil
 	}
 }
 
@@ -236,8 +258,9 @@ func (f memFence) Checkpoint(_ context.Context, point string, data []byte) error
 }
 
 func (f memFence) Complete(_ context.Context, res *Response) error {
+	stored, _ := res.MarshalBinary() // never fails
 	return f.locked(func(rec *memRecord, _ time.Time) {
-		rec.state, rec.resp, rec.lockedUntil = res.state(), res, time.Time{}
+		rec.state, rec.resp, rec.lockedUntil = res.state(), stored, time.Time{}
 		if rec.done != nil {
 			close(rec.done)
 		}

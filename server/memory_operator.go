@@ -120,8 +120,8 @@ func (r *memRecord) record(now time.Time) Record {
 	if r.state == stateRunning && r.mode == Leased {
 		out.LeaseEnds = r.lockedUntil
 	}
-	if r.resp != nil {
-		out.Status = r.resp.Status
+	if res, err := r.response(); err == nil && res != nil {
+		out.Status = res.Status // the store's own form: never an error
 	}
 	if r.point != nil {
 		out.Recovery = &Recovery{Point: r.point.Point, Data: r.point.Data}
@@ -138,8 +138,12 @@ func (r *memRecord) setPayload(out *Record) error {
 		}
 		out.Request = req
 	}
-	if r.resp != nil {
-		out.Header, out.Body = r.resp.Header.Clone(), r.resp.Body
+	res, err := r.response()
+	if err != nil {
+		return err
+	}
+	if res != nil {
+		out.Header, out.Body = res.Header, res.Body
 	}
 	return nil
 }

@@ -115,16 +115,29 @@ func setStoredHeader(t *testing.T, k *kit, op Operation, h http.Header) {
 	t.Helper()
 	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
 	if k.pool != nil {
-		tag, err := k.pool.Exec(context.Background(), `UPDATE idem_records SET headers = $1 WHERE scope_hash = $2`,
-			encodeHeader(h), scope[:])
+		ctx := context.Background()
+		var (
+			state         string
+			status        *int
+			headers, body []byte
+		)
+		require.NoError(t, k.pool.QueryRow(ctx, `SELECT state, status, headers, body FROM idem_records WHERE scope_hash = $1`,
+			scope[:]).Scan(&state, &status, &headers, &body))
+		res, err := responseOf(recordState(state), status, headers, body)
 		require.NoError(t, err)
-		require.EqualValues(t, 1, tag.RowsAffected())
+		res.Header = h
+		_, _, stored := responseValues(res)
+		_, err = k.pool.Exec(ctx, `UPDATE idem_records SET headers = $1, body = NULL WHERE scope_hash = $2`, stored, scope[:])
+		require.NoError(t, err)
 		return
 	}
 	m := k.store.(*MemoryStore)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.recs[scope].resp.Header = h
+	res, err := m.recs[scope].response()
+	require.NoError(t, err)
+	res.Header = h
+	m.recs[scope].resp, _ = res.MarshalBinary()
 }
 
 func TestOperatorFindsAndEvictsAStuckLease(t *testing.T) {

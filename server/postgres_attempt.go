@@ -28,48 +28,6 @@ func (s *PostgresStore) read(ctx context.Context, q querier, c *Claim) (*found, 
 	return scanFound(q.QueryRow(ctx, sqlRead, c.Scope[:], s.offset()))
 }
 
-// recordRow is a row of sqlRead, scanned into one value.
-type recordRow struct {
-	fpAlg, state string
-	fp           []byte
-	token        [16]byte
-	expired      bool
-	leftMicros   *int64 // NULL: no lease
-	status       *int   // NULL: running
-	header, body []byte
-}
-
-// scanFound reads the row of sqlRead: nil when no record.
-func scanFound(row pgx.Row) (*found, error) {
-	var r recordRow
-	err := row.Scan(&r.fpAlg, &r.fp, &r.state, &r.token, &r.expired, &r.leftMicros,
-		&r.status, &r.header, &r.body)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return r.found()
-}
-
-// found is the record of r.
-func (r *recordRow) found() (*found, error) {
-	f := &found{fpAlg: r.fpAlg, fp: r.fp, state: recordState(r.state), token: uuid.UUID(r.token),
-		expired: r.expired}
-	if r.leftMicros != nil {
-		f.leaseLeft = time.Duration(*r.leftMicros) * time.Microsecond
-	}
-	if f.state != stateRunning && r.status != nil {
-		h, err := decodeHeader(r.header)
-		if err != nil {
-			return nil, fmt.Errorf("server: stored headers: %w", err)
-		}
-		f.resp = &Response{Unavailable: f.state == stateUnavailable, Status: *r.status, Header: h, Body: r.body}
-	}
-	return f, nil
-}
-
 // pgFence runs the token-fenced statements of an attempt.
 type pgFence struct {
 	s     *PostgresStore
@@ -98,11 +56,8 @@ func (f pgFence) Checkpoint(ctx context.Context, point string, data []byte) erro
 }
 
 func (f pgFence) Complete(ctx context.Context, res *Response) error {
-	var status any // NULL for a reconciler's result-unavailable: no response at all
-	if res.Status != 0 {
-		status = res.Status
-	}
-	return f.exec(ctx, sqlComplete, string(res.state()), status, encodeHeader(res.Header), res.Body)
+	state, status, headers := responseValues(res)
+	return f.exec(ctx, sqlComplete, state, status, headers)
 }
 
 // abort releases the key when the request was refused on a first attempt

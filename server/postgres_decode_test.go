@@ -14,11 +14,11 @@ import (
 	"github.com/idemkit/idem/internal/fingerprint"
 )
 
-// The record row has two decoders: scanFound, through pgx (Leased claims,
-// the wait after a lock), and decodeRecordRow, from the binary values of
-// the claim's own round trip (Transactional claims). TestRecordDecodersAgree
-// reads records of every shape both ways and requires the same found, so
-// that a column added to one and not the other fails here.
+// The record row is read on two paths from one column list (readColumns):
+// scanFound, through pgx (Leased claims, the wait after a lock), and
+// decodeRecordRow, from the binary values of the claim's own round trip
+// (Transactional claims). TestRecordDecodersAgree reads records of every
+// shape both ways and requires the same found.
 func TestRecordDecodersAgree(t *testing.T) {
 	k := postgresKit(t)
 	s := k.store.(*PostgresStore)
@@ -32,14 +32,20 @@ func TestRecordDecodersAgree(t *testing.T) {
 		"unavailable":      `'unavailable', NULL, NULL, NULL, NULL, now() + interval '1 hour'`,
 		"unavailable, 201": `'unavailable', NULL, 201, $3::bytea, NULL, now() + interval '1 hour'`,
 		"expired":          `'done', NULL, 201, $3::bytea, 'old'::bytea, now() - interval '1 second'`,
+		"stored form":      `'done', NULL, 201, $4::bytea, NULL, now() + interval '1 hour'`,
+		"parked":           `'unavailable', NULL, NULL, $5::bytea, NULL, now() + interval '1 hour'`,
 	}
-	header := encodeHeader(http.Header{"Content-Type": {"application/json"}, "X-Two": {"a", "b"}})
+	h := http.Header{"Content-Type": {"application/json"}, "X-Two": {"a", "b\xe9"}}
+	header := encodeHeader(h)
+	stored, _ := (&Response{Status: 201, Header: h, Body: []byte("body")}).MarshalBinary()
+	parked, _ := (&Response{Unavailable: true}).MarshalBinary()
+	responses := map[string]*Response{}
 	for name, values := range shapes {
 		c := &Claim{Scope: fingerprint.Scope("", "", "POST /x", name), Key: name}
 		_, err := k.pool.Exec(ctx, fmt.Sprintf(`INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key,
     fp_alg, fingerprint, token, attempt, created_at, state, locked_until, status, headers, body, expires_at)
 SELECT $1, '', '', 'POST /x', $2, 'sha256-v3', 'fp'::bytea, gen_random_uuid(), 1, now(), %s
-WHERE $3::bytea IS NOT NULL`, values), c.Scope[:], name, header)
+WHERE $3::bytea IS NOT NULL AND $4::bytea IS NOT NULL AND $5::bytea IS NOT NULL`, values), c.Scope[:], name, header, stored, parked)
 		require.NoError(t, err, name)
 
 		viaPgx, err := s.read(ctx, k.pool, c)
@@ -50,7 +56,16 @@ WHERE $3::bytea IS NOT NULL`, values), c.Scope[:], name, header)
 		assert.InDelta(t, viaPgx.leaseLeft, viaWire.leaseLeft, float64(time.Second), name)
 		viaPgx.leaseLeft, viaWire.leaseLeft = 0, 0 // read at two instants
 		assert.Equal(t, viaPgx, viaWire, name)
+		responses[name] = viaPgx.resp
 	}
+	// Records of the form before the stored one (the header block, the body
+	// in its column) read as those of the stored form.
+	want := &Response{Status: 201, Header: h, Body: []byte("body")}
+	assert.Equal(t, want, responses["done"])
+	assert.Equal(t, want, responses["stored form"])
+	assert.Equal(t, &Response{Unavailable: true, Status: 201, Header: h}, responses["unavailable, 201"])
+	assert.Equal(t, &Response{Unavailable: true, Header: http.Header{}}, responses["parked"])
+	assert.Nil(t, responses["unavailable"], "a parked record of an earlier version has no response")
 	missing := &Claim{Scope: fingerprint.Scope("", "", "POST /x", "none")}
 	f, err := s.read(ctx, k.pool, missing)
 	require.NoError(t, err)
@@ -69,7 +84,7 @@ func readOnTheWire(t *testing.T, s *PostgresStore, pool *pgxpool.Pool, c *Claim)
 	var f *found
 	require.NoError(t, b.queue(context.Background(), wireRead, newWireParams(2).bytes(c.Scope[:]).interval(s.offset()),
 		func(v [][]byte) error {
-			r, err := decodeRecordRow(v)
+			r, err := decodeRecordRow(conn.Conn().TypeMap(), v)
 			if err == nil {
 				f, err = r.found()
 			}

@@ -222,15 +222,15 @@ func (rec *Record) setPayload(request, header, body []byte) error {
 		}
 		rec.Request = req
 	}
-	if rec.State == string(stateRunning) {
-		return nil
+	status := &rec.Status
+	if rec.Status == 0 {
+		status = nil
 	}
-	h, err := decodeHeader(header)
-	if err != nil {
-		return fmt.Errorf("server: stored headers: %w", err)
+	res, err := responseOf(recordState(rec.State), status, header, body)
+	if res != nil {
+		rec.Header, rec.Body = res.Header, res.Body
 	}
-	rec.Header, rec.Body = h, body
-	return nil
+	return err
 }
 
 // decodeStoredRequest reads a stored request (encodeRequest's form).

@@ -63,18 +63,19 @@ FROM (SELECT pg_advisory_xact_lock($1, $2), bound.saved
         FROM (SELECT current_setting('lock_timeout') AS v OFFSET 0) AS saved) AS bound) AS locked`
 
 // sqlInsertDone writes the record of a [Transactional] attempt that claimed a
-// new key, as its transaction commits: $1 scope_hash, $2 tenant,
-// $3 principal, $4 route, $5 key, $6 fp_alg, $7 fingerprint, $8 state,
-// $9 token, $10 clock offset, $11 retention, $12 status, $13 headers,
-// $14 body. Its time is the transaction's start, when the key was claimed.
+// new key, as its transaction commits (insertDoneParams): $1 to $7 the
+// record's scope as sqlInsert's, $8 token, $9 clock offset, $10 retention,
+// then the response's columns as sqlComplete's $3 to $5: $11 state,
+// $12 status, $13 headers (postgres_response.go). Its time is the
+// transaction's start, when the key was claimed.
 const sqlInsertDone = sqlInsertRecord + `
 WHERE ` + inClaimTx
 
 // sqlInsertRecord is sqlInsertDone in any transaction: the app's own, which
 // a handler stores its response in (StoreInTx), with the same arguments.
 const sqlInsertRecord = `INSERT INTO idem_records (scope_hash, tenant, principal, route, idem_key,
-    fp_alg, fingerprint, state, token, attempt, created_at, expires_at, status, headers, body)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, now() + $10::interval, now() + $10::interval + $11::interval, $12, $13, $14`
+    fp_alg, fingerprint, token, attempt, created_at, expires_at, state, status, headers)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, 1, now() + $9::interval, now() + $9::interval + $10::interval, $11, $12, $13`
 
 // sqlInsert claims a key in [Leased] mode. Its arguments (claimValues),
 // shared with sqlReclaim: $1 scope_hash, $2 tenant, $3 principal, $4 route,
@@ -100,15 +101,6 @@ FROM ` + fmt.Sprintf(boundedClock, "$13", "$14", "$12", "$11") + `
 WHERE r.scope_hash = $1 AND r.expires_at <= clock.t
 RETURNING 1, NULL::text, NULL::jsonb`
 
-// sqlRead reads a record, no row when there is none, in a plain index
-// scan: $1 scope_hash, $2 clock offset. It runs as a statement of its own,
-// so that after a lock wait it sees a record that committed meanwhile.
-const sqlRead = `SELECT r.fp_alg, r.fingerprint, r.state, r.token,
-    r.expires_at <= statement_timestamp() + $2::interval,
-    (extract(epoch FROM r.locked_until - (statement_timestamp() + $2::interval)) * 1000000)::bigint,
-    r.status, r.headers, r.body
-FROM idem_records AS r WHERE r.scope_hash = $1`
-
 // sqlTakeover takes over an expired lease held by token $5: $1 scope_hash,
 // $2 new token, $3 lease, $4 clock offset, $6 wait bound, $7 and $8 lock
 // keys, $9 retention; in [Transactional] mode the lease and the wait bound
@@ -124,8 +116,10 @@ RETURNING r.attempt, r.recovery_point, r.recovery_data`
 // The statements below are fenced by the attempt's token: $1 scope_hash,
 // $2 token. They change nothing for a stale attempt.
 
-// sqlComplete stores the response: $3 state, $4 status, $5 headers, $6 body.
-const sqlComplete = `UPDATE idem_records SET state = $3, status = $4, headers = $5, body = $6,
+// sqlComplete stores the response: $3 state, $4 status, $5 headers
+// (responseValues); body is NULL but in records of earlier versions
+// (postgres_response.go).
+const sqlComplete = `UPDATE idem_records SET state = $3, status = $4, headers = $5, body = NULL,
     locked_until = NULL
 WHERE scope_hash = $1 AND token = $2 AND state = 'running'`
 

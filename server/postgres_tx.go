@@ -201,17 +201,9 @@ func (a *pgTxAttempt) Abort(ctx context.Context, reject bool) error {
 // store writes the record and commits, in one round trip.
 func (a *pgTxAttempt) store(ctx context.Context, res *Response) error {
 	b := newWireBatch(a.conn.Conn())
-	c := a.c
-	var p *wireParams
-	st := wireComplete
+	st, p := wireComplete, newWireParams(5).bytes(a.c.Scope[:]).uuid(a.token).response(res)
 	if a.fresh {
-		st = wireInsertDone
-		p = newWireParams(14).bytes(c.Scope[:]).text(c.Tenant).text(c.Principal).text(c.Route).text(c.Key).
-			text(c.DigestAlg).bytes(c.Digest).text(string(res.state())).uuid(a.token).interval(a.s.offset()).
-			interval(c.Retention).int4(res.Status).bytes(encodeHeader(res.Header)).bytes(res.Body)
-	} else {
-		p = newWireParams(6).bytes(c.Scope[:]).uuid(a.token).text(string(res.state())).int4(res.Status).
-			bytes(encodeHeader(res.Header)).bytes(res.Body)
+		st, p = wireInsertDone, insertDoneParams(a.c, a.token, a.s.offset(), res)
 	}
 	if err := b.queue(ctx, st, p, nil); err != nil {
 		return err
@@ -251,7 +243,7 @@ func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *Claim) (lo
 		return false, nil, err
 	}
 	err = b.queue(ctx, wireRead, newWireParams(2).bytes(c.Scope[:]).interval(s.offset()), func(v [][]byte) error {
-		r, err := decodeRecordRow(v)
+		r, err := decodeRecordRow(conn.TypeMap(), v)
 		if err == nil {
 			f, err = r.found()
 		}

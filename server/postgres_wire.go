@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -10,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -198,6 +198,26 @@ func (p *wireParams) uuid(u [16]byte) *wireParams {
 	return p.add(start)
 }
 
+// response is the response's columns: state, status (NULL for none) and
+// headers (responseValues).
+func (p *wireParams) response(res *Response) *wireParams {
+	state, status, headers := responseValues(res)
+	p.text(state)
+	if status == nil {
+		p.bytes(nil)
+	} else {
+		p.int4(*status)
+	}
+	return p.bytes(headers)
+}
+
+// insertDoneParams are sqlInsertDone's parameters: the record of c,
+// claimed under token, at the clock offset, storing res.
+func insertDoneParams(c *Claim, token uuid.UUID, offset time.Duration, res *Response) *wireParams {
+	return newWireParams(13).bytes(c.Scope[:]).text(c.Tenant).text(c.Principal).text(c.Route).text(c.Key).
+		text(c.DigestAlg).bytes(c.Digest).uuid(token).interval(offset).interval(c.Retention).response(res)
+}
+
 // interval is an interval parameter of d in microseconds (then zero days
 // and months), as pgx encodes a time.Duration.
 func (p *wireParams) interval(d time.Duration) *wireParams {
@@ -205,26 +225,4 @@ func (p *wireParams) interval(d time.Duration) *wireParams {
 	p.buf = binary.BigEndian.AppendUint64(p.buf, uint64(d.Microseconds()))
 	p.buf = append(p.buf, 0, 0, 0, 0, 0, 0, 0, 0)
 	return p.add(start)
-}
-
-// decodeRecordRow decodes a row of sqlRead in binary format.
-func decodeRecordRow(v [][]byte) (recordRow, error) {
-	var r recordRow
-	if len(v) != 9 || len(v[3]) != 16 || len(v[4]) != 1 ||
-		(v[5] != nil && len(v[5]) != 8) || (v[6] != nil && len(v[6]) != 4) {
-		return r, errors.New("server: a record row of an unexpected shape")
-	}
-	r.fpAlg, r.fp, r.state = string(v[0]), bytes.Clone(v[1]), string(v[2])
-	copy(r.token[:], v[3])
-	r.expired = v[4][0] != 0
-	if v[5] != nil {
-		left := int64(binary.BigEndian.Uint64(v[5]))
-		r.leftMicros = &left
-	}
-	if v[6] != nil {
-		status := int(int32(binary.BigEndian.Uint32(v[6])))
-		r.status = &status
-	}
-	r.header, r.body = bytes.Clone(v[7]), bytes.Clone(v[8])
-	return r, nil
 }

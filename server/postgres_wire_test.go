@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -23,7 +24,7 @@ func recordRowValues() [][]byte {
 
 func TestDecodeRecordRow(t *testing.T) {
 	v := recordRowValues()
-	r, err := decodeRecordRow(v)
+	r, err := decodeRecordRow(pgtype.NewMap(), v)
 	require.NoError(t, err)
 	assert.Equal(t, fingerprint.Alg, r.fpAlg)
 	assert.Equal(t, "done", r.state)
@@ -44,7 +45,7 @@ func TestDecodeRecordRow(t *testing.T) {
 
 	v = recordRowValues()
 	v[4], v[5], v[6] = []byte{1}, binary.BigEndian.AppendUint64(nil, uint64(1500000)), nil
-	r, err = decodeRecordRow(v)
+	r, err = decodeRecordRow(pgtype.NewMap(), v)
 	require.NoError(t, err)
 	assert.True(t, r.expired)
 	require.NotNil(t, r.leftMicros)
@@ -64,8 +65,22 @@ func TestDecodeRecordRowRefusesAnotherShape(t *testing.T) {
 	}
 	for name, change := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := decodeRecordRow(change(recordRowValues()))
+			_, err := decodeRecordRow(pgtype.NewMap(), change(recordRowValues()))
 			assert.ErrorContains(t, err, "unexpected shape")
 		})
+	}
+}
+
+// BenchmarkDecodeRecordRow is the decoding of a Transactional claim's read
+// of a completed record, through the connection's type map.
+//
+//	go test -run '^$' -bench DecodeRecordRow -benchmem ./server
+func BenchmarkDecodeRecordRow(b *testing.B) {
+	m, v := pgtype.NewMap(), recordRowValues()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeRecordRow(m, v); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

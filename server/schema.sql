@@ -31,10 +31,12 @@ CREATE TABLE IF NOT EXISTS idem_records (
     -- Leased mode: the last recovery point an attempt recorded.
     recovery_point text,
     recovery_data  jsonb,
-    -- The stored response: status, allowlisted headers, body byte for byte
-    -- (bytea, never jsonb, which would reorder keys). The headers are a
-    -- binary block (a format byte, then length-prefixed names and values),
-    -- because a field value may hold bytes that jsonb cannot.
+    -- The stored response: its status, and in headers the whole response
+    -- (status, allowlisted headers, body byte for byte) in the stored form
+    -- of every store, server.Response.MarshalBinary (bytea, never jsonb,
+    -- which would reorder keys and cannot hold a header value that is not
+    -- UTF-8). body is NULL but in records of earlier versions, whose
+    -- headers column holds the header block alone (postgres_response.go).
     status         integer,
     headers        bytea,
     body           bytea,

@@ -155,13 +155,12 @@ func (a *sqlTxAttempt) store(ctx context.Context, res *Response) error {
 	c := a.c
 	var r sql.Result
 	var err error
+	state, status, stored := responseValues(res)
 	if a.fresh {
 		r, err = a.tx.ExecContext(ctx, sqlInsertDone, c.Scope[:], c.Tenant, c.Principal, c.Route, c.Key,
-			c.DigestAlg, c.Digest, string(res.state()), [16]byte(a.token), a.s.pg.offset(), c.Retention,
-			res.Status, encodeHeader(res.Header), res.Body)
+			c.DigestAlg, c.Digest, [16]byte(a.token), a.s.pg.offset(), c.Retention, state, status, stored)
 	} else {
-		r, err = a.tx.ExecContext(ctx, sqlCompleteTx, c.Scope[:], [16]byte(a.token), string(res.state()),
-			res.Status, encodeHeader(res.Header), res.Body)
+		r, err = a.tx.ExecContext(ctx, sqlCompleteTx, c.Scope[:], [16]byte(a.token), state, status, stored)
 	}
 	if errors.Is(err, sql.ErrTxDone) {
 		return ErrTxEnded

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,6 +55,11 @@ import (
 //     must never be treated as expired or swept; a takeover must extend the
 //     record's expiry to a full retention; an extension must keep it at
 //     least one lease past the lease's new end.
+//   - Response. A replay must give back the [Response] that was stored,
+//     byte for byte (header values that are not UTF-8 included). A store
+//     should keep it in the stored form of every store,
+//     [Response.MarshalBinary], and must answer an error, never a replay,
+//     for a stored response it cannot read whole.
 //   - Fingerprint. A record must keep its digest with the name of the
 //     algorithm that made it ([Claim.DigestAlg]), and judge a later claim
 //     by [Claim.Matches] on the two.
@@ -207,42 +211,6 @@ type ClaimResult struct {
 // inFlight is the 409 answer, to retry after left (at least a second).
 func inFlight(left time.Duration) ClaimResult {
 	return ClaimResult{Verdict: VerdictInFlight, RetryAfter: left}
-}
-
-// Response is a handler's response as a store keeps and replays it.
-type Response struct {
-	// Unavailable marks an operation whose effects happened but whose
-	// response was not stored (it streamed, or outgrew
-	// [Config.MaxResponseBytes], or a reconciler parked it): a later claim
-	// gets [VerdictUnavailable]. Header and Body are then empty, and Status
-	// is the one the handler chose (0 for a parked operation).
-	Unavailable bool
-	Status      int
-	// Header holds the response headers the route replays. A replay hands
-	// its slices to a ResponseWriter: a store that keeps records in
-	// memory must give each claim a copy (the body is never written).
-	Header http.Header
-	Body   []byte
-}
-
-// state is the record state r completes.
-func (r *Response) state() recordState {
-	if r.Unavailable {
-		return stateUnavailable
-	}
-	return stateDone
-}
-
-// ownHeader returns r with a header of its own: a replay hands the header's
-// slices to a ResponseWriter, and a record kept in memory must not change
-// with them. The body is shared: nothing writes to it.
-func (r *Response) ownHeader() *Response {
-	if r == nil {
-		return nil
-	}
-	c := *r
-	c.Header = r.Header.Clone()
-	return &c
 }
 
 // Attempt is one claimed run of the handler, as a store hands it to the

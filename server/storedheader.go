@@ -27,14 +27,24 @@ var errStoredHeader = errors.New("server: stored headers are corrupt or of an un
 
 // encodeHeader gives the stored form of h.
 func encodeHeader(h http.Header) []byte {
-	size := 1
+	return appendHeader(make([]byte, 0, headerLen(h)), h)
+}
+
+// headerLen is the length of h's stored form.
+func headerLen(h http.Header) int {
+	n := 1
 	for name, values := range h {
-		size += len(name) + 2*binary.MaxVarintLen16
+		n += stringLen(name) + uvarintLen(uint64(len(values)))
 		for _, v := range values {
-			size += len(v) + binary.MaxVarintLen16
+			n += stringLen(v)
 		}
 	}
-	b := append(make([]byte, 0, size), headerFormat)
+	return n
+}
+
+// appendHeader appends h's stored form to b.
+func appendHeader(b []byte, h http.Header) []byte {
+	b = append(b, headerFormat)
 	for _, name := range slices.Sorted(maps.Keys(h)) {
 		b = appendString(b, name)
 		b = binary.AppendUvarint(b, uint64(len(h[name])))
@@ -43,6 +53,18 @@ func encodeHeader(h http.Header) []byte {
 		}
 	}
 	return b
+}
+
+// stringLen is the length of s as appendString stores it.
+func stringLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+// uvarintLen is the length of v as a uvarint.
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
 }
 
 func appendString(b []byte, s string) []byte {
@@ -62,7 +84,14 @@ func decodeHeader(b []byte) (http.Header, error) {
 		}
 		return h, nil
 	}
-	if b[0] != headerFormat {
+	return decodeHeaderBlock(b)
+}
+
+// decodeHeaderBlock reads a block that encodeHeader made, and nothing
+// else: the header part of a stored [Response].
+func decodeHeaderBlock(b []byte) (http.Header, error) {
+	h := http.Header{}
+	if len(b) == 0 || b[0] != headerFormat {
 		return nil, errStoredHeader
 	}
 	d := headerDecoder{b: b[1:], ok: true}
@@ -109,4 +138,16 @@ func (d *headerDecoder) string() string {
 	s := string(d.b[:n])
 	d.b = d.b[n:]
 	return s
+}
+
+// bytes reads a length-prefixed field without copying it.
+func (d *headerDecoder) bytes() []byte {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.ok, d.b = false, nil
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
 }

@@ -38,7 +38,9 @@
 // checked here.
 //
 // The areas: replay (byte for byte, headers, fingerprints, scopes,
-// rejections, failures, retention, streamed results), leases (in flight,
+// rejections, failures, retention, streamed results), the stored response
+// (header values that are not UTF-8, repeated fields, empty values, large
+// bodies, through Complete, a Settler and the middleware), leases (in flight,
 // takeover with the recovery point, fencing of a stale attempt, extension,
 // expiry margins), waits for a running Transactional attempt, the
 // Transactional areas (the effect with the record, a 5xx and a panic

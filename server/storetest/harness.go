@@ -148,7 +148,7 @@ func supports(ms []mode, m mode) bool {
 // areas is the whole suite for h: the Transactional areas (txAreas) only
 // when the handler's effects go in the store's transaction (h.Effect).
 func areas(t *testing.T, h Harness) []area {
-	groups := [][]area{replayAreas, leaseAreas, waitAreas, sweepAreas, reconcileAreas}
+	groups := [][]area{replayAreas, responseAreas, leaseAreas, waitAreas, sweepAreas, reconcileAreas}
 	if h.Effect != nil {
 		groups = append(groups, txAreas)
 	} else {

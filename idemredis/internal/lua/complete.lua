@@ -1,6 +1,7 @@
 -- complete stores the response of the attempt that holds token.
 -- KEYS: 1 record, 2 due index, 3 running index. ARGV: 1 offset, 2 token,
--- 3 state, 4 status, 5 header, 6 body, 7 due member, 8 running member.
+-- 3 state, 4 status, 5 header (the stored response: see decodeResponse), 6 body
+-- (empty but in records of earlier versions), 7 due member, 8 running member.
 local r = owned(KEYS[1], ARGV[2], 'ex')
 if not r then
   return 0
