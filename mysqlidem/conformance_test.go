@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/mysqlidem/internal/mysqltest"
@@ -21,8 +22,17 @@ type testNode struct {
 
 // TestConformance runs the store suite on the server of MYSQL_DSN, both
 // modes, each test in a database of its own, the Transactional handlers'
-// effects in their *sql.Tx.
-func TestConformance(t *testing.T) {
+// effects in their *sql.Tx, under the server's isolation level
+// (REPEATABLE READ, InnoDB's default).
+func TestConformance(t *testing.T) { conformance(t, "") }
+
+// TestConformanceReadCommitted runs the suite with every session of the
+// stores under READ COMMITTED, whose locking reads take no gap locks.
+func TestConformanceReadCommitted(t *testing.T) { conformance(t, "READ-COMMITTED") }
+
+// conformance runs the suite with the sessions' isolation level set to
+// isolation ("": the server's).
+func conformance(t *testing.T, isolation string) {
 	var mu sync.Mutex
 	nodes := map[server.Store]testNode{}
 	open := func(t *testing.T, dsn string, clock *storetest.Clock) *Store {
@@ -40,7 +50,7 @@ func TestConformance(t *testing.T) {
 	}
 	storetest.Run(t, storetest.Harness{
 		New: func(t *testing.T, clock *storetest.Clock) server.Store {
-			s := open(t, mysqltest.Database(t), clock)
+			s := open(t, withIsolation(t, mysqltest.Database(t), isolation), clock)
 			require.NoError(t, Migrate(context.Background(), s.db))
 			_, err := s.db.Exec(`CREATE TABLE effects (id BIGINT AUTO_INCREMENT PRIMARY KEY, label VARCHAR(64) NOT NULL) ENGINE=InnoDB`)
 			require.NoError(t, err)
@@ -112,4 +122,29 @@ func waiting(t *testing.T, s *Store, db string, n int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// withIsolation sets the sessions' isolation level in dsn, by the name
+// the server knows (tx_isolation on MariaDB before 11.1, and on MySQL
+// before 8.0, transaction_isolation since).
+func withIsolation(t *testing.T, dsn, isolation string) string {
+	if isolation == "" {
+		return dsn
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	require.NoError(t, err)
+	db := mysqltest.Open(t, dsn, 1)
+	name := "transaction_isolation"
+	if db.QueryRow("SELECT @@transaction_isolation").Err() != nil {
+		name = "tx_isolation"
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params[name] = "'" + isolation + "'"
+	out := cfg.FormatDSN()
+	var got string
+	require.NoError(t, mysqltest.Open(t, out, 1).QueryRow("SELECT @@"+name).Scan(&got))
+	require.Equal(t, isolation, got)
+	return out
 }
