@@ -120,7 +120,7 @@ func (s *Store) settleTx(ctx context.Context, conn *sql.Conn, tx *sql.Tx, c *ser
 // with the session's own setting.
 func (s *Store) lockRow(ctx context.Context, conn *sql.Conn, tx *sql.Tx, c *server.Claim, token uuid.UUID, wait time.Duration) error {
 	secs := int64(math.Ceil(max(wait, 0).Seconds()))
-	if s.isMariaDB(ctx, conn) {
+	if s.isMariaDB(ctx, tx) {
 		_, err := tx.ExecContext(ctx, fmt.Sprintf("SET STATEMENT innodb_lock_wait_timeout=%d FOR ", secs)+sqlClaimTx,
 			s.claimArgs(c, token)...)
 		return err
