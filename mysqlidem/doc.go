@@ -70,7 +70,9 @@
 // *sql.Tx is caught (database/sql then answers sql.ErrTxDone), and so is a
 // COMMIT or ROLLBACK sent as SQL, which leaves the session outside a
 // transaction: the record's write requires @@in_transaction and writes
-// nothing then. The request gets 500 commit-failed and nothing is stored.
+// nothing then, and the claim's running row, which a COMMIT made durable,
+// is deleted after the rollback. The request gets 500 commit-failed and
+// nothing is stored; what the handler committed stays committed.
 // A handler that sends COMMIT and then BEGIN is not caught: its writes
 // before the COMMIT commit with the running row, which a duplicate may
 // take over and run again, and the record commits with the writes after

@@ -101,6 +101,10 @@ const sqlPostpone = `UPDATE idem_records SET locked_until = ` + now + `,
 // recovery point.
 const sqlRelease = `DELETE FROM idem_records` + fenced + ` AND attempt = 1 AND recovery_point IS NULL`
 
+// sqlClearEnded deletes the running row of a Transactional claim that a
+// handler committed itself (txAttempt.clearEnded).
+const sqlClearEnded = `DELETE FROM idem_records` + fenced
+
 // sqlFree deletes the record of an operation that a reconciler found did
 // not happen.
 const sqlFree = `DELETE FROM idem_records` + fenced

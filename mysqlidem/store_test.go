@@ -139,3 +139,39 @@ func TestMigrateFromSeveralNodesAtOnce(t *testing.T) {
 	}
 	require.NoError(t, Migrate(context.Background(), db), "again, on the table it made")
 }
+
+// TestHandlerEndingTheTransactionWithSQLIsCaught: a handler that sends
+// COMMIT or ROLLBACK through its *sql.Tx leaves the session in autocommit;
+// the record's write finds no transaction (@@in_transaction) and writes
+// nothing, the request gets 500 commit-failed, the running row that a
+// COMMIT made durable is deleted, and a retry runs again.
+func TestHandlerEndingTheTransactionWithSQLIsCaught(t *testing.T) {
+	for _, end := range []string{"COMMIT", "ROLLBACK"} {
+		t.Run(end, func(t *testing.T) {
+			s, _ := newTestStore(t, 4)
+			var runs atomic.Int64
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				tx, _ := server.SQLTx(r.Context())
+				_, err := tx.ExecContext(r.Context(), `INSERT INTO effects (label) VALUES ('pay')`)
+				require.NoError(t, err)
+				if runs.Add(1) == 1 {
+					_, err = tx.ExecContext(r.Context(), end)
+					require.NoError(t, err)
+				}
+				w.WriteHeader(http.StatusCreated)
+			})
+			cfg := server.Config{Mode: server.Transactional, Logger: slog.New(slog.DiscardHandler)}
+			srv := httptest.NewServer(server.Middleware(s, cfg)(h))
+			defer srv.Close()
+			code, body := postKey(t, srv.URL, "k")
+			assert.Equal(t, http.StatusInternalServerError, code, body)
+			assert.Contains(t, body, "commit-failed")
+			var records int
+			require.NoError(t, s.db.QueryRow(`SELECT COUNT(*) FROM idem_records`).Scan(&records))
+			assert.Zero(t, records, "no record left")
+			code, _ = postKey(t, srv.URL, "k")
+			assert.Equal(t, http.StatusCreated, code)
+			assert.EqualValues(t, 2, runs.Load(), "the retry runs the handler again")
+		})
+	}
+}

@@ -193,6 +193,7 @@ func (a *txAttempt) Complete(ctx context.Context, res *server.Response) error {
 		err = a.tx.Commit()
 	} else {
 		_ = a.tx.Rollback()
+		a.clearEnded(ctx)
 	}
 	a.end()
 	if err != nil {
@@ -220,11 +221,22 @@ func (a *txAttempt) store(ctx context.Context, res *server.Response) error {
 // Abort rolls the transaction back: claim and effects vanish together.
 func (a *txAttempt) Abort(ctx context.Context, reject bool) error {
 	err := a.tx.Rollback()
+	a.clearEnded(ctx)
 	a.end()
 	if err != nil && !errors.Is(err, sql.ErrTxDone) {
 		return fmt.Errorf("mysqlidem: rollback: %w", lost(err))
 	}
 	return nil
+}
+
+// clearEnded deletes, after the rollback, the claim's running row when a
+// handler that ended the transaction itself (COMMIT) committed it: the
+// key is then free, as after any rollback, rather than held by a running
+// row with no lease that the next claim would have to take over. It
+// deletes nothing when the transaction rolled back (the row is gone) or
+// committed done, and costs a statement on failures only.
+func (a *txAttempt) clearEnded(ctx context.Context) {
+	_, _ = a.conn.ExecContext(ctx, sqlClearEnded, a.c.Scope[:], a.token[:])
 }
 
 // end gives the connection back to db and the scope up on this node.
