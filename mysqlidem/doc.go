@@ -78,6 +78,14 @@
 // take over and run again, and the record commits with the writes after
 // the BEGIN.
 //
+// # Operators
+//
+// Store is a [server.RecordStore]: server.NewOperator(store, ...) looks
+// records up, lists the operations in flight and evicts, and package
+// admin serves its page on that Operator. idemctl opens Postgres only. A
+// Leased record's stored request is not decoded (Record.Request is nil):
+// its decoder is server's own.
+//
 // # Durability
 //
 // [CheckDurability] reports the settings that decide whether an answered

@@ -2,7 +2,6 @@ package mysqlidem
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"io"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/internal/fingerprint"
 	"github.com/idemkit/idem/mysqlidem/internal/mysqltest"
 	"github.com/idemkit/idem/server"
 )
@@ -103,7 +103,7 @@ func TestWaitersOfARolledBackClaimAllComplete(t *testing.T) {
 
 // leasedClaim is a Leased claim of key.
 func leasedClaim(key string) *server.Claim {
-	return &server.Claim{Scope: sha256.Sum256([]byte(key)), Tenant: "t", Principal: "p", Route: "POST /x", Key: key,
+	return &server.Claim{Scope: fingerprint.Scope("t", "p", "POST /x", key), Tenant: "t", Principal: "p", Route: "POST /x", Key: key,
 		Digest: []byte{1}, DigestAlg: "test", Mode: server.Leased, Lease: time.Minute, Retention: time.Hour,
 		Wait: time.Second, Request: []byte("r")}
 }
