@@ -41,6 +41,7 @@ type result struct {
 // its Number, Hedge and Resend.
 type sender struct {
 	t          *Transport
+	bounded    bool       // the attempt's context has a timeout, ended when the body is closed
 	safe       bool       // the response may be read ahead in full
 	classified bool       // a Classifier reads error bodies
 	latencies  *latencies // the host's latencies to record, nil for none
@@ -68,7 +69,8 @@ func (c *call) sender(number int, hedge bool) sender {
 // possible retry need of the response.
 func (c *call) attempt(ctx context.Context, tk ticket) result {
 	s := c.sender(c.attempts+1, false)
-	actx, done := c.t.attemptContext(ctx)
+	actx, done := c.t.attemptContext(ctx, tk)
+	s.bounded = c.t.cfg.AttemptTimeout > 0 || tk.limit > 0
 	trace := newWireTrace(c.t.tracedBase)
 	req, err := c.request(httptrace.WithClientTrace(actx, &trace.hooks))
 	if err != nil {
@@ -79,11 +81,18 @@ func (c *call) attempt(ctx context.Context, tk ticket) result {
 	return s.send(ctx, req, trace, done, tk)
 }
 
-// attemptContext returns the context of one attempt under ctx, bounded by
-// [Config.AttemptTimeout], and the function that ends it.
-func (t *Transport) attemptContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if t.cfg.AttemptTimeout > 0 {
+// attemptContext returns the context of one attempt under ctx, which its
+// host's breaker let through (tk), and the function that ends it. It is
+// bounded by [Config.AttemptTimeout], and a probe by its own limit too (see
+// [BreakerConfig]): an attempt ended by either fails, and counts.
+func (t *Transport) attemptContext(ctx context.Context, tk ticket) (context.Context, context.CancelFunc) {
+	switch {
+	case t.cfg.AttemptTimeout > 0 && tk.limit > 0:
+		return context.WithTimeout(ctx, min(t.cfg.AttemptTimeout, tk.limit))
+	case t.cfg.AttemptTimeout > 0:
 		return context.WithTimeout(ctx, t.cfg.AttemptTimeout)
+	case tk.limit > 0:
+		return context.WithTimeout(ctx, tk.limit)
 	}
 	return ctx, func() {}
 }
@@ -224,7 +233,7 @@ func (s sender) settle(resp *http.Response, done context.CancelFunc, res *result
 	problem := resp.StatusCode >= 400 && wire.IsProblem(ct)
 	limit := s.readAheadLimit(resp.StatusCode, problem)
 	if limit <= 0 {
-		if s.t.cfg.AttemptTimeout > 0 {
+		if s.bounded {
 			resp.Body = &cancelOnClose{ReadCloser: resp.Body, done: done}
 		}
 		res.resp = resp

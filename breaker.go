@@ -56,15 +56,30 @@ const firstOpenPeriod = time.Second
 // that opened the breaker (clamped to [Config.MaxRetryAfter]): a host that
 // says "1 s" is probed after 1 s. Without one, it is 1 s the first time
 // and doubles at each reopening, up to OpenTimeout. Then Probes attempts go
-// through, the oldest waiting calls first; when they succeed the breaker
-// closes, and the calls that waited are released in order at a pace that
-// the host sets, as TCP's slow start does: as many attempts in flight as
-// probes succeeded, and one more each time one of them ends, so that the
-// number in flight doubles every round trip until every waiting call is
-// through (a host that fails them again opens the breaker again, which
-// counts them as it counts any attempt). A call whose deadline (or wait bound) comes before the
-// end of the open period does not wait: it fails at once, as
-// x/time/rate's Wait does when the deadline cannot cover the wait.
+// through. A probe goes to the oldest waiting call whose deadline covers
+// the probe's bound (or, when none does, to the one with the most time
+// left): the oldest of a deep line may have a moment left, and a probe cut
+// short by its own caller tells nothing (it is not counted, and the next
+// probe goes at once). A probe is bounded by the open period before it,
+// between 1 s and OpenTimeout, or by twice the bound of the probe before
+// it when that one ran into it (and by [Config.AttemptTimeout] when set):
+// past its bound it fails and counts, so a probe that hangs opens the
+// breaker again instead of shutting the host out. When the probes succeed
+// the breaker closes, and the calls that waited are released in order at
+// a pace that the host sets, as TCP's congestion window: as many attempts
+// in flight as probes succeeded, one more each time one of them succeeds
+// (the number in flight doubles every round trip), half as many when one
+// fails (a host saturated again, its queue full) and from then on one more
+// per round trip, until every waiting call is through; a host that fails them in a row opens the
+// breaker again, which counts them as it counts any attempt. A call whose
+// deadline (or wait bound) comes before the end of the open period does
+// not wait: it fails at once, as x/time/rate's Wait does when the deadline
+// cannot cover the wait; and a waiting call whose deadline comes sooner
+// than the host's latest answer after an opening took (a probe's or a
+// released call's) leaves the line then, unsent, since its attempt would
+// only be cut by its deadline. A call whose deadline passes while it waits
+// gets an error that matches both ErrCircuitOpen and
+// context.DeadlineExceeded.
 type BreakerConfig struct {
 	// Disabled turns the breakers off.
 	Disabled bool
@@ -176,27 +191,13 @@ func newBreakers(cfg BreakerConfig, maxRetryAfter time.Duration, now func() time
 	if cfg.Disabled {
 		return nil
 	}
-	if cfg.ConsecutiveFailures == 0 {
-		cfg.ConsecutiveFailures = defaultBreakerConsecutiveFailures
-	}
-	if cfg.FailureRatio <= 0 {
-		cfg.FailureRatio = defaultBreakerFailureRatio
-	}
-	if cfg.MinRequests == 0 {
-		cfg.MinRequests = defaultBreakerMinRequests
-	}
-	if cfg.Window <= 0 {
-		cfg.Window = defaultBreakerWindow
-	}
-	if cfg.OpenTimeout <= 0 {
-		cfg.OpenTimeout = defaultBreakerOpenTimeout
-	}
-	if cfg.Probes == 0 {
-		cfg.Probes = defaultBreakerProbes
-	}
-	if cfg.MaxHosts <= 0 {
-		cfg.MaxHosts = defaultBreakerMaxHosts
-	}
+	orDefault(&cfg.ConsecutiveFailures, defaultBreakerConsecutiveFailures)
+	orDefault(&cfg.FailureRatio, defaultBreakerFailureRatio)
+	orDefault(&cfg.MinRequests, defaultBreakerMinRequests)
+	orDefault(&cfg.Window, defaultBreakerWindow)
+	orDefault(&cfg.OpenTimeout, defaultBreakerOpenTimeout)
+	orDefault(&cfg.Probes, defaultBreakerProbes)
+	orDefault(&cfg.MaxHosts, defaultBreakerMaxHosts)
 	return &breakers{cfg: cfg, maxRetryAfter: maxRetryAfter, now: now, onChange: onChange,
 		byHost: map[string]*list.Element{}}
 }

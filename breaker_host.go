@@ -34,10 +34,22 @@ type hostBreaker struct {
 	openUntil  time.Time     // the end of the open period; zero when not open
 	period     time.Duration // the last open period without Retry-After
 	retryAfter time.Duration // the latest Retry-After of a failure since the last change
-	waiting    list.List     // of *hostWaiter, oldest first
-	window     int           // recovering: the released attempts allowed in flight; 0 when not recovering
-	released   int           // recovering: released attempts in flight
-	round      uint64        // counts recoveries, so that a ticket of an earlier one is not counted
+	probeLimit time.Duration // bounds each probe of the current opening
+	// slowProbe is the limit of the latest probe, when it failed by
+	// running into it: the next opening doubles it (probeBound).
+	slowProbe time.Duration
+	// answer is how long the latest probe or released attempt that
+	// succeeded took: a call whose deadline comes sooner than that after
+	// the open period cannot be answered in time. Zero before the first.
+	answer  time.Duration
+	waiting waitQueue[ticket]
+	window  int // recovering: the released attempts allowed in flight; 0 when not recovering
+	// threshold: recovering, the window at which it grows by one per
+	// window of successes rather than one per success; 0 before a failure.
+	threshold int
+	acks      int    // successes since the window last grew, past threshold
+	released  int    // recovering: released attempts in flight
+	round     uint64 // counts recoveries, so that a ticket of an earlier one is not counted
 }
 
 func newHostBreaker(r *breakers, name string) *hostBreaker {
@@ -52,6 +64,10 @@ type ticket struct {
 	h     *hostBreaker
 	done  func(error) // gobreaker's
 	round uint64      // the recovery that released it, 0 for none
+	// limit bounds a probe's attempt (see [BreakerConfig]): past it the
+	// attempt fails, and counts; zero for an attempt that is not a probe.
+	limit time.Duration
+	start time.Time // when a probe or a released attempt was let through, zero for others
 }
 
 // end reports the attempt's outcome to its breaker: nil, errAttemptFailed or
@@ -68,36 +84,41 @@ func (tk ticket) end(report error, retryAfter time.Duration) {
 	if report == errAttemptFailed && retryAfter > 0 {
 		h.retryAfter = retryAfter // before done, which may open the breaker
 	}
+	switch {
+	case !tk.start.IsZero() && report == nil:
+		h.answer = h.r.now().Sub(tk.start)
+	case tk.limit > 0 && report == errAttemptFailed && h.r.now().Sub(tk.start) >= tk.limit:
+		h.slowProbe = tk.limit // before done, which opens the breaker again
+	}
 	tk.done(report)
 	if tk.round != 0 && tk.round == h.round && h.window > 0 {
 		h.released--
-		h.window++ // it answered (or failed, which the breaker counts): the host keeps pace
+		h.pace(report)
 	}
 	h.dispatch()
 }
 
-// hostWaiter is a call waiting for its host.
-type hostWaiter struct {
-	ready    chan struct{} // a signal to look again: admitted, at the head of the queue, or the host reopened
-	admitted bool
-	ticket   ticket
+// pace adjusts a recovery's window to the outcome of a released attempt,
+// as TCP's congestion window: one more for a success (the host keeps
+// pace, and the window doubles every round trip) until a failure (the host
+// is saturated again: a queue full, a timeout) halves it; from then on, one
+// more per window of successes (one per round trip). An attempt that says
+// nothing of the host changes nothing.
+func (h *hostBreaker) pace(report error) {
+	switch {
+	case report == errAttemptFailed:
+		h.window = max(1, h.window/2)
+		h.threshold, h.acks = h.window, 0
+	case report != nil:
+	case h.threshold == 0 || h.window < h.threshold:
+		h.window++
+	default:
+		if h.acks++; h.acks >= h.window {
+			h.window++
+			h.acks = 0
+		}
+	}
 }
-
-// waitPolicy is how long a call may wait for a local refusal to pass.
-type waitPolicy struct {
-	failFast bool
-	until    time.Time // the call's deadline or the end of its wait bound, the earlier; zero for none
-	bound    string    // what until is: "the context's deadline" or "MaxWait"
-	newTimer func(time.Duration) *time.Timer
-}
-
-// refusal is why the host did not let an attempt through.
-type refusal struct {
-	detail string
-	cause  error // the context's error when it ended the wait, else nil
-}
-
-func (r *refusal) Error() string { return r.detail }
 
 // admit returns a ticket for an attempt to the host, and how long the call
 // waited for it; policy, asked only when the attempt cannot go at once,
@@ -105,12 +126,14 @@ func (r *refusal) Error() string { return r.detail }
 // breaker is open, its probes are taken, or it is releasing the calls that
 // waited before this one), admit waits, sending nothing, in a queue of the
 // host's waiting calls, oldest first, until it does. It does not wait, and
-// returns a *refusal at once, when the call is fail-fast or when the open
-// period ends at or after p.until; it stops waiting when ctx ends, p.until
-// passes, or the host reopens for longer than p.until allows.
-func (h *hostBreaker) admit(ctx context.Context, policy func() waitPolicy) (ticket, time.Duration, error) {
+// returns a *refusal at once, when the call is fail-fast, when the open
+// period ends at or after p.until, or when its deadline comes before the
+// host could answer it (tooLate); it stops waiting when ctx ends, p.until
+// passes, the host reopens for longer than p.until allows, or the call can
+// no longer be answered in time.
+func (h *hostBreaker) admit(ctx context.Context, policy func() waitPolicy) (ticket, time.Duration, *refusal) {
 	h.mu.Lock()
-	if h.waiting.Len() == 0 {
+	if h.waiting.len() == 0 {
 		if tk, ok := h.try(false); ok {
 			h.mu.Unlock()
 			return tk, 0, nil
@@ -122,64 +145,80 @@ func (h *hostBreaker) admit(ctx context.Context, policy func() waitPolicy) (tick
 		h.mu.Unlock()
 		return ticket{}, 0, &refusal{detail: "the host's breaker did not let it through and the call is fail-fast"}
 	}
-	if err := h.outlasts(now, p); err != nil {
+	if r := h.outlasts(now, p); r != nil {
 		h.mu.Unlock()
-		return ticket{}, 0, err
+		return ticket{}, 0, r
 	}
 	start := now
-	w := &hostWaiter{ready: make(chan struct{}, 1)}
-	e := h.waiting.PushBack(w)
+	w := newWaiter[ticket](p.deadline)
+	e := h.waiting.push(w)
 	timer := p.newTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		timerC := h.keepTime(timer, e, now, p.until)
-		h.mu.Unlock()
-		select {
-		case <-w.ready:
-		case <-timerC:
-		case <-ctx.Done():
-		}
-		h.mu.Lock()
+		w.park(ctx, &h.mu, h.keepTime(timer, e, now, p))
 		now = h.r.now()
-		if !w.admitted {
+		if !w.done {
 			h.dispatch() // the open period may have ended
 		}
 		waited := now.Sub(start)
-		if w.admitted {
+		if w.done {
 			h.mu.Unlock()
-			return w.ticket, waited, nil
+			if r := w.refused; r != nil {
+				r.detail = fmt.Sprintf("the call waited %s, and %s", waited.Round(time.Millisecond), r.detail)
+				return ticket{}, waited, r
+			}
+			return w.value, waited, nil
 		}
-		err := h.stopWaiting(ctx, now, p, waited)
-		if err != nil {
+		if r := h.stopWaiting(ctx, now, p, waited); r != nil {
 			h.remove(e)
 			h.mu.Unlock()
-			return ticket{}, waited, err
+			return ticket{}, waited, r
 		}
 	}
 }
 
 // outlasts refuses a call that would wait in vain: the host's open period
-// ends at or after the end of what the call may wait.
-func (h *hostBreaker) outlasts(now time.Time, p waitPolicy) error {
-	if p.until.IsZero() || now.Before(p.until) && h.openUntil.Before(p.until) {
+// ends at or after the end of what the call may wait, or its deadline
+// comes before the host could answer it (tooLate).
+func (h *hostBreaker) outlasts(now time.Time, p waitPolicy) *refusal {
+	switch {
+	case !p.until.IsZero() && !now.Before(p.until):
+		return &refusal{detail: fmt.Sprintf("the host's breaker did not let it through before %s", p.bound),
+			cause: p.ended(now)}
+	case !p.until.IsZero() && !h.openUntil.Before(p.until):
+		return &refusal{detail: fmt.Sprintf("the host's breaker is open for %s more, past %s, %s away",
+			h.openUntil.Sub(now).Round(time.Millisecond), p.bound, p.until.Sub(now).Round(time.Millisecond))}
+	}
+	return h.tooLate(now, p.deadline)
+}
+
+// tooLate refuses a call whose deadline comes before the host could
+// answer it: sooner after the end of the open period (or now) than the
+// latest probe or released attempt that succeeded took. Such a call would only be cut by its
+// own deadline, a load on the host that nobody waits for.
+func (h *hostBreaker) tooLate(now, deadline time.Time) *refusal {
+	if deadline.IsZero() || h.answer == 0 {
 		return nil
 	}
-	if !now.Before(p.until) {
-		return &refusal{detail: fmt.Sprintf("the host's breaker did not let it through before %s", p.bound)}
+	from := now
+	if now.Before(h.openUntil) {
+		from = h.openUntil
 	}
-	return &refusal{detail: fmt.Sprintf("the host's breaker is open for %s more, past %s, %s away",
-		h.openUntil.Sub(now).Round(time.Millisecond), p.bound, p.until.Sub(now).Round(time.Millisecond))}
+	if from.Add(h.answer).Before(deadline) {
+		return nil
+	}
+	return &refusal{detail: fmt.Sprintf("its deadline, %s away, comes before the host could answer it (its latest answer after an opening took %s)",
+		deadline.Sub(now).Round(time.Millisecond), h.answer.Round(time.Millisecond))}
 }
 
 // stopWaiting returns why a waiting call stops waiting: its context ended,
 // or it can no longer be let through in time; nil when it waits on.
-func (h *hostBreaker) stopWaiting(ctx context.Context, now time.Time, p waitPolicy, waited time.Duration) error {
+func (h *hostBreaker) stopWaiting(ctx context.Context, now time.Time, p waitPolicy, waited time.Duration) *refusal {
 	if err := ctx.Err(); err != nil {
 		return &refusal{detail: fmt.Sprintf("the call waited %s for the host's breaker and its context ended first",
 			waited.Round(time.Millisecond)), cause: err}
 	}
-	if err := h.outlasts(now, p); err != nil {
-		r := err.(*refusal)
+	if r := h.outlasts(now, p); r != nil {
 		r.detail = fmt.Sprintf("the call waited %s, and %s", waited.Round(time.Millisecond), r.detail)
 		return r
 	}
@@ -188,12 +227,18 @@ func (h *hostBreaker) stopWaiting(ctx context.Context, now time.Time, p waitPoli
 
 // keepTime arms timer for the next time the waiter at e must look again
 // without being told: the end of the open period when it is at the head of
-// the queue (it lets the others through then), and until. It returns the
-// timer's channel, nil when there is nothing to wait for but a signal.
-func (h *hostBreaker) keepTime(timer *time.Timer, e *list.Element, now, until time.Time) <-chan time.Time {
+// the queue (it lets the others through then), the end of what it may
+// wait, and the moment it can no longer be answered in time (tooLate). It
+// returns the timer's channel, nil when there is nothing to wait for but
+// a signal.
+func (h *hostBreaker) keepTime(timer *time.Timer, e *list.Element, now time.Time, p waitPolicy) <-chan time.Time {
 	var next time.Time
-	if h.waiting.Front() == e && now.Before(h.openUntil) {
+	if h.waiting.isFront(e) && now.Before(h.openUntil) {
 		next = h.openUntil
+	}
+	until := p.until
+	if !p.deadline.IsZero() && h.answer > 0 && (until.IsZero() || p.deadline.Add(-h.answer).Before(until)) {
+		until = p.deadline.Add(-h.answer)
 	}
 	if !until.IsZero() && (next.IsZero() || until.Before(next)) {
 		next = until
@@ -208,49 +253,83 @@ func (h *hostBreaker) keepTime(timer *time.Timer, e *list.Element, now, until ti
 // remove takes a waiter that gave up out of the queue, and tells the one
 // now at its head, which keeps time for the others.
 func (h *hostBreaker) remove(e *list.Element) {
-	head := h.waiting.Front() == e
-	h.waiting.Remove(e)
+	head := h.waiting.isFront(e)
+	h.waiting.take(e)
 	if head {
-		h.signalHead()
+		h.waiting.signalFront()
 	}
 }
 
-// dispatch lets the waiting calls through, oldest first, while the host
-// admits them, and tells the waiter left at the head of the queue when the
-// head changed: the head keeps time for the others. When the queue
-// empties, a recovery ends: new calls go straight to the breaker again.
+// dispatch lets the waiting calls through while the host admits them
+// (next says in which order), and tells the waiter left at the head of the
+// queue when the head changed: the head keeps time for the others. When
+// the queue empties, a recovery ends: new calls go straight to the breaker
+// again.
 func (h *hostBreaker) dispatch() {
-	admitted := false
-	for e := h.waiting.Front(); e != nil; e = h.waiting.Front() {
+	changed := false
+	for h.waiting.len() > 0 {
+		e, dropped := h.next()
+		changed = changed || dropped
+		if e == nil {
+			break
+		}
 		tk, ok := h.try(false)
 		if !ok {
 			break
 		}
-		w := h.waiting.Remove(e).(*hostWaiter)
-		w.ticket, w.admitted = tk, true
-		signal(w)
-		admitted = true
+		w := h.waiting.take(e)
+		w.value, w.done = tk, true
+		w.signal()
+		changed = true
 	}
 	switch {
-	case h.waiting.Len() == 0:
+	case h.waiting.len() == 0:
 		h.window, h.released = 0, 0
-	case admitted:
-		h.signalHead()
+	case changed:
+		h.waiting.signalFront()
 	}
 }
 
-func (h *hostBreaker) signalHead() {
-	if e := h.waiting.Front(); e != nil {
-		signal(e.Value.(*hostWaiter))
+// next returns the waiting call to let through next. A probe goes to the
+// oldest call whose deadline covers the probe's limit, or, when none does,
+// to the one with the most time left: the oldest may have a moment left,
+// and a probe cut short by its own deadline tells nothing. Otherwise the
+// oldest goes first, after the calls at the head of the queue that can no
+// longer be answered in time (tooLate) are turned away, which dropped
+// reports.
+func (h *hostBreaker) next() (e *list.Element, dropped bool) {
+	if h.state != BreakerClosed {
+		now := h.r.now()
+		if now.Before(h.openUntil) || h.probesTaken() {
+			return nil, false // no probe now: spare the scan
+		}
+		return h.waiting.covering(now, h.probeLimit), false
 	}
+	if h.answer == 0 {
+		return h.waiting.front(), false
+	}
+	now := h.r.now()
+	for e = h.waiting.front(); e != nil; e = h.waiting.front() {
+		w := h.waiting.at(e)
+		r := h.tooLate(now, w.deadline)
+		if r == nil {
+			break
+		}
+		h.waiting.take(e)
+		w.refused, w.done, dropped = r, true, true
+		w.signal()
+	}
+	return e, dropped
 }
 
-// signal tells w to look again; a signal already pending is enough.
-func signal(w *hostWaiter) {
-	select {
-	case w.ready <- struct{}{}:
-	default:
+// probesTaken reports whether gobreaker is half-open with every probe out
+// or answered, as its Allow would say (ErrTooManyRequests).
+func (h *hostBreaker) probesTaken() bool {
+	if h.state != BreakerHalfOpen {
+		return false
 	}
+	c := h.cb.Counts()
+	return c.Requests-min(c.TotalExclusions, c.Requests) >= h.r.cfg.Probes
 }
 
 // try lets one attempt through when the host admits it now: its open
@@ -265,13 +344,14 @@ func (h *hostBreaker) try(hedge bool) (ticket, bool) {
 		return ticket{}, false
 	case h.window > 0 && h.released >= h.window:
 		return ticket{}, false
-	case hedge && (h.state != BreakerClosed || h.window > 0 || h.waiting.Len() > 0):
+	case hedge && (h.state != BreakerClosed || h.window > 0 || h.waiting.len() > 0):
 		return ticket{}, false
 	}
 	if h.halfOpen {
 		h.halfOpen = false
 		h.report(gobreaker.StateOpen, gobreaker.StateHalfOpen)
 	}
+	probe := h.state != BreakerClosed // gobreaker is half-open, or goes half-open in Allow
 	done, err := h.cb.Allow()
 	switch {
 	case err == gobreaker.ErrOpenState:
@@ -283,9 +363,12 @@ func (h *hostBreaker) try(hedge bool) (ticket, bool) {
 		return ticket{}, false
 	}
 	tk := ticket{h: h, done: done}
+	if probe {
+		tk.limit, tk.start = h.probeLimit, h.r.now()
+	}
 	if h.window > 0 {
 		h.released++
-		tk.round = h.round
+		tk.round, tk.start = h.round, h.r.now()
 	}
 	return tk, true
 }
@@ -309,20 +392,37 @@ func (h *hostBreaker) changed(from, to gobreaker.State) {
 	h.halfOpen = false
 	switch to {
 	case gobreaker.StateOpen:
-		h.openUntil = h.r.now().Add(h.openPeriod(from == gobreaker.StateHalfOpen))
+		period := h.openPeriod(from == gobreaker.StateHalfOpen)
+		h.openUntil = h.r.now().Add(period)
+		h.probeLimit = h.probeBound(period)
 		h.window, h.released = 0, 0
-		for e := h.waiting.Front(); e != nil; e = e.Next() {
-			signal(e.Value.(*hostWaiter))
-		}
+		h.waiting.signalAll()
 	case gobreaker.StateClosed:
 		h.openUntil, h.period = time.Time{}, 0
-		if h.waiting.Len() > 0 {
+		if h.waiting.len() > 0 {
 			h.round++
 			h.window, h.released = int(h.r.cfg.Probes), 0
+			h.threshold, h.acks = 0, 0
 		}
 	}
 	h.retryAfter = 0
 	h.report(from, to)
+}
+
+// probeBound returns the limit of the probes after an open period of
+// period: the period, between 1 s and OpenTimeout (or 1 s when that is
+// shorter), and twice the limit of the latest probe when it failed by
+// running into it, up to the same maximum: a host slower than its open
+// period (a Retry-After of 1 s, answers in 1.5 s) is not kept out by
+// probes cut before it can answer.
+func (h *hostBreaker) probeBound(period time.Duration) time.Duration {
+	most := max(h.r.cfg.OpenTimeout, firstOpenPeriod)
+	bound := min(max(period, firstOpenPeriod), most)
+	if h.slowProbe > 0 {
+		bound = max(bound, min(2*h.slowProbe, most))
+		h.slowProbe = 0
+	}
+	return bound
 }
 
 // report tells the [Observer] of a state change.

@@ -32,40 +32,40 @@ func TestBudgetAccounting(t *testing.T) {
 	b := newBudget(BudgetConfig{Ratio: 0.5, MaxEarned: 2, FloorRate: 1, FloorBurst: 2}, clk.now)
 
 	// The floor's burst first: nothing earned yet.
-	assert.True(t, b.allowRetry(), "floor burst 1")
-	assert.True(t, b.allowRetry(), "floor burst 2")
-	assert.False(t, b.allowRetry(), "floor empty, nothing earned")
+	assert.True(t, b.allow(), "floor burst 1")
+	assert.True(t, b.allow(), "floor burst 2")
+	assert.False(t, b.allow(), "floor empty, nothing earned")
 
 	// Two answered attempts earn one retry.
-	b.answered()
-	assert.False(t, b.allowRetry(), "half a retry earned is not a retry")
-	b.answered()
-	assert.True(t, b.allowRetry(), "one earned retry")
-	assert.False(t, b.allowRetry())
+	b.answered("")
+	assert.False(t, b.allow(), "half a retry earned is not a retry")
+	b.answered("")
+	assert.True(t, b.allow(), "one earned retry")
+	assert.False(t, b.allow())
 
 	// Earnings are capped at MaxEarned.
 	for range 100 {
-		b.answered()
+		b.answered("")
 	}
-	assert.True(t, b.allowRetry())
-	assert.True(t, b.allowRetry())
-	assert.False(t, b.allowRetry(), "MaxEarned caps what is saved up")
+	assert.True(t, b.allow())
+	assert.True(t, b.allow())
+	assert.False(t, b.allow(), "MaxEarned caps what is saved up")
 
 	// The floor refills with time.
 	clk.advance(time.Second)
-	assert.True(t, b.allowRetry(), "one floor token per second")
-	assert.False(t, b.allowRetry())
+	assert.True(t, b.allow(), "one floor token per second")
+	assert.False(t, b.allow())
 
 	assert.Equal(t, BudgetStats{Answered: 102, Retries: 6, Denied: 5}, b.Stats())
 }
 
 func TestBudgetWithoutFloor(t *testing.T) {
 	b := newBudget(BudgetConfig{FloorRate: -1}, newFakeClock().now)
-	assert.False(t, b.allowRetry(), "no floor, nothing earned")
-	b.answered()
-	assert.True(t, b.allowRetry(), "an answered attempt at the default ratio of 2 earns two retries")
-	assert.True(t, b.allowRetry())
-	assert.False(t, b.allowRetry())
+	assert.False(t, b.allow(), "no floor, nothing earned")
+	b.answered("")
+	assert.True(t, b.allow(), "an answered attempt at the default ratio of 2 earns two retries")
+	assert.True(t, b.allow())
+	assert.False(t, b.allow())
 }
 
 func TestBudgetConcurrentUse(t *testing.T) {
@@ -77,8 +77,8 @@ func TestBudgetConcurrentUse(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 1000 {
-				b.answered()
-				if b.allowRetry() {
+				b.answered("")
+				if b.allow() {
 					allowed.Add(1)
 				}
 			}
@@ -331,7 +331,7 @@ func TestBudgetRetryWaitsForAnEarnedToken(t *testing.T) {
 func TestBudgetWaitersServedInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := NewBudget(BudgetConfig{FloorRate: 1, FloorBurst: 1})
-		require.True(t, b.allowRetry(), "the floor's burst")
+		require.True(t, b.allow(), "the floor's burst")
 		policy := func() waitPolicy { return waitPolicy{newTimer: time.NewTimer} }
 		start := time.Now()
 		granted := make([]time.Duration, 3)
@@ -339,8 +339,8 @@ func TestBudgetWaitersServedInOrder(t *testing.T) {
 		for i := range 3 {
 			wg.Go(func() {
 				time.Sleep(time.Duration(i+1) * time.Millisecond)
-				_, err := b.wait(context.Background(), policy)
-				assert.NoError(t, err)
+				_, _, err := b.wait(context.Background(), "", policy)
+				assert.Nil(t, err)
 				granted[i] = time.Since(start)
 			})
 		}
@@ -349,7 +349,7 @@ func TestBudgetWaitersServedInOrder(t *testing.T) {
 		// reservations go back to the floor; the third keeps its own
 		// (x/time/rate does not move a reservation).
 		time.Sleep(500 * time.Millisecond)
-		b.answered()
+		b.answered("")
 		wg.Wait()
 		assert.Equal(t, []time.Duration{500 * time.Millisecond, 500 * time.Millisecond, 3 * time.Second}, granted)
 		assert.Equal(t, BudgetStats{Answered: 1, Retries: 4, Waited: 3}, b.Stats())
@@ -379,4 +379,10 @@ func TestBudgetWaitEndsBeforeTheDeadline(t *testing.T) {
 		assert.Equal(t, http.StatusServiceUnavailable, e.Status)
 		assert.EqualValues(t, 1, host.requests.Load())
 	})
+}
+
+// allow takes a token for a retry to the host "" that does not wait.
+func (b *Budget) allow() bool {
+	_, ok := b.allowRetry("")
+	return ok
 }

@@ -261,7 +261,7 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool, tk ticket) {
 	hctx, cancel := context.WithCancelCause(ctx)
 	id := len(r.cancels)
 	r.cancels = append(r.cancels, cancel)
-	actx, done := c.t.attemptContext(hctx)
+	actx, done := c.t.attemptContext(hctx, tk)
 	trace := newWireTrace(c.t.tracedBase)
 	built := false
 	defer func() {
@@ -273,6 +273,7 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool, tk ticket) {
 	built = err == nil
 	r.running++ // a result will come
 	s, results := c.sender(c.attempts+r.running, hedge), r.results
+	s.bounded = c.t.cfg.AttemptTimeout > 0 || tk.limit > 0
 	if err != nil {
 		done()
 		if hedge {

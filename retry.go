@@ -24,6 +24,8 @@ type call struct {
 
 	gate      *hostBreaker  // the host's breaker, looked up at the first attempt; nil for none
 	looked    bool          // gate was looked up
+	origin    string        // the host's name in the budget, "" until needed
+	funded    token         // the budget's token for the next attempt, a retry, until it is sent
 	attempts  int           // requests put on the wire
 	retries   int           // retries made
 	waited    time.Duration // waited for the host's breaker and the budget, in all
@@ -74,6 +76,7 @@ func (c *call) run() (*http.Response, error) {
 	ctx := c.req.Context()
 	for {
 		if err := ctx.Err(); err != nil {
+			c.refund(true)
 			return nil, c.giveUp(c.sender(c.attempts+1, false).unsent(nil, false), nil, err, "the context ended before the attempt")
 		}
 		res, d, actedBefore := c.step(ctx)
@@ -101,6 +104,7 @@ func (c *call) run() (*http.Response, error) {
 // taken effect.
 func (c *call) step(ctx context.Context) (res result, d decision, actedBefore bool) {
 	tk, res, ok := c.admit(ctx)
+	c.refund(!ok)
 	if ok && c.hedged {
 		if delay, hedged := c.t.hedge.delay(c.host); hedged {
 			return c.race(ctx, delay, tk)
@@ -122,10 +126,10 @@ func (c *call) admit(ctx context.Context) (ticket, result, bool) {
 	if h == nil {
 		return ticket{}, result{}, true
 	}
-	tk, waited, err := h.admit(ctx, func() waitPolicy { return c.waitPolicy(0) })
+	tk, waited, r := h.admit(ctx, func() waitPolicy { return c.waitPolicy(0) })
 	c.waited += waited
-	if err != nil {
-		return ticket{}, c.sender(c.attempts+1, false).refused(err.(*refusal)), false
+	if r != nil {
+		return ticket{}, c.sender(c.attempts+1, false).refused(r), false
 	}
 	return tk, result{}, true
 }
@@ -151,7 +155,11 @@ func (c *call) waitPolicy(d time.Duration) waitPolicy {
 	if c.t.cfg.MaxWait > 0 {
 		p.until, p.bound = now.Add(c.t.cfg.MaxWait-c.waited), "its wait bound (MaxWait)"
 	}
-	if deadline, ok := c.req.Context().Deadline(); ok && (p.until.IsZero() || deadline.Add(-d).Before(p.until)) {
+	deadline, ok := c.req.Context().Deadline()
+	if ok {
+		p.deadline = deadline
+	}
+	if ok && (p.until.IsZero() || deadline.Add(-d).Before(p.until)) {
 		p.until, p.bound = deadline.Add(-d), "the context's deadline"
 		if d > 0 {
 			p.bound = fmt.Sprintf("the context's deadline less the wait of %s before the retry", d.Round(time.Millisecond))
@@ -184,7 +192,7 @@ func (c *call) conclude(ctx context.Context, res result) decision {
 func (c *call) record(res result) {
 	c.attempts += res.wire
 	if c.t.budget != nil && res.answered() {
-		c.t.budget.answered()
+		c.t.budget.answered(c.hostName())
 	}
 	if res.retryAfter > 0 {
 		c.lastRetry = res.retryAfter
@@ -339,15 +347,36 @@ func (c *call) token(ctx context.Context, d time.Duration) *refusal {
 	case c.t.budget == nil:
 		return nil
 	case c.opts.critical:
-		c.t.budget.spend()
+		c.t.budget.spend(c.hostName())
 		return nil
 	}
-	waited, err := c.t.budget.wait(ctx, func() waitPolicy { return c.waitPolicy(d) })
+	tk, waited, r := c.t.budget.wait(ctx, c.hostName(), func() waitPolicy { return c.waitPolicy(d) })
 	c.waited += waited
-	if err != nil {
-		return err.(*refusal)
+	c.funded = tk
+	return r
+}
+
+// refund gives the budget back the token of a retry that was not sent
+// (unsent: its host's breaker refused it, or its context ended first), and
+// forgets it once the retry is sent.
+func (c *call) refund(unsent bool) {
+	if unsent && c.t.budget != nil {
+		c.t.budget.refund(c.funded)
 	}
-	return nil
+	c.funded = token{}
+}
+
+// hostName returns the name of the call's host in the budget: its breaker's
+// (scheme://host:port), built once per call.
+func (c *call) hostName() string {
+	if c.origin == "" {
+		if h := c.breaker(); h != nil {
+			c.origin = h.name
+		} else {
+			c.origin = string(appendHostKey(nil, c.req.URL))
+		}
+	}
+	return c.origin
 }
 
 // spend takes a token of the budget for a hedge, reporting whether the
@@ -358,10 +387,11 @@ func (c *call) spend() bool {
 	case c.t.budget == nil:
 		return true
 	case c.opts.critical:
-		c.t.budget.spend()
+		c.t.budget.spend(c.hostName())
 		return true
 	}
-	return c.t.budget.allowRetry()
+	_, ok := c.t.budget.allowRetry(c.hostName())
+	return ok
 }
 
 // delay returns the wait before the next attempt, and where it comes from:

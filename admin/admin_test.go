@@ -126,6 +126,9 @@ func scopeForm(key string) url.Values {
 	return url.Values{"tenant": {"acme"}, "principal": {"alice"}, "route": {route}, "key": {key}}
 }
 
+// evictForm is the evict form of key's record, without its token.
+func evictForm(key string) url.Values { return url.Values{"scope": {scopeForm(key).Encode()}} }
+
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // token reads the form token from the evict confirmation of key.
@@ -186,7 +189,7 @@ func TestReadOnlyPageRefusesEveryPost(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	assert.NotContains(t, body, `action="/admin/redrive"`, "read-only: no form")
 
-	status, _ = postForm(t, srv, "/admin/evict", scopeForm("stuck-ro"))
+	status, _ = postForm(t, srv, "/admin/evict", evictForm("stuck-ro"))
 	assert.Equal(t, http.StatusForbidden, status)
 	_, err := f.lookup("stuck-ro")
 	assert.NoError(t, err, "nothing was evicted")
@@ -221,9 +224,9 @@ func TestEvictNeedsTheFormsTokenAndTheSameOrigin(t *testing.T) {
 	f.call(t, "stuck-csrf")
 	srv := f.page(t, Config{AllowWrites: true})
 
-	status, _ := postForm(t, srv, "/admin/evict", scopeForm("stuck-csrf"))
+	status, _ := postForm(t, srv, "/admin/evict", evictForm("stuck-csrf"))
 	assert.Equal(t, http.StatusForbidden, status, "no token")
-	form := scopeForm("stuck-csrf")
+	form := evictForm("stuck-csrf")
 	form.Set("csrf", "1.forged")
 	status, _ = postForm(t, srv, "/admin/evict", form)
 	assert.Equal(t, http.StatusForbidden, status, "a forged token")
@@ -245,7 +248,7 @@ func TestEvictOfALiveLeaseNeedsForce(t *testing.T) {
 	f := newFixture(t)
 	f.call(t, "live-1")
 	srv := f.page(t, Config{AllowWrites: true})
-	form := scopeForm("live-1")
+	form := evictForm("live-1")
 	form.Set("csrf", token(t, srv, "live-1"))
 	before, err := f.lookup("live-1")
 	require.NoError(t, err)

@@ -15,17 +15,22 @@ import (
 
 // funcs are the templates' functions.
 var funcs = template.FuncMap{
-	"dur":       opsview.Duration,
-	"time":      opsview.Time,
-	"body":      func(b []byte) string { return opsview.Body(b) },
-	"msgHeader": func(h http.Header) http.Header { shown, _ := opsview.Header(h); return shown },
-	"withheld":  func(h http.Header) []string { _, names := opsview.Header(h); return names },
-	"scope":     func(op server.Operation) template.URL { return template.URL(scopeQuery(op)) },
-	"ago":       func(d time.Duration) string { return opsview.Duration(-d) },
+	"dur":        opsview.Duration,
+	"time":       opsview.Time,
+	"text":       opsview.Text,
+	"body":       func(b []byte) string { return opsview.Body(b) },
+	"msgHeader":  func(h http.Header) http.Header { shown, _ := opsview.Header(h); return shown },
+	"withheld":   func(h http.Header) []string { _, names := opsview.Header(h); return names },
+	"scope":      func(op server.Operation) template.URL { return template.URL(scopeQuery(op)) },
+	"scopeField": scopeQuery,
+	"ago":        func(d time.Duration) string { return opsview.Duration(-d) },
 }
 
 // scopeQuery is the query string that names op's record (escaped: the
-// templates insert it as a template.URL, not to escape it twice).
+// templates insert it as a template.URL, not to escape it twice). The
+// evict form carries it as one field, "scope": a browser would change a
+// tenant's line breaks in a form field of its own, and html/template a
+// NUL, where the query's escapes keep every byte.
 func scopeQuery(op server.Operation) string {
 	return url.Values{"tenant": {op.Tenant}, "principal": {op.Principal}, "route": {op.Route}, "key": {op.Key}}.Encode()
 }
@@ -108,7 +113,12 @@ func (h *handler) confirmEvict(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) evict(w http.ResponseWriter, r *http.Request) {
-	op := scopeOf(r.PostForm)
+	scope, err := url.ParseQuery(r.PostForm.Get("scope"))
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, "The form's scope field is not a query string: reload the record's page and try again.")
+		return
+	}
+	op := scopeOf(scope)
 	force := r.PostForm.Get("force") == "1"
 	rec, err := h.cfg.Records.Evict(r.Context(), op, force)
 	if errors.Is(err, server.ErrLeaseLive) {

@@ -136,7 +136,7 @@ func (h *holdFirst) requests(key string) int {
 // once; no message was ever delivered by two requests at once.
 func TestOutboxDispatcherKilled(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "dispatcher")
-	require.NoError(t, gobuild.Build("github.com/idemkit/idem/examples/payments/dispatcher", bin))
+	require.NoError(t, gobuild.BuildIn(filepath.Join("..", "examples", "payments", "dispatcher"), ".", bin))
 	const n = 300
 	target := notificationKey(n / 6)
 	var hold *holdFirst

@@ -49,7 +49,7 @@ WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = $1 AND NOT l.grant
 // notification, and the Receiver's records show each exactly once.
 func TestOutboxRelayKilled(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "dispatcher")
-	require.NoError(t, gobuild.Build("github.com/idemkit/idem/examples/payments/dispatcher", bin))
+	require.NoError(t, gobuild.BuildIn(filepath.Join("..", "examples", "payments", "dispatcher"), ".", bin))
 	const n = 300
 	rig := newOutboxRig(t, pgtest.SchemaURL(t), testserver.Config{}, api.ReceiverConfig{})
 	ob, err := outbox.New(rig.pool, outbox.Config{RescueAfter: rescueAfter, Timeout: 3 * time.Second})

@@ -27,7 +27,7 @@ import (
 func buildServerProgram(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "payments-server")
-	require.NoError(t, gobuild.Build("github.com/idemkit/idem/examples/payments/server", bin))
+	require.NoError(t, gobuild.BuildIn(filepath.Join("..", "examples", "payments", "server"), ".", bin))
 	return bin
 }
 

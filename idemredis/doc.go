@@ -14,9 +14,9 @@
 // [Store] is a [server.Store] and passes its conformance suite
 // (server/storetest) on one node and on a three-master Redis Cluster. It
 // takes go-redis v9's UniversalClient: one node, Sentinel (a failover
-// client) or Cluster. It needs Redis 5 or later (or Valkey): its scripts
-// write after reading TIME, which a server replicates by the scripts'
-// effects from Redis 5 on, and which an older one refuses.
+// client) or Cluster. It needs Redis 7.0 or later (or Valkey): its scripts
+// declare flags in a shebang (`#!lua flags=...`), so that a Redis at
+// maxmemory refuses a claim before its handler runs (see Durability).
 //
 // # What it promises
 //
@@ -50,13 +50,36 @@
 //
 // # Durability
 //
+// Redis replicates asynchronously: a failover to a replica that had not
+// received a write loses it. Without [Config.Replicas], a lost claim lets
+// the retry run the operation again beside the attempt that already
+// acted, and a lost completion of an operation already answered lets a
+// late duplicate be answered afresh. With it, every claim, takeover,
+// recovery point and extension waits (WAIT) for that many replicas before
+// the handler runs or goes on, and every completion and replay before its
+// response leaves; one they do not acknowledge is answered 503 with
+// Retry-After, never released, so a failover to a replica that
+// acknowledged loses no answered operation (Config.Replicas says what is
+// still lost). BENCHMARKS.md's Redis failover section counts, with and
+// without it and beside Postgres, the operations run twice downstream and
+// the answered results lost.
+//
+// Memory: a Redis at maxmemory refuses the claim before the handler runs
+// (the claim script is flagged so that Redis refuses it whole; the
+// middleware answers 503 store-unavailable, Retry-After), so that a
+// retry once memory is freed runs the operation once; the writes of an
+// admitted attempt (extension, recovery point, completion, abort) and of
+// the reconciler are flagged allow-oom and land past maxmemory, by at
+// most the records of the operations running, because their effects
+// happened. At maxmemory a replay is refused too (it is a claim).
+//
+// Eviction: an evicted record lets a retry run its operation again, and
+// every record has an expiry, so the volatile-* policies evict them too.
 // [New] refuses a server whose maxmemory-policy is not noeviction
-// ([ErrEviction]; [Config.AllowEviction] overrides): an evicted record lets
-// a retry run the operation again. Redis replicates asynchronously: a
-// failover to a replica that had not received a claim loses it, and the
-// retry runs the operation again beside the attempt that already acted.
-// [Config.Replicas] makes each claim and recovery point WAIT for that many
-// replicas before the handler runs on it (see Config.Replicas for what
-// is still lost without and with it). BENCHMARKS.md's Redis failover
-// section counts the operations run twice downstream with and without it.
+// ([ErrEviction]), and the store reads the policy again while it runs: a
+// claim reads it when the last reading is over a second old, and a write
+// that finds the record its attempt held gone makes it read at once.
+// While a master's policy may evict, every claim fails with ErrEviction
+// naming the policy, and [Config.Logger] is told once, with an error;
+// [Config.AllowEviction] turns the checks off.
 package idemredis

@@ -2,6 +2,7 @@ package idemredis
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -36,10 +37,43 @@ func (f *fence) Recovery() (server.Recovery, bool) {
 	return *f.rec, true
 }
 
-// write runs a fenced script: ErrLeaseLost when it changed nothing.
+// verdict turns the claim script's reply into a ClaimResult.
+func (f *fence) verdict(kind string, reply []any) (server.ClaimResult, error) {
+	switch kind {
+	case "claimed":
+		n, _ := at(reply, 1).(int64)
+		f.n = int(n)
+		if n > 1 {
+			f.rec = &server.Recovery{}
+			f.rec.Point, _ = at(reply, 2).(string)
+			if data, ok := at(reply, 3).(string); ok {
+				f.rec.Data = json.RawMessage(data)
+			}
+		}
+		return server.ClaimResult{Verdict: server.VerdictClaimed, Attempt: f}, nil
+	case "replay":
+		res, err := decodeResponse(reply[1:])
+		return server.ClaimResult{Verdict: server.VerdictReplay, Response: res}, err
+	case "inflight":
+		left, _ := at(reply, 1).(int64)
+		return server.ClaimResult{Verdict: server.VerdictInFlight, RetryAfter: time.Duration(left) * time.Millisecond}, nil
+	case "mismatch":
+		return server.ClaimResult{Verdict: server.VerdictMismatch}, nil
+	case "unavailable":
+		return server.ClaimResult{Verdict: server.VerdictUnavailable}, nil
+	}
+	return server.ClaimResult{}, fmt.Errorf("idemredis: the claim script answered %q", kind)
+}
+
+// write runs a fenced script: ErrLeaseLost when it changed nothing (0),
+// after the store reads maxmemory-policy again when the record is gone
+// (-1): an eviction takes the records of running operations too.
 func (f *fence) write(ctx context.Context, sc *redis.Script, keys []string, durable bool, args ...any) error {
 	v, err := f.s.run(ctx, sc, keys, durable, append([]any{f.s.millis(), f.token}, args...)...)
-	if n, _ := v.(int64); n == 0 && err == nil {
+	if n, _ := v.(int64); n <= 0 && err == nil {
+		if n < 0 {
+			f.s.recordGone(ctx)
+		}
 		return server.ErrLeaseLost
 	}
 	if err != nil {
@@ -56,7 +90,7 @@ func (f *fence) Complete(ctx context.Context, res *server.Response) error {
 	// The header field holds the whole response in its stored form, the
 	// body field nothing: see decodeResponse.
 	stored, _ := res.MarshalBinary() // never fails
-	return f.write(ctx, lua.Complete, []string{f.k.record, f.k.due, f.k.running}, false,
+	return f.write(ctx, lua.Complete, []string{f.k.record, f.k.due, f.k.running}, true,
 		state, status, stored, "", f.k.dueMember, f.k.runMember)
 }
 
@@ -70,7 +104,7 @@ func (f *fence) Abort(ctx context.Context, reject bool) error {
 }
 
 func (f *fence) Extend(ctx context.Context, d, margin time.Duration) error {
-	return f.write(ctx, lua.Extend, []string{f.k.record, f.k.due}, false,
+	return f.write(ctx, lua.Extend, []string{f.k.record, f.k.due}, true,
 		d.Milliseconds(), margin.Milliseconds(), f.k.dueMember)
 }
 

@@ -12,6 +12,8 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/idemkit/idem/examples v0.0.0
+	github.com/idemkit/idem/outbox v0.0.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
@@ -34,3 +36,7 @@ require (
 )
 
 replace github.com/idemkit/idem => ../
+
+replace github.com/idemkit/idem/examples => ../examples
+
+replace github.com/idemkit/idem/outbox => ../outbox

@@ -26,7 +26,7 @@ func newTestStore(t *testing.T, c redis.UniversalClient, cfg Config, clock *stor
 	}
 	s, err := New(context.Background(), c, cfg)
 	require.NoError(t, err)
-	s.offset = clock.Offset
+	s.offset, s.now = clock.Offset, clock.Now
 	t.Cleanup(func() { deleteKeys(t, c, cfg.Prefix) })
 	return s
 }
@@ -60,7 +60,7 @@ func harness(dial func(t *testing.T) redis.UniversalClient, cfg Config) storetes
 		Node: func(t *testing.T, s server.Store, clock *storetest.Clock) server.Store {
 			first := s.(*Store)
 			second := *first
-			second.c, second.offset = dial(t), clock.Offset
+			second.c, second.offset, second.now = dial(t), clock.Offset, clock.Now
 			return &second
 		},
 		SelfExpiring: true,

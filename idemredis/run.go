@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -33,7 +32,11 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, durabl
 		return nil, err
 	}
 	if acked < int64(s.cfg.Replicas) {
-		return v, fmt.Errorf("%w (%d of %d)", ErrNotReplicated, acked, s.cfg.Replicas)
+		// The WAIT's bound passed: context.DeadlineExceeded says so, and the
+		// middleware answers a completion refused so with 503 and
+		// Retry-After, as it answers a commit that outlasted its bound.
+		return v, fmt.Errorf("%w (%d of %d within %s): %w",
+			ErrNotReplicated, acked, s.cfg.Replicas, s.cfg.ReplicaTimeout, context.DeadlineExceeded)
 	}
 	return v, nil
 }
@@ -78,6 +81,8 @@ func (s *Store) master(ctx context.Context, key string) (*redis.Client, error) {
 	return nil, fmt.Errorf("idemredis: Config.Replicas needs a *redis.Client or a *redis.ClusterClient, not a %T", s.c)
 }
 
+// isNoScript reports whether err is Redis's NOSCRIPT reply to an EVALSHA
+// of a script it has not cached.
 func isNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+	return redis.HasErrorPrefix(err, "NOSCRIPT")
 }

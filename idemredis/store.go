@@ -25,6 +25,10 @@ type Store struct {
 	// offset is added to Redis's clock by every script; tests move time
 	// with it. Nil means zero.
 	offset func() time.Duration
+	// now is the local clock of the eviction watch's schedule; nil means
+	// time.Now.
+	now   func() time.Time
+	watch *evictionWatch
 }
 
 var _ server.Store = (*Store)(nil)
@@ -34,18 +38,23 @@ var _ server.Store = (*Store)(nil)
 var ErrTransactional = errors.New("idemredis: a Transactional route needs a store that joins the handler's database " +
 	"transaction, and Redis cannot: mount the route with Mode: server.Leased, or on a server.PostgresStore")
 
-// ErrEviction is returned by [New] for a server that may evict keys.
+// ErrEviction is returned by [New] for a server that may evict keys, and
+// by [Store.Claim] while one may (see [Config.AllowEviction]); its text
+// names the policy.
 var ErrEviction = errors.New("idemredis: Redis may evict keys (maxmemory-policy is not noeviction), " +
 	"and an evicted record lets a retry run its operation again: set maxmemory-policy noeviction, or Config.AllowEviction")
 
-// ErrNotReplicated is returned by a claim or a Checkpoint that fewer than
-// [Config.Replicas] replicas acknowledged within [Config.ReplicaTimeout].
+// ErrNotReplicated is returned by a claim, a replay, a completion, an
+// extension or a Checkpoint that fewer than [Config.Replicas] replicas
+// acknowledged within [Config.ReplicaTimeout]. It matches
+// context.DeadlineExceeded too: the WAIT's bound passed.
 var ErrNotReplicated = errors.New("idemredis: not acknowledged by Config.Replicas replicas within Config.ReplicaTimeout")
 
 // New returns a store on c: a one-node, Sentinel (failover) or Cluster
 // client of go-redis. It checks each master's maxmemory-policy (see
-// [Config.AllowEviction]) and returns [ErrEviction] when one may evict keys.
-// ctx governs the check. New does not close c.
+// [Config.AllowEviction]) and returns [ErrEviction] when one may evict keys;
+// the store checks it again while it runs, and refuses claims while one
+// may. ctx governs the check. New does not close c.
 func New(ctx context.Context, c redis.UniversalClient, cfg Config) (*Store, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -54,31 +63,13 @@ func New(ctx context.Context, c redis.UniversalClient, cfg Config) (*Store, erro
 	if _, ring := c.(*redis.Ring); ring && cfg.Replicas > 0 {
 		return nil, errors.New("idemredis: Config.Replicas needs a one-node, Sentinel or Cluster client, not a Ring")
 	}
-	s := &Store{c: c, cfg: cfg}
+	s := &Store{c: c, cfg: cfg, watch: &evictionWatch{}}
 	if !cfg.AllowEviction {
-		if err := s.checkEviction(ctx); err != nil {
+		if err := s.watchEviction(ctx); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
-}
-
-// checkEviction reads maxmemory-policy on every master.
-func (s *Store) checkEviction(ctx context.Context) error {
-	check := func(ctx context.Context, node redis.Cmdable) error {
-		policy, err := node.ConfigGet(ctx, "maxmemory-policy").Result()
-		if err != nil {
-			return fmt.Errorf("%w (CONFIG GET maxmemory-policy: %w)", ErrEviction, err)
-		}
-		if p := policy["maxmemory-policy"]; p != "noeviction" {
-			return fmt.Errorf("%w: it is %q", ErrEviction, p)
-		}
-		return nil
-	}
-	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return check(ctx, node) })
-	}
-	return check(ctx, s.c)
 }
 
 // CheckMode accepts Leased mode only ([ErrTransactional]).
@@ -103,26 +94,33 @@ func (s *Store) Claim(ctx context.Context, c *server.Claim) (server.ClaimResult,
 	if c.Mode != server.Leased {
 		return server.ClaimResult{}, ErrTransactional
 	}
+	if err := s.admit(ctx); err != nil {
+		return server.ClaimResult{}, err
+	}
 	k := keysOf(s.cfg.Prefix, c.Scope, c.Route)
 	f := &fence{s: s, k: k, token: uuid.NewString()}
-	var alt [3]any // the record's algorithm, the digest by it, unknown ('1')
+	args := lua.ClaimArgs{Offset: s.millis(), Token: f.token, Alg: c.DigestAlg, Digest: c.Digest,
+		Lease: c.Lease.Milliseconds(), Retention: c.Retention.Milliseconds(), DueMember: k.dueMember, RunMember: k.runMember,
+		Tenant: c.Tenant, Principal: c.Principal, Route: c.Route, Key: c.Key, Request: c.Request, Touch: s.cfg.Replicas > 0}
 	for range 2 {
-		v, err := s.run(ctx, lua.Claim, []string{k.record, k.due, k.running}, true,
-			s.millis(), f.token, c.DigestAlg, c.Digest, c.Lease.Milliseconds(), c.Retention.Milliseconds(),
-			k.dueMember, k.runMember, c.Tenant, c.Principal, c.Route, c.Key, c.Request, alt[0], alt[1], alt[2])
+		v, err := s.run(ctx, lua.Claim, []string{k.record, k.due, k.running}, true, args.Argv()...)
 		reply, _ := v.([]any)
 		kind, _ := at(reply, 0).(string)
 		switch {
 		case errors.Is(err, ErrNotReplicated) && kind == "claimed":
 			return s.notReplicated(err, f)
+		case errors.Is(err, ErrNotReplicated) && kind == "replay":
+			// A response the replicas may not have is not released: a
+			// failover could lose it after the client saw it.
+			return server.ClaimResult{}, fmt.Errorf("idemredis: replay: %w", err)
 		case err != nil && !errors.Is(err, ErrNotReplicated):
 			return server.ClaimResult{}, fmt.Errorf("idemredis: claim: %w", err)
 		case kind != "alg":
-			return f.verdict(kind, reply) // a replay or a refusal wrote nothing to wait for
+			return f.verdict(kind, reply) // a refusal wrote nothing to wait for
 		}
 		alg, _ := at(reply, 1).(string)
 		digest, known := c.DigestWith(alg)
-		alt = [3]any{alg, digest, map[bool]string{true: "0", false: "1"}[known]}
+		args.RecordAlg, args.RecordDigest, args.AnyDigest = alg, digest, !known
 	}
 	return server.ClaimResult{}, errors.New("idemredis: the record's digest algorithm changed under the claim")
 }
@@ -135,34 +133,6 @@ func (s *Store) notReplicated(err error, f *fence) (server.ClaimResult, error) {
 	defer cancel()
 	_ = f.Abort(ctx, true)
 	return server.ClaimResult{}, err
-}
-
-// verdict turns the claim script's reply into a ClaimResult.
-func (f *fence) verdict(kind string, reply []any) (server.ClaimResult, error) {
-	switch kind {
-	case "claimed":
-		n, _ := at(reply, 1).(int64)
-		f.n = int(n)
-		if n > 1 {
-			f.rec = &server.Recovery{}
-			f.rec.Point, _ = at(reply, 2).(string)
-			if data, ok := at(reply, 3).(string); ok {
-				f.rec.Data = json.RawMessage(data)
-			}
-		}
-		return server.ClaimResult{Verdict: server.VerdictClaimed, Attempt: f}, nil
-	case "replay":
-		res, err := decodeResponse(reply[1:])
-		return server.ClaimResult{Verdict: server.VerdictReplay, Response: res}, err
-	case "inflight":
-		left, _ := at(reply, 1).(int64)
-		return server.ClaimResult{Verdict: server.VerdictInFlight, RetryAfter: time.Duration(left) * time.Millisecond}, nil
-	case "mismatch":
-		return server.ClaimResult{Verdict: server.VerdictMismatch}, nil
-	case "unavailable":
-		return server.ClaimResult{Verdict: server.VerdictUnavailable}, nil
-	}
-	return server.ClaimResult{}, fmt.Errorf("idemredis: the claim script answered %q", kind)
 }
 
 // at is reply[i], or nil past its end.

@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/idemkit/idem v0.0.0
-	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0
@@ -16,6 +15,8 @@ require (
 	go.opentelemetry.io/otel/trace v1.47.0
 )
 
+require github.com/jackc/pgx/v5 v5.12.0 // indirect
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -23,6 +24,8 @@ require (
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/idemkit/idem/examples v0.0.0
+	github.com/idemkit/idem/outbox v0.0.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
@@ -52,3 +55,7 @@ require (
 )
 
 replace github.com/idemkit/idem => ../
+
+replace github.com/idemkit/idem/examples => ../examples
+
+replace github.com/idemkit/idem/outbox => ../outbox

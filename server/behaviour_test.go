@@ -1,12 +1,8 @@
 package server
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,51 +10,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/internal/replaytest"
 	"github.com/idemkit/idem/internal/wire"
 )
 
-// payments is the test handler: {"amount": n} with n > 0 gets 201 and one
-// "pay" effect, 402 gets a stored decline, anything else 400.
+// payments is the test handler, [replaytest.ServePayment], counting its
+// runs.
 type payments struct {
 	k    *kit
 	runs atomic.Int64
 }
 
 func (p *payments) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	n := p.runs.Add(1)
-	var req struct{ Amount json.Number }
-	dec := json.NewDecoder(r.Body)
-	dec.UseNumber()
-	amount, err := 0.0, dec.Decode(&req)
-	if err == nil {
-		amount, err = strconv.ParseFloat(string(req.Amount), 64)
-	}
-	switch {
-	case err != nil || amount <= 0:
-		w.Header().Set("Content-Type", "application/problem+json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"title":"amount must be positive"}`)
-		return
-	case amount == 402:
-		_ = p.k.effect(r.Context(), "declined")
-		w.WriteHeader(http.StatusPaymentRequired)
-		_, _ = io.WriteString(w, `{"declined":true}`)
-		return
-	}
-	if err := p.k.effect(r.Context(), "pay"); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Location", fmt.Sprintf("/v1/payments/%d", n))
-	h.Add("X-Trace", "first")
-	h.Add("X-Trace", "second")
-	h.Set("Set-Cookie", "session=secret")
-	h.Set("X-Not-Allowlisted", "x")
-	w.WriteHeader(http.StatusCreated)
-	// Odd whitespace and key order that JSONB would normalise.
-	_, _ = fmt.Fprintf(w, `{"id":%d,  "status":"paid" ,"amount":%s,"z":{"b":1,"a":[3, 2,1]}}`, n, req.Amount)
+	replaytest.ServePayment(w, r, p.runs.Add(1), p.k.effect)
 }
 
 // payServer serves payments at POST /v1/payments behind the middleware.

@@ -101,9 +101,9 @@ type Config struct {
 	//	gorilla/mux: func(r *http.Request) string { t, _ := mux.CurrentRoute(r).GetPathTemplate(); return r.Method + " " + t }
 	//
 	// (mount the middleware on the route, after routing: chi's r.With(mw),
-	// gorilla's route.Handler(mw(h))). Echo and gin keep the pattern in
-	// their own context: mount one middleware per route and name it,
-	// func(*http.Request) string { return "POST /v1/accounts/:id" }. A Route
+	// gorilla's route.Handler(mw(h))). Gin and echo keep the pattern in
+	// their own context: use their middleware (the modules ginidem,
+	// echoidem and echo5idem, over [Adapter]), not this one. A Route
 	// that returns "" lets the request bypass the middleware. Under a
 	// catch-all pattern ("POST /v1/accounts/") the request's path is part of
 	// its fingerprint, so a key used on /v1/accounts/1 gets 422 key-reused

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"io"
-	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/internal/pgtest"
+	"github.com/idemkit/idem/internal/replaytest"
 )
 
 // testClock moves a store's clock forward without sleeping: the memory
@@ -87,13 +86,7 @@ func appURL(t *testing.T, url string) (string, string) {
 // recv receives from ch, failing the test after 30 s instead of hanging.
 func recv[T any](t *testing.T, ch <-chan T) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(30 * time.Second):
-		t.Fatal("nothing received after 30s")
-		panic("unreachable")
-	}
+	return replaytest.Recv(t, ch)
 }
 
 // drainWaiters forgets the duplicates that waited so far.
@@ -201,11 +194,7 @@ func quiet(cfg Config) Config {
 // serve starts a loopback server on mux, closed when the test ends.
 func serve(t *testing.T, mux *http.ServeMux) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(mux)
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // handlers that panic on purpose
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
+	return replaytest.Serve(t, mux)
 }
 
 // reply is a response read in full.
@@ -218,32 +207,16 @@ type reply struct {
 
 func (r reply) replayed() bool { return r.header.Get("Idempotent-Replayed") == "true" }
 
-// post sends method to url with the key (none when "") and body; extra is
-// pairs of header names and values.
+// post sends a POST to path with the key (none when "") and body; extra
+// is pairs of header names and values.
 func post(t *testing.T, srv *httptest.Server, path, key, body string, extra ...string) reply {
 	t.Helper()
 	return send(t, srv, http.MethodPost, path, key, body, extra...)
 }
 
+// send is post with another method. It may be called from any goroutine.
 func send(t *testing.T, srv *httptest.Server, method, path, key, body string, extra ...string) reply {
 	t.Helper()
-	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-	if err != nil { // callable from any goroutine: no FailNow
-		t.Errorf("NewRequest: %v", err)
-		return reply{err: err}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
-	}
-	for i := 0; i+1 < len(extra); i += 2 {
-		req.Header.Add(extra[i], extra[i+1])
-	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		return reply{err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return reply{status: resp.StatusCode, header: resp.Header, body: string(b), err: err}
+	r := replaytest.Send(t, srv, method, path, key, body, extra...)
+	return reply{status: r.Status, header: r.Header, body: r.Body, err: r.Err}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -32,17 +33,22 @@ func (a *pgTxAttempt) joinRecord(ctx context.Context, exec execFunc, res *Respon
 // (the primary key), and the other's transaction, its effects with it,
 // fails.
 func (a *pgTxAttempt) clearStale(ctx context.Context) error {
-	lockA, lockB := a.c.lockKeys()
-	b := &pgx.Batch{}
-	b.Queue(sqlClearStale, a.c.Scope[:], [16]byte(a.token))
-	b.Queue("commit")
-	b.Queue("begin")
-	b.Queue(sqlTryLock, lockA, lockB)
-	if err := a.conn.Conn().SendBatch(ctx, b).Close(); err != nil {
+	if err := clearStale(ctx, a.conn.Conn(), a.c, a.token); err != nil {
 		return err
 	}
 	a.fresh = true
 	return nil
+}
+
+// clearStale runs the statements of a clearStale on conn.
+func clearStale(ctx context.Context, conn *pgx.Conn, c *Claim, token uuid.UUID) error {
+	lockA, lockB := c.lockKeys()
+	b := &pgx.Batch{}
+	b.Queue(sqlClearStale, c.Scope[:], [16]byte(token))
+	b.Queue("commit")
+	b.Queue("begin")
+	b.Queue(sqlTryLock, lockA, lockB)
+	return conn.SendBatch(ctx, b).Close()
 }
 
 func (a *pgTxAttempt) endJoined(ctx context.Context) (bool, error) {
@@ -70,25 +76,14 @@ func (a *sqlTxAttempt) joinRecord(ctx context.Context, exec execFunc, res *Respo
 	return insertJoined(ctx, exec, a.c, a.token.String(), a.s.pg.offset(), res)
 }
 
-// clearStale is pgTxAttempt's, on the *sql.Tx: the handler's [SQLTx] is
-// the new transaction from then on.
+// clearStale is pgTxAttempt's, on the connection under the *sql.Tx, which
+// stays the handler's [SQLTx] (on the new transaction).
 func (a *sqlTxAttempt) clearStale(ctx context.Context) error {
-	if _, err := a.tx.ExecContext(ctx, sqlClearStale, a.c.Scope[:], [16]byte(a.token)); err != nil {
-		return err
+	err := raw(a.conn, func(pc *pgx.Conn) error { return clearStale(ctx, pc, a.c, a.token) })
+	if err == nil {
+		a.fresh = true
 	}
-	if err := a.tx.Commit(); err != nil {
-		return err
-	}
-	tx, err := a.conn.BeginTx(context.WithoutCancel(ctx), nil)
-	if err != nil {
-		return err
-	}
-	a.tx, a.fresh = tx, true
-	lockA, lockB := a.c.lockKeys()
-	return raw(a.conn, func(pc *pgx.Conn) error {
-		_, err := pc.Exec(ctx, sqlTryLock, lockA, lockB)
-		return err
-	})
+	return err
 }
 
 func (a *sqlTxAttempt) endJoined(ctx context.Context) (bool, error) {

@@ -72,6 +72,19 @@ type joinKit struct {
 	db    *sql.DB
 	begin func(ctx context.Context) (appTx, error)
 	runs  atomic.Int64
+
+	url      string
+	variant  func(k *joinKit)                                 // sets store and begin on k's pool and db
+	claimPID func(ctx context.Context) (int, error)           // the backend of the claim's own transaction
+	after    func(ctx context.Context, w http.ResponseWriter) // runs after the app's commit, when set
+}
+
+// node is a second node: the same variant on a pool and a *sql.DB of its
+// own, counting its runs into k's.
+func (k *joinKit) node(t *testing.T) *joinKit {
+	n := &joinKit{url: k.url, pool: pgtest.NewPool(t, k.url+"&pool_max_conns=10"), db: openSQL(t, k.url, "idem_join", 10)}
+	k.variant(n)
+	return n
 }
 
 // joinVariants are the stores and the app's transactions StoreInTx serves.
@@ -84,18 +97,31 @@ var joinVariants = []struct {
 		server.SetClockOffset(s, clock)
 		k.store = s
 		k.begin = func(ctx context.Context) (appTx, error) { return beginPgx(ctx, k.pool) }
+		k.claimPID = func(ctx context.Context) (int, error) {
+			tx, _ := server.Tx(ctx)
+			return int(tx.Conn().PgConn().PID()), nil
+		}
 	}},
 	{"PostgresStore, the app's *sql.Tx", func(k *joinKit, clock func() time.Duration) {
 		s := server.NewPostgresStore(k.pool)
 		server.SetClockOffset(s, clock)
 		k.store = s
 		k.begin = func(ctx context.Context) (appTx, error) { return beginSQL(ctx, k.db) }
+		k.claimPID = func(ctx context.Context) (int, error) {
+			tx, _ := server.Tx(ctx)
+			return int(tx.Conn().PgConn().PID()), nil
+		}
 	}},
 	{"PostgresSQLStore, the app's *sql.Tx", func(k *joinKit, clock func() time.Duration) {
 		s := server.NewPostgresSQLStore(k.db)
 		server.SetSQLClockOffset(s, clock)
 		k.store = s
 		k.begin = func(ctx context.Context) (appTx, error) { return beginSQL(ctx, k.db) }
+		k.claimPID = func(ctx context.Context) (pid int, err error) {
+			tx, _ := server.SQLTx(ctx)
+			err = tx.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid)
+			return pid, err
+		}
 	}},
 }
 
@@ -105,7 +131,8 @@ func eachJoin(t *testing.T, f func(t *testing.T, k *joinKit, advance func(time.D
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			url := pgtest.SchemaURL(t)
-			k := &joinKit{pool: pgtest.NewPool(t, url), db: openSQL(t, url, "idem_join", 16)}
+			k := &joinKit{url: url, pool: pgtest.NewPool(t, url+"&pool_max_conns=10"), db: openSQL(t, url, "idem_join", 10)}
+			k.variant = func(k *joinKit) { v.kit(k, func() time.Duration { return 0 }) }
 			ctx := context.Background()
 			require.NoError(t, server.Migrate(ctx, k.pool))
 			_, err := k.pool.Exec(ctx, `CREATE TABLE payments (id bigserial PRIMARY KEY, key text NOT NULL)`)
@@ -125,7 +152,8 @@ func (k *joinKit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	k.runs.Add(1)
 	ctx := r.Context()
 	tx, err := k.begin(ctx)
-	if err != nil {
+	if err != nil { // no connection (the database's max_connections, with other tests running)
+		w.Header().Set("Retry-After", "1")
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
@@ -152,6 +180,9 @@ func (k *joinKit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := tx.commit(ctx); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+	if k.after != nil {
+		k.after(ctx, w)
 	}
 	_, _ = w.Write([]byte("written after the commit, never sent"))
 }
@@ -288,6 +319,68 @@ func TestStoreInTxReclaimsAnExpiredRecord(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, again.body, third.body, "the new record answers")
 		assert.Equal(t, 2, k.rows(t, "k-old"))
+	})
+}
+
+// 100 duplicates of one key, half on each of two nodes, at once: one row,
+// one response, every other answer a retry later.
+func TestStoreInTxRaceOnTwoNodes(t *testing.T) {
+	eachJoin(t, func(t *testing.T, k *joinKit, _ func(time.Duration)) {
+		other := k.node(t)
+		srvs := []*httptest.Server{k.serve(t), other.serve(t)}
+		replies := make([]sqlReply, 100)
+		var wg sync.WaitGroup
+		for i := range replies {
+			wg.Go(func() {
+				r, err := payWith(t, srvs[i%2], "k-race", "")
+				assert.NoError(t, err)
+				replies[i] = r
+			})
+		}
+		wg.Wait()
+		created := ""
+		for _, r := range replies {
+			switch r.status {
+			case http.StatusCreated:
+				if created == "" {
+					created = r.body
+				}
+				assert.Equal(t, created, r.body)
+			case http.StatusConflict, http.StatusServiceUnavailable:
+				assert.NotEmpty(t, r.header.Get("Retry-After"))
+			default:
+				t.Errorf("a duplicate got %d %s", r.status, r.body)
+			}
+		}
+		assert.NotEmpty(t, created)
+		assert.Equal(t, 1, k.rows(t, "k-race"))
+		assert.EqualValues(t, 1, k.runs.Load()+other.runs.Load(), "handler runs")
+	})
+}
+
+// The claim's connection lost after the app's commit: the middleware
+// cannot end its claim, answers 503 commit-failed with Retry-After, and
+// the retry replays what the app committed.
+func TestStoreInTxClaimConnectionLost(t *testing.T) {
+	eachJoin(t, func(t *testing.T, k *joinKit, _ func(time.Duration)) {
+		monitor := pgtest.NewPool(t, pgtest.DatabaseURL(t))
+		k.after = func(ctx context.Context, _ http.ResponseWriter) {
+			pid, err := k.claimPID(ctx)
+			if assert.NoError(t, err) {
+				assert.NoError(t, terminate(ctx, monitor, pid))
+			}
+		}
+		srv := k.serve(t)
+		r, err := payWith(t, srv, "k-lost", "")
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusServiceUnavailable, r.status, r.body)
+		assert.Equal(t, "1", r.header.Get("Retry-After"))
+		k.after = nil
+		again, err := payWith(t, srv, "k-lost", "")
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusCreated, again.status, again.body)
+		assert.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+		assert.Equal(t, 1, k.rows(t, "k-lost"))
 	})
 }
 

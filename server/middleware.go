@@ -32,6 +32,14 @@ import (
 // [Store.CheckMode] for a [Mode] the store cannot serve (a Redis store
 // refuses [Transactional] routes).
 func Middleware(store Store, cfg Config) func(http.Handler) http.Handler {
+	h := newHandler(store, cfg, nil)
+	return func(next http.Handler) http.Handler {
+		return &handler{store: h.store, s: h.s, next: next}
+	}
+}
+
+// newHandler resolves cfg and checks that store can serve its mode.
+func newHandler(store Store, cfg Config, next http.Handler) *handler {
 	if store == nil {
 		store = NewMemoryStore()
 	}
@@ -39,36 +47,41 @@ func Middleware(store Store, cfg Config) func(http.Handler) http.Handler {
 	if err := store.CheckMode(s.Mode); err != nil {
 		panic(fmt.Errorf("server: the store cannot serve this route's Config.Mode: %w", err))
 	}
-	return func(next http.Handler) http.Handler {
-		return &handler{store: store, s: s, next: next}
-	}
+	return &handler{store: store, s: s, next: next}
 }
 
+// handler is the middleware over next, or, for an [Adapter], over the
+// [Exchange] of each request (next is then nil).
 type handler struct {
 	store Store
 	s     *settings
 	next  http.Handler
 }
 
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c, answered := h.admit(w, r)
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.serve(w, r, nil) }
+
+// serve runs one request; ex is nil for the net/http middleware. It
+// reports whether it answered without running the rest of the chain.
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, ex Exchange) (answered bool) {
+	c, answered := h.admit(w, r, ex)
 	if answered {
-		return
+		return true
 	}
 	if c == nil {
-		h.next.ServeHTTP(w, r)
-		return
+		h.callNext(w, r, ex)
+		return false
 	}
 	start := time.Now()
 	res, err := h.store.Claim(r.Context(), c)
 	ev := c.event()
-	ev.Elapsed, ev.Waited, ev.RouteIsPath = time.Since(start), res.Waited, h.s.routeIsPath(r)
+	ev.Elapsed, ev.Waited, ev.RouteIsPath = time.Since(start), res.Waited, h.routeIsPath(r, ex)
 	switch {
 	case err != nil:
 		ev.Err = err
 		h.refuse(w, r, ev, storeUnavailable())
 	case res.Verdict == VerdictClaimed:
-		h.run(w, r, ev, c, res.Attempt)
+		h.run(w, r, ev, c, res.Attempt, ex)
+		return false
 	case res.Verdict == VerdictReplay:
 		h.replay(w, r, ev, res.Response)
 	case res.Verdict == VerdictInFlight:
@@ -80,16 +93,48 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		panic(fmt.Sprintf("server: a store answered a claim with verdict %d", res.Verdict))
 	}
+	return true
+}
+
+// callNext runs the rest of the chain: ex's, or next.
+func (h *handler) callNext(w http.ResponseWriter, r *http.Request, ex Exchange) {
+	if ex != nil {
+		ex.Next(w, r)
+		return
+	}
+	h.next.ServeHTTP(w, r)
+}
+
+// routeIsPath reports whether the request's route is its method and raw
+// path ([Event.RouteIsPath]); an [Exchange]'s route never is.
+func (h *handler) routeIsPath(r *http.Request, ex Exchange) bool {
+	return ex == nil && h.s.routeIsPath(r)
+}
+
+// routeOf names the operation r is for; "" means bypass.
+func (h *handler) routeOf(r *http.Request, ex Exchange) string {
+	if ex != nil {
+		return ex.Route()
+	}
+	return h.s.route(r)
+}
+
+// scopeOf gives the tenant and principal r is made for.
+func (h *handler) scopeOf(r *http.Request, ex Exchange) (tenant, principal string) {
+	if ex != nil {
+		return ex.Scope()
+	}
+	return h.s.scope(r)
 }
 
 // admit reads the key and the body of r. It returns nil claim args for a
 // request that passes straight through, and answered when it has written
 // a problem.
-func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *Claim, answered bool) {
+func (h *handler) admit(w http.ResponseWriter, r *http.Request, ex Exchange) (c *Claim, answered bool) {
 	if safeMethod(r.Method) {
 		return nil, false
 	}
-	route := h.s.route(r)
+	route := h.routeOf(r, ex)
 	if route == "" {
 		return nil, false
 	}
@@ -97,9 +142,12 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *Claim, answe
 	if len(fields) == 0 && (h.s.Keys == KeyOptional || r.Method == http.MethodPut || r.Method == http.MethodDelete) {
 		return nil, false // passes through: no need of its scope
 	}
-	tenant, principal := h.s.scope(r)
-	ev := Event{Tenant: tenant, Principal: principal, Route: route, RouteIsPath: h.s.routeIsPath(r), Mode: h.s.Mode}
+	tenant, principal := h.scopeOf(r, ex)
+	ev := Event{Tenant: tenant, Principal: principal, Route: route, RouteIsPath: h.routeIsPath(r, ex), Mode: h.s.Mode}
 	switch {
+	case grpcProtocol(r):
+		h.refuse(w, r, ev, protocolUnsupported())
+		return nil, true
 	case len(fields) == 0:
 		h.refuse(w, r, ev, keyMissing(route))
 		return nil, true
@@ -118,12 +166,18 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request) (c *Claim, answe
 		h.refuse(w, r, ev, *p)
 		return nil, true
 	}
-	return h.claim(r, ev, body), false
+	return h.claim(r, ev, body, ex != nil), false
 }
 
-func (h *handler) claim(r *http.Request, ev Event, body []byte) *Claim {
+// claim builds the claim of r; routed says that an [Exchange] routed it,
+// so that r.Pattern, if any, is not a ServeMux pattern.
+func (h *handler) claim(r *http.Request, ev Event, body []byte, routed bool) *Claim {
 	tenant, principal, route, key := ev.Tenant, ev.Principal, ev.Route, ev.Key
-	in := fingerprint.NewInput(r, route, body, h.s.fpHeaders)
+	input := fingerprint.NewInput
+	if routed {
+		input = fingerprint.NewRoutedInput
+	}
+	in := input(r, route, body, h.s.fpHeaders)
 	c := &Claim{
 		Scope:  fingerprint.Scope(tenant, principal, route, key),
 		Tenant: tenant, Principal: principal, Route: route, Key: key,
@@ -186,7 +240,7 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, ev Event, p pro
 		level = slog.LevelWarn
 	}
 	h.s.log(r.Context(), level, "idem: refused", ev)
-	h.s.writeProblem(w, p)
+	h.s.writeRefusal(w, r, p)
 }
 
 // replay answers with a stored response.

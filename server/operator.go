@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/idemkit/idem/internal/wire"
 )
@@ -363,25 +361,20 @@ func keep(h http.Header, show func(name string) bool) (http.Header, []string) {
 	return out, withheld
 }
 
-// checkScope refuses a scope that no record can have.
+// checkScope refuses a scope that no record can have, by the middleware's
+// rules and only those: a request whose route is "" passes through
+// without a record, and a key that [wire.ValidateKey] refuses (as
+// [wire.ParseKey] does for the middleware) is answered 400. Any tenant
+// and principal ([Config.Scope] returns what it likes) and any other route
+// ([Config.Route]) can be a record's, whatever their length or
+// characters; a store that cannot hold one has no record of it, and says
+// [ErrUnknownKey].
 func checkScope(op Operation) error {
-	switch {
-	case strings.TrimSpace(op.Route) == "":
-		return fmt.Errorf("%w: the route is empty (name it as the middleware does: \"POST /v1/payments\")", ErrBadScope)
-	case !printableText(op.Route) || !printableText(op.Tenant) || !printableText(op.Principal):
-		return fmt.Errorf("%w: the tenant, principal and route must be UTF-8 text without control characters", ErrBadScope)
+	if op.Route == "" {
+		return fmt.Errorf("%w: the route is empty, and the middleware records no request without one (name it as the middleware does: \"POST /v1/payments\")", ErrBadScope)
 	}
 	if err := wire.ValidateKey(op.Key); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadScope, err)
+		return fmt.Errorf("%w: %v (the middleware answers such a key 400 and records nothing)", ErrBadScope, err)
 	}
 	return nil
-}
-
-// printableText reports UTF-8 text of at most 1 KiB without control
-// characters.
-func printableText(s string) bool {
-	if len(s) > 1<<10 || !utf8.ValidString(s) {
-		return false
-	}
-	return !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,8 +221,7 @@ func TestOperatorRefusesABadScope(t *testing.T) {
 			{Route: "", Key: "k"},
 			{Route: "POST /v1/charges", Key: ""},
 			{Route: "POST /v1/charges", Key: "has space"},
-			{Route: "POST /v1/charges\n", Key: "k"},
-			{Tenant: "\xff", Route: "POST /v1/charges", Key: "k"},
+			{Route: "POST /v1/charges", Key: strings.Repeat("k", 256)},
 		} {
 			_, err := ops.Lookup(ctx, op, false)
 			assert.ErrorIs(t, err, ErrBadScope, "%+v", op)
@@ -232,6 +232,53 @@ func TestOperatorRefusesABadScope(t *testing.T) {
 		assert.ErrorIs(t, err, ErrUnknownKey)
 		_, err = ops.Evict(ctx, chargeOp("k-none"), true)
 		assert.ErrorIs(t, err, ErrUnknownKey)
+	})
+}
+
+// The Operator accepts every scope the middleware stores, whatever its
+// tenant, principal and route hold (Config.Scope and Config.Route return
+// what they like): a tab, a control character, more than 1 KiB (issue 41,
+// item 10). A scope the store could not hold has no record.
+func TestOperatorFindsEveryScopeTheMiddlewareStores(t *testing.T) {
+	long := "POST /v1/" + strings.Repeat("x", 2<<10)
+	scopes := []Operation{
+		{Tenant: "acme\tcorp", Principal: "alice", Route: "POST /v1/charges"},
+		{Tenant: "acme", Principal: "al\x1b[2Jice", Route: "POST /v1/charges"},
+		{Tenant: strings.Repeat("t", 4<<10), Principal: "alice", Route: "POST /v1/charges"},
+		{Tenant: "acme", Principal: "alice", Route: long},
+		{Tenant: "acme", Principal: "alice", Route: "POST /v1/charges\n"},
+		{Tenant: "acme", Principal: "alice", Route: " "},
+		{Tenant: "caf\xe9", Principal: "alice", Route: "POST /v1/charges"}, // not UTF-8: Postgres's text refuses it
+		{Tenant: "a\x00b", Principal: "alice", Route: "POST /v1/charges"},  // NUL: Postgres's text refuses it
+	}
+	eachStore(t, func(t *testing.T, k *kit) {
+		ops := opsOf(t, k)
+		ctx := context.Background()
+		for i, op := range scopes {
+			op.Key = fmt.Sprintf("k-scope-%d", i)
+			mux := http.NewServeMux()
+			cfg := Config{Mode: Leased, Scope: func(*http.Request) (string, string) { return op.Tenant, op.Principal },
+				Route: func(*http.Request) string { return op.Route }}
+			mux.Handle("POST /v1/charges", Middleware(k.store, quiet(cfg))(&charge{k: k}))
+			srv := serve(t, mux)
+			stored := post(t, srv, "/v1/charges", op.Key, "{}").status == http.StatusCreated
+			if k.pool == nil || i < 6 {
+				require.True(t, stored, "scope %d: the middleware stores it on %s", i, k.name)
+			}
+			rec, err := ops.Lookup(ctx, op, false)
+			if !stored {
+				assert.ErrorIs(t, err, ErrUnknownKey, "scope %d: not stored, so not found", i)
+				continue
+			}
+			require.NoError(t, err, "scope %d", i)
+			got := rec.Operation
+			got.Attempt = 0
+			assert.Equal(t, op, got, "scope %d: the record's scope, byte for byte", i)
+			_, err = ops.Evict(ctx, op, true)
+			require.NoError(t, err, "scope %d", i)
+			_, err = ops.Lookup(ctx, op, false)
+			assert.ErrorIs(t, err, ErrUnknownKey, "scope %d: evicted", i)
+		}
 	})
 }
 

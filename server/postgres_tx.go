@@ -201,11 +201,7 @@ func (a *pgTxAttempt) Abort(ctx context.Context, reject bool) error {
 // store writes the record and commits, in one round trip.
 func (a *pgTxAttempt) store(ctx context.Context, res *Response) error {
 	b := newWireBatch(a.conn.Conn())
-	st, p := wireComplete, newWireParams(5).bytes(a.c.Scope[:]).uuid(a.token).response(res)
-	if a.fresh {
-		st, p = wireInsertDone, insertDoneParams(a.c, a.token, a.s.offset(), res)
-	}
-	if err := b.queue(ctx, st, p, nil); err != nil {
+	if err := queueRecord(ctx, b, a.c, a.token, a.fresh, a.s.offset(), res); err != nil {
 		return err
 	}
 	if err := b.queue(ctx, wireCommit, nil, nil); err != nil {
@@ -224,6 +220,18 @@ func (a *pgTxAttempt) store(ctx context.Context, res *Response) error {
 	return nil
 }
 
+// queueRecord queues the write of a [Transactional] attempt's record in
+// its transaction (which must be the claim's: the statements write only in
+// a transaction the claim marked): the insert of a new key's (fresh), or
+// the completion of a reclaimed or taken-over one.
+func queueRecord(ctx context.Context, b *wireBatch, c *Claim, token uuid.UUID, fresh bool, offset time.Duration, res *Response) error {
+	st, p := wireComplete, newWireParams(5).bytes(c.Scope[:]).uuid(token).response(res)
+	if fresh {
+		st, p = wireInsertDone, insertDoneParams(c, token, offset, res)
+	}
+	return b.queue(ctx, st, p, nil)
+}
+
 // begin begins a transaction on conn, tries the scope's lock and reads the
 // record, in one round trip of prepared statements (postgres_wire.go).
 // The handler of a won claim gets the transaction as a connTx over conn,
@@ -234,24 +242,29 @@ func (s *PostgresStore) begin(ctx context.Context, conn *pgx.Conn, c *Claim) (lo
 	if err = b.queue(ctx, wireBegin, nil, nil); err != nil {
 		return false, nil, err
 	}
-	lockA, lockB := c.lockKeys()
-	err = b.queue(ctx, wireTryLock, newWireParams(2).int4(int(lockA)).int4(int(lockB)), func(v [][]byte) error {
-		locked = len(v) == 2 && len(v[0]) == 1 && v[0][0] == 1
-		return nil
-	})
-	if err != nil {
-		return false, nil, err
-	}
-	err = b.queue(ctx, wireRead, newWireParams(2).bytes(c.Scope[:]).interval(s.offset()), func(v [][]byte) error {
-		r, err := decodeRecordRow(conn.TypeMap(), v)
-		if err == nil {
-			f, err = r.found()
-		}
-		return err
-	})
-	if err != nil {
+	if err = s.queueClaim(ctx, b, c, &locked, &f); err != nil {
 		return false, nil, err
 	}
 	_, err = b.send(ctx)
 	return locked, f, err
+}
+
+// queueClaim queues the claim's statements in a transaction: the try of
+// the scope's lock, into locked, and the read of the record, into f.
+func (s *PostgresStore) queueClaim(ctx context.Context, b *wireBatch, c *Claim, locked *bool, f **found) error {
+	lockA, lockB := c.lockKeys()
+	err := b.queue(ctx, wireTryLock, newWireParams(2).int4(int(lockA)).int4(int(lockB)), func(v [][]byte) error {
+		*locked = len(v) == 2 && len(v[0]) == 1 && v[0][0] == 1
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return b.queue(ctx, wireRead, newWireParams(2).bytes(c.Scope[:]).interval(s.offset()), func(v [][]byte) error {
+		r, err := decodeRecordRow(b.conn.TypeMap(), v)
+		if err == nil {
+			*f, err = r.found()
+		}
+		return err
+	})
 }

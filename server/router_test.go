@@ -8,9 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // syncBuffer is a log sink that tests read while handlers write.
@@ -29,47 +27,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// chiServer mounts the test payments handler behind chi, on a route with a
-// path parameter, with the middleware configured by cfg.
-func chiServer(t *testing.T, k *kit, cfg Config) (*payments, *syncBuffer, http.Handler) {
-	t.Helper()
-	logs := &syncBuffer{}
-	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	p := &payments{k: k}
-	r := chi.NewRouter()
-	r.With(Middleware(k.store, cfg)).Post("/v1/accounts/{id}/payments", p.ServeHTTP)
-	return p, logs, r
-}
-
-// chiRoute is the one line chi needs (Config.Route's doc).
-func chiRoute(r *http.Request) string {
-	return r.Method + " " + chi.RouteContext(r.Context()).RoutePattern()
-}
-
-// chi (v5.2 and later) sets r.Pattern and the path values itself, so the
-// default Route works behind it; the one line of Config.Route's doc gives
-// the same routes on older chi.
-func TestBehindChi(t *testing.T) {
-	for name, route := range map[string]func(*http.Request) string{"default": nil, "chi's RoutePattern": chiRoute} {
-		t.Run(name, func(t *testing.T) {
-			eachStore(t, func(t *testing.T, k *kit) {
-				p, logs, h := chiServer(t, k, Config{Route: route})
-				srv := serve(t, muxOf(h))
-				first := post(t, srv, "/v1/accounts/1/payments", "k-chi", `{"amount": 5}`)
-				require.Equal(t, http.StatusCreated, first.status, first.body)
-				again := post(t, srv, "/v1/accounts/1/payments", "k-chi", `{"amount": 5}`)
-				assert.True(t, again.replayed())
-				other := post(t, srv, "/v1/accounts/2/payments", "k-chi", `{"amount": 5}`)
-				assert.Equal(t, http.StatusUnprocessableEntity, other.status,
-					"one route, so the same key on another account is another request: %s", other.body)
-				assert.EqualValues(t, 1, p.runs.Load())
-				assert.Contains(t, logs.String(), `route="POST /v1/accounts/{id}/payments"`)
-				assert.NotContains(t, logs.String(), "no route pattern")
-			})
-		})
-	}
 }
 
 // prefixRouter routes by path prefix and sets no pattern, as routers other

@@ -27,7 +27,7 @@ type runner struct {
 	joined  *sent // the response the app's transaction stored (StoreInTx)
 }
 
-func (h *handler) run(w http.ResponseWriter, r *http.Request, ev Event, c *Claim, att Attempt) {
+func (h *handler) run(w http.ResponseWriter, r *http.Request, ev Event, c *Claim, att Attempt, ex Exchange) {
 	x := &runner{h: h, w: w, att: att, c: c, ev: ev}
 	if c.Mode == Leased {
 		x.ls = newLease(leasedOf(att), c.Lease)
@@ -43,7 +43,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, ev Event, c *Claim
 	} else {
 		h.s.log(x.ctx, slog.LevelDebug, "idem: claimed", x.ev)
 	}
-	h.next.ServeHTTP(x.cw, r.WithContext(x.ctx))
+	h.callNext(x.cw, r.WithContext(x.ctx), ex)
 	x.finish()
 }
 

@@ -33,7 +33,10 @@ import (
 // (Commit, Rollback: database/sql then answers sql.ErrTxDone), or with SQL
 // (COMMIT, ROLLBACK, "COMMIT; BEGIN"), seen from the connection's
 // transaction status and the claim's transaction-local mark, as with
-// [Tx]. A claim costs two round trips (database/sql's BEGIN, then the lock
+// [Tx]; but the handler's statements after a COMMIT of its own run in
+// autocommit until it returns (a *sql.Tx cannot refuse them), and a
+// "COMMIT; BEGIN" followed by a 5xx is rolled back unseen, its first part
+// committed. A claim costs two round trips (database/sql's BEGIN, then the lock
 // and the read) and the commit two (the record, then database/sql's
 // COMMIT), where PostgresStore needs one each.
 //

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -190,11 +191,19 @@ func TestSQLStoreLostConnectionSeenByTheHandler(t *testing.T) {
 }
 
 // CheckMode refuses Leased routes, and a *sql.DB on a driver other than
-// pgx's, when the route is mounted.
+// pgx's, when the route is mounted; it accepts one on a pgx pool
+// (stdlib.OpenDBFromPool), which serves.
 func TestSQLStoreCheckMode(t *testing.T) {
 	k := newSQLKit(t)
 	assert.NoError(t, k.store.CheckMode(server.Transactional))
 	assert.ErrorContains(t, k.store.CheckMode(server.Leased), "Transactional routes only")
+	fromPool := server.NewPostgresSQLStore(stdlib.OpenDBFromPool(pgtest.NewPool(t, k.url)))
+	assert.NoError(t, fromPool.CheckMode(server.Transactional), "a *sql.DB on a pgx pool")
+	onPool := &sqlKit{db: k.db, store: fromPool, url: k.url}
+	srv := onPool.serve(t, ledgerHandler, server.Hooks{})
+	assert.Equal(t, http.StatusCreated, mustPay(t, srv, "k-pool").status)
+	assert.Equal(t, "true", mustPay(t, srv, "k-pool").header.Get("Idempotent-Replayed"))
+	assert.Equal(t, 1, k.rows(t))
 	other := server.NewPostgresSQLStore(sql.OpenDB(otherConnector{}))
 	assert.ErrorContains(t, other.CheckMode(server.Transactional), "pgx's stdlib driver")
 	assert.Panics(t, func() { server.Middleware(other, server.Config{}) })

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // claimTx begins the transaction through database/sql, then tries the
@@ -49,21 +50,13 @@ func (s *PostgresSQLStore) claimTx(ctx context.Context, c *Claim) (ClaimResult, 
 
 // tryLockRead tries the scope's lock, marking the transaction as the
 // claim's, and reads the record, in one round trip: PostgresStore's
-// statements (sqlTryLock, sqlRead), as two statements, so that the read
-// sees a record that committed while the lock was taken.
+// statements (sqlTryLock, sqlRead) on its wire path (queueClaim), as two
+// statements, so that the read sees a record that committed while the lock
+// was taken.
 func (s *PostgresSQLStore) tryLockRead(ctx context.Context, pc *pgx.Conn, c *Claim) (locked bool, f *found, err error) {
-	lockA, lockB := c.lockKeys()
-	b := &pgx.Batch{}
-	b.Queue(sqlTryLock, lockA, lockB)
-	b.Queue(sqlRead, c.Scope[:], s.pg.offset())
-	br := pc.SendBatch(ctx, b)
-	var mark string
-	err = br.QueryRow().Scan(&locked, &mark)
-	if err == nil {
-		f, err = scanFound(br.QueryRow())
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	b := newWireBatch(pc)
+	if err = s.pg.queueClaim(ctx, b, c, &locked, &f); err == nil {
+		_, err = b.send(ctx)
 	}
 	return locked, f, err
 }
@@ -147,29 +140,25 @@ func (a *sqlTxAttempt) ended() error {
 }
 
 // store writes the record in the transaction, with PostgresStore's
-// statements: sqlInsertDone for a new key, sqlCompleteTx for a reclaimed
-// or taken-over record. Each writes only in a transaction that the claim
-// marked: no row means that the handler ended the claim's transaction and
-// began another.
+// statements on its wire path (queueRecord): sqlInsertDone for a new key,
+// sqlCompleteTx for a reclaimed or taken-over record. Each writes only in
+// a transaction that the claim marked: no row means that the handler ended
+// the claim's transaction and began another.
 func (a *sqlTxAttempt) store(ctx context.Context, res *Response) error {
-	c := a.c
-	var r sql.Result
-	var err error
-	state, status, stored := responseValues(res)
-	if a.fresh {
-		r, err = a.tx.ExecContext(ctx, sqlInsertDone, c.Scope[:], c.Tenant, c.Principal, c.Route, c.Key,
-			c.DigestAlg, c.Digest, [16]byte(a.token), a.s.pg.offset(), c.Retention, state, status, stored)
-	} else {
-		r, err = a.tx.ExecContext(ctx, sqlCompleteTx, c.Scope[:], [16]byte(a.token), state, status, stored)
-	}
-	if errors.Is(err, sql.ErrTxDone) {
-		return ErrTxEnded
-	}
+	var tags []pgconn.CommandTag
+	err := raw(a.conn, func(pc *pgx.Conn) error {
+		b := newWireBatch(pc)
+		err := queueRecord(ctx, b, a.c, a.token, a.fresh, a.s.pg.offset(), res)
+		if err == nil {
+			tags, err = b.send(ctx)
+		}
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	if n, err := r.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("%w (the record was not written: %d rows, %v)", ErrTxEnded, n, err)
+	if n := tags[0].RowsAffected(); n != 1 {
+		return fmt.Errorf("%w (the record was not written: %d rows)", ErrTxEnded, n)
 	}
 	return nil
 }

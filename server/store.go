@@ -273,8 +273,9 @@ type LeasedAttempt interface {
 //     the commit happened. The middleware holds the handler's response until
 //     Complete returns and then never sends it, but 500 commit-failed, or
 //     503 with Retry-After when the error says the database was lost (a
-//     broken or closed connection, a server shutting down: the error must
-//     wrap the driver's own, which the middleware classifies).
+//     broken or closed connection, a server shutting down): the error
+//     must then wrap driver.ErrBadConn, a net.Error, io.ErrUnexpectedEOF or
+//     pgx's own, which the middleware classifies.
 //   - Catch. Notice a handler that ended the transaction itself (its
 //     Commit or Rollback, or SQL such as COMMIT): Complete must then write
 //     no record and return an error that wraps [ErrTxEnded], because what

@@ -11,29 +11,33 @@ import (
 const maxDrain = 1 << 20
 
 // after sends, spoils or withholds the handler's buffered response
-// according to x.fault. It first reads what the handler left of the
-// request body (up to maxDrain): net/http notices a client that leaves
-// (and cancels the request's context, which ends a delay) only once the
-// body is read, and unread bytes would turn a raw cut's FIN into an RST.
+// according to x.fault, an after-handler kind. It first reads what the
+// handler left of the request body (up to maxDrain): net/http notices a
+// client that leaves (and cancels the request's context, which ends a
+// delay) only once the body is read, and unread bytes would turn a raw
+// cut's FIN into an RST.
 func (s *Server) after(w http.ResponseWriter, x *exchange, rec *recorder) {
 	_, _ = io.CopyN(io.Discard, x.r.Body, maxDrain)
 	x.ev.HandlerStatus = rec.statusCode()
-	f := x.fault
-	switch f.Kind {
-	case FaultDropReset, FaultDropClose, FaultDropHang, FaultPartialBody:
-		s.afterRaw(w, x, rec)
-	case FaultDelayResponse:
-		if err := s.sleep(x.r.Context(), f.Delay); err != nil {
-			x.ev.Err = "delay-response: client left or server closed: " + err.Error()
-			s.abort(w, x)
-			return
-		}
-		s.sendRecorded(w, x, rec)
-	case FaultSlowBody:
-		s.slowBody(w, x, rec)
-	case FaultStatusAfter:
-		x.ev.Status = s.writeStatus(w, f)
+	row, _ := rowOf(x.fault.Kind)
+	row.after(s, w, x, rec)
+}
+
+// delayResponse sends the buffered response the fault's delay later,
+// unless the client leaves or the server closes first.
+func (s *Server) delayResponse(w http.ResponseWriter, x *exchange, rec *recorder) {
+	if err := s.sleep(x.r.Context(), x.fault.Delay); err != nil {
+		x.ev.Err = "delay-response: client left or server closed: " + err.Error()
+		s.abort(w, x)
+		return
 	}
+	s.sendRecorded(w, x, rec)
+}
+
+// statusAfter discards the buffered response and answers the fault's
+// status instead.
+func (s *Server) statusAfter(w http.ResponseWriter, x *exchange, _ *recorder) {
+	x.ev.Status = s.writeStatus(w, x.fault)
 }
 
 // sendRecorded sends the buffered response as the handler wrote it.
@@ -44,24 +48,10 @@ func (s *Server) sendRecorded(w http.ResponseWriter, x *exchange, rec *recorder)
 	x.ev.Status, x.ev.BodyBytes = rec.statusCode(), int64(n)
 }
 
-// afterRaw takes the connection over and drops the response (reset, close
-// or hang) or sends its head and part of its body, then closes.
-func (s *Server) afterRaw(w http.ResponseWriter, x *exchange, rec *recorder) {
-	c, brw, err := s.hijack(w)
-	if err != nil {
-		x.ev.Err = err.Error()
-		return
-	}
-	switch x.fault.Kind {
-	case FaultDropReset:
-		s.resetConn(c)
-	case FaultDropClose:
-		s.finConn(c, brw)
-	case FaultDropHang:
-		s.hangConn(c, brw)
-	case FaultPartialBody:
-		s.writePartial(c, brw, x, rec)
-	}
+// partialBody takes the connection over and sends the response's head
+// and part of its body, then closes.
+func (s *Server) partialBody(w http.ResponseWriter, x *exchange, rec *recorder) {
+	s.takeOver(w, x, func(c net.Conn, brw *bufio.ReadWriter) { s.writePartial(c, brw, x, rec) })
 }
 
 // writePartial writes the head with the full Content-Length and the first

@@ -13,25 +13,20 @@ import (
 	"github.com/idemkit/idem/internal/wire"
 )
 
-// before applies the faults that act before the handler. It returns true
-// when the handler is to run.
+// before applies x's fault if it acts before the handler. It returns
+// true when the handler is to run.
 func (s *Server) before(w http.ResponseWriter, x *exchange) bool {
-	f := x.fault
-	switch f.Kind {
-	case FaultStatus:
-		x.ev.Status = s.writeStatus(w, f)
-		return false
-	case FaultReset, FaultClose, FaultBlackhole:
-		s.cut(w, x, f.Kind)
-		return false
-	case FaultDelay:
-		return s.delayRequest(x, f.Delay) || s.abort(w, x)
-	case FaultSlowRead:
-		return s.slowRead(x, f) || s.abort(w, x)
-	case FaultHold:
-		return s.holdRequest(x, f) || s.abort(w, x)
+	row, _ := rowOf(x.fault.Kind)
+	if row.before == nil {
+		return true
 	}
-	return true
+	return row.before(s, w, x)
+}
+
+// statusBefore answers the fault's status without running the handler.
+func (s *Server) statusBefore(w http.ResponseWriter, x *exchange) bool {
+	x.ev.Status = s.writeStatus(w, x.fault)
+	return false
 }
 
 // abort ends a request that a fault gave up on (its client left, or the
@@ -71,30 +66,12 @@ func (s *Server) retryAfter(f Fault) string {
 	return wire.FormatRetryAfter(f.RetryAfter)
 }
 
-// cut takes the connection over and resets it or closes it without
-// reading the request body, or leaves it silent (a blackhole), reading and
-// discarding what the client sends.
-func (s *Server) cut(w http.ResponseWriter, x *exchange, kind FaultKind) {
-	c, brw, err := s.hijack(w)
-	if err != nil {
-		x.ev.Err = err.Error()
-		return
-	}
-	switch kind {
-	case FaultReset:
-		s.resetConn(c)
-	case FaultClose:
-		s.finConn(c, brw)
-	default:
-		s.hangConn(c, brw)
-	}
-}
-
 // delayRequest reads the body (so that net/http notices a client that
-// leaves), then waits d. It returns false when the client left or the
-// server closed first: the handler must not run for a request nobody waits
-// for, or the fault would not be a "before" one.
-func (s *Server) delayRequest(x *exchange, d time.Duration) bool {
+// leaves), then waits the fault's delay. It returns false when the client
+// left or the server closed first: the handler must not run for a request
+// nobody waits for, or the fault would not be a "before" one.
+func (s *Server) delayRequest(x *exchange) bool {
+	d := x.fault.Delay
 	if err := s.bufferBody(x, Fault{Kind: FaultDelay, Bytes: 1 << 16}); err != nil {
 		return false
 	}
@@ -105,12 +82,14 @@ func (s *Server) delayRequest(x *exchange, d time.Duration) bool {
 	return true
 }
 
-// slowRead reads the body f.Bytes at a time with f.Delay before each read,
-// then pauses once more before it hands the handler the bytes read. A
+// slowRead reads the body f.Bytes at a time with f.Delay before each read
+// (f is the fault), then pauses once more before it hands the handler the
+// bytes read. A
 // client that left while its (already sent) body was being read is noticed
 // by net/http as soon as the body is consumed, and that last pause is what
 // lets the fault see it and skip the handler.
-func (s *Server) slowRead(x *exchange, f Fault) bool {
+func (s *Server) slowRead(x *exchange) bool {
+	f := x.fault
 	if err := s.bufferBody(x, f); err != nil {
 		return false
 	}

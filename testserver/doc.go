@@ -7,14 +7,15 @@
 // only and applies Rules to each request. A rule matches requests (method,
 // path, header, operation id, attempt number of that operation, global
 // request index, time window) and decides a [Fault], either from a script per
-// attempt or by a seeded draw. Faults come in three groups:
+// attempt or by a seeded draw. Faults come in three groups, each constant of
+// [FaultKind] saying what it does, and [Kinds] listing them all:
 //
-//   - before the handler runs, so the operation certainly did not happen:
-//     [FaultStatus], [FaultReset], [FaultClose], [FaultBlackhole], [FaultDelay],
-//     [FaultSlowRead];
-//   - after the handler ran, so the client cannot tell whether it did:
-//     [FaultDropReset], [FaultDropClose], [FaultDropHang], [FaultDelayResponse],
-//     [FaultPartialBody], [FaultSlowBody], [FaultStatusAfter];
+//   - before the handler runs, so the operation certainly did not happen: an
+//     error status, a reset or closed or silent connection, a delayed or slowly
+//     read request;
+//   - after the handler ran, so the client cannot tell whether it did
+//     ([FaultKind.AfterHandler] reports these): the response dropped, delayed,
+//     cut short, sent slowly or replaced by an error status;
 //   - races: [FaultHold] keeps an attempt back until its retry arrives.
 //
 // The operation id of a request is its idempotency key (the

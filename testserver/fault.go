@@ -13,10 +13,14 @@ import (
 // files, fault flags, the fault header and the event log.
 type FaultKind string
 
-// The faults. The empty kind, FaultNone, lets the request through.
+// The faults, in three groups: before the handler, after it, and races. The
+// empty kind, FaultNone, lets the request through. Each kind has one row in
+// the table of kinds.go, which says when it acts and what it does.
 const (
 	// FaultNone passes the request to the handler and its response back.
 	FaultNone FaultKind = ""
+
+	// Before the handler runs: the operation certainly did not happen.
 
 	// FaultStatus answers [Fault.Status] (default 503) with an optional
 	// Retry-After, without running the handler.
@@ -38,6 +42,8 @@ const (
 	// [Fault.Delay] between reads, then runs the handler. When the client
 	// gives up during the read, the handler does not run.
 	FaultSlowRead FaultKind = "slow-read"
+
+	// After the handler ran: the client cannot tell whether it did.
 
 	// FaultDropReset runs the handler, discards its response and resets
 	// the connection (TCP RST).
@@ -64,6 +70,8 @@ const (
 	// instead.
 	FaultStatusAfter FaultKind = "status-after"
 
+	// Races.
+
 	// FaultHold keeps the request back, before the handler, until a later
 	// attempt of the same operation arrives (at most [Config.HoldTimeout]),
 	// then lets both run concurrently, in a set order: by default the held
@@ -80,40 +88,27 @@ const (
 	FaultHold FaultKind = "hold"
 )
 
-// kinds lists every fault kind that does something, in documentation order.
-var kinds = []FaultKind{
-	FaultStatus, FaultReset, FaultClose, FaultBlackhole, FaultDelay, FaultSlowRead,
-	FaultDropReset, FaultDropClose, FaultDropHang, FaultDelayResponse,
-	FaultPartialBody, FaultSlowBody, FaultStatusAfter, FaultHold,
-}
-
-// Kinds returns every fault kind except [FaultNone].
+// Kinds returns every fault kind except [FaultNone], in documentation
+// order.
 func Kinds() []FaultKind {
-	return append([]FaultKind(nil), kinds...)
+	out := make([]FaultKind, len(kindTable))
+	for i, row := range kindTable {
+		out[i] = row.kind
+	}
+	return out
 }
 
 // AfterHandler reports whether k lets the handler run and then spoils the
 // response, so that the client cannot know whether the operation happened.
 func (k FaultKind) AfterHandler() bool {
-	switch k {
-	case FaultDropReset, FaultDropClose, FaultDropHang, FaultDelayResponse,
-		FaultPartialBody, FaultSlowBody, FaultStatusAfter:
-		return true
-	}
-	return false
+	row, _ := rowOf(k)
+	return row.after != nil
 }
 
 // valid reports whether k is [FaultNone] or one of the listed kinds.
 func (k FaultKind) valid() bool {
-	if k == FaultNone {
-		return true
-	}
-	for _, v := range kinds {
-		if k == v {
-			return true
-		}
-	}
-	return false
+	_, ok := rowOf(k)
+	return ok || k == FaultNone
 }
 
 // Fault is what happens to one request. Fields that do not apply to Kind
@@ -167,9 +162,9 @@ func (f Fault) Validate() error {
 // KindList returns the names of [Kinds], comma-separated, for messages and
 // usage texts.
 func KindList() string {
-	names := make([]string, len(kinds))
-	for i, k := range kinds {
-		names[i] = string(k)
+	names := make([]string, len(kindTable))
+	for i, row := range kindTable {
+		names[i] = string(row.kind)
 	}
 	return strings.Join(names, ", ")
 }

@@ -203,12 +203,13 @@ func TestBufferBodyNamesItsFault(t *testing.T) {
 		kind FaultKind
 		run  func(*exchange) bool
 	}{
-		{FaultDelay, func(x *exchange) bool { return s.delayRequest(x, time.Hour) }},
-		{FaultSlowRead, func(x *exchange) bool { return s.slowRead(x, Fault{Kind: FaultSlowRead, Delay: time.Hour}) }},
+		{FaultDelay, s.delayRequest},
+		{FaultSlowRead, s.slowRead},
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		x := &exchange{r: httptest.NewRequestWithContext(ctx, http.MethodPost, "/", strings.NewReader("body"))}
+		x.fault = Fault{Kind: tc.kind, Delay: time.Hour}
 		if tc.run(x) || !strings.HasPrefix(x.ev.Err, string(tc.kind)+": client left") {
 			t.Errorf("%s with the client gone: Err %q, want it to run no handler and name %s", tc.kind, x.ev.Err, tc.kind)
 		}

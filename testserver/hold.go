@@ -96,14 +96,14 @@ func (s *Server) follow(ctx context.Context, first <-chan struct{}, lag time.Dur
 // most [Config.HoldTimeout]), then lets it continue with a context that the
 // client's disconnect does not cancel but Close still does. It returns
 // false when the server closed during the hold.
-func (s *Server) holdRequest(x *exchange, f Fault) bool {
+func (s *Server) holdRequest(x *exchange) bool {
 	x.ctx, x.release = detach(s.ctx, x.ctx)
 	wait := s.cfg.HoldTimeout
 	if x.ev.Op == "" {
 		x.ev.Err = "hold: request has no operation id, so no retry can release it"
 		return s.sleep(x.ctx, wait) == nil
 	}
-	h := s.holds.put(x.ev.Op, x.ev.Attempt, f)
+	h := s.holds.put(x.ev.Op, x.ev.Attempt, x.fault)
 	x.started = append(x.started, h.heldStarted)
 	timer, stop := s.clock.NewTimer(wait)
 	select {

@@ -75,9 +75,9 @@ func (s Summary) String() string {
 	fmt.Fprintf(&b, "connections: %d, requests on a reused connection: %d\n", s.Conns, s.Reused)
 	b.WriteString("faults:")
 	fmt.Fprintf(&b, " none %d", s.Faults[FaultNone])
-	for _, k := range kinds {
-		if n := s.Faults[k]; n > 0 {
-			fmt.Fprintf(&b, ", %s %d", k, n)
+	for _, row := range kindTable {
+		if n := s.Faults[row.kind]; n > 0 {
+			fmt.Fprintf(&b, ", %s %d", row.kind, n)
 		}
 	}
 	b.WriteString("\nstatuses:")

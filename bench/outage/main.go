@@ -12,7 +12,11 @@
 // deadlines), the same blip without Retry-After, a storm (every request
 // 503 for 9 s, 400 a second, 2 s deadlines) and a brownout (40% of
 // attempts 503 with Retry-After: 1, drawn by operation and attempt, 100 a
-// second for 9 s, 8 s deadlines). The load is open-loop: operation n starts
+// second for 9 s, 8 s deadlines), and an overload (issue 41: a host that
+// serves 10 requests at once, 10 ms each, behind a queue of 200, 503 with
+// Retry-After: 1 past it; 2,000 operations a second for 6 s, then 500 a
+// second for 4 s, 2 s deadlines; its table adds the share of the
+// operations started after the overload that completed). The load is open-loop: operation n starts
 // at n/rate in a goroutine of its own with its own deadline, so a client
 // that waits cannot lower the offered load and one that fails fast cannot
 // raise it. Each operation is a keyed POST (Idempotency-Key op-<n>); the
@@ -38,7 +42,7 @@ import (
 
 func main() {
 	rounds := flag.Int("rounds", 3, "rounds; each runs every scenario with every client")
-	only := flag.String("scenarios", "", "comma-separated scenarios to run (default all): blip, blip-without-retry-after, storm, brownout")
+	only := flag.String("scenarios", "", "comma-separated scenarios to run (default all): blip, blip-without-retry-after, storm, brownout, overload")
 	svgDir := flag.String("svg", "", "a folder to write a timeline per scenario into (none when empty)")
 	seed := flag.Uint64("seed", 1, "seed of the brownout's draws")
 	onlyClients := flag.String("clients", "", "comma-separated clients to run (default all): idem, idem-no-breaker, idem-no-breaker-fail-fast, go-retryablehttp, failsafe-go-retry, failsafe-go-retry+breaker")
@@ -67,7 +71,7 @@ func main() {
 			for k := range cs { // each round starts one client later, so that none always runs first
 				i := (r + k) % len(cs)
 				records, requests := run(h, sc, cs[i])
-				f := summarise(records, requests)
+				f := summarise(records, requests, sc.after)
 				results[i], last[i] = append(results[i], f), records
 				fmt.Fprintf(os.Stderr, "  %s, round %d, %s: %d of %d failed, %.2f requests per operation\n",
 					sc.name, r+1, cs[i].name, f.failed, f.ops, f.requestsPerOp)

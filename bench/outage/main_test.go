@@ -74,3 +74,30 @@ func TestSelectByName(t *testing.T) {
 		t.Error("an unknown scenario was accepted")
 	}
 }
+
+// The overload offers 2,000 operations a second for 6 s, then 500 a
+// second for 4 s: 14,000 operations, started in order, the second phase
+// from 6 s.
+func TestOverloadStarts(t *testing.T) {
+	var overload scenario
+	for _, sc := range scenarios(1) {
+		if sc.name == "overload" {
+			overload = sc
+		}
+	}
+	starts := overload.starts()
+	if len(starts) != 14000 {
+		t.Fatalf("%d operations, want 14000", len(starts))
+	}
+	for i := 1; i < len(starts); i++ {
+		if starts[i] < starts[i-1] {
+			t.Fatalf("operation %d starts at %s, before %s", i, starts[i], starts[i-1])
+		}
+	}
+	if got := starts[12000]; got != 6*time.Second {
+		t.Errorf("the first operation of the second phase starts at %s, want 6s", got)
+	}
+	if got := starts[12001] - starts[12000]; got != 2*time.Millisecond {
+		t.Errorf("the second phase starts one every %s, want 2ms", got)
+	}
+}

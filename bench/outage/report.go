@@ -13,9 +13,13 @@ import (
 // report prints one scenario's table: per client, the medians over the
 // rounds, and the failures by reason of the last round.
 func report(out io.Writer, sc scenario, cs []client, results [][]figures) {
-	fmt.Fprintf(out, "\n%s: %d operations a second for %s, %s deadlines\n", sc.name, sc.rate, sc.duration, sc.deadline)
+	load := fmt.Sprintf("%d operations a second for %s", sc.rate, sc.duration)
+	if sc.then.rate > 0 {
+		load += fmt.Sprintf(", then %d a second for %s", sc.then.rate, sc.then.duration)
+	}
+	fmt.Fprintf(out, "\n%s: %s, %s deadlines\n", sc.name, load, sc.deadline)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "client\tfailed\tok\trequests/op\tp50\tp99\tfailures from-to\tfailures by reason (last round)")
+	fmt.Fprintln(w, "client\tfailed\tok\tok started after\trequests/op\tp50\tp99\tfailures from-to\tfailures by reason (last round)")
 	for i, c := range cs {
 		rs := results[i]
 		ops := rs[0].ops
@@ -25,8 +29,12 @@ func report(out io.Writer, sc scenario, cs []client, results [][]figures) {
 			median(collect(rs, func(f figures) time.Duration { return f.failTo })); to > 0 {
 			span = fmt.Sprintf("%.1f-%.1f s", from.Seconds(), to.Seconds())
 		}
-		fmt.Fprintf(w, "%s\t%d\t%.1f%%\t%.3f\t%s\t%s\t%s\t%s\n", c.name, failed,
-			100*float64(ops-failed)/float64(ops),
+		after := "-"
+		if sc.after > 0 {
+			after = fmt.Sprintf("%.1f%%", 100*median(collect(rs, func(f figures) float64 { return f.afterOK })))
+		}
+		fmt.Fprintf(w, "%s\t%d\t%.1f%%\t%s\t%.3f\t%s\t%s\t%s\t%s\n", c.name, failed,
+			100*float64(ops-failed)/float64(ops), after,
 			median(collect(rs, func(f figures) float64 { return f.requestsPerOp })),
 			round(median(collect(rs, func(f figures) time.Duration { return f.p50 }))),
 			round(median(collect(rs, func(f figures) time.Duration { return f.p99 }))),

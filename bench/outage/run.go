@@ -22,15 +22,15 @@ func run(h *host, sc scenario, c client) ([]record, int64) {
 	base := &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: 30 * time.Second}
 	defer base.CloseIdleConnections()
 	do := c.new(base)
-	n := int(sc.duration.Seconds() * float64(sc.rate))
-	records := make([]record, n)
+	starts := sc.starts()
+	records := make([]record, len(starts))
 	start := time.Now()
 	h.reset(sc, start)
 	var wg sync.WaitGroup
-	for op := range n {
-		// Open loop: operation op starts at op/rate, whatever the earlier
-		// ones are doing.
-		time.Sleep(time.Until(start.Add(time.Duration(op) * time.Second / time.Duration(sc.rate))))
+	for op, at := range starts {
+		// Open loop: operation op starts at its offset, whatever the
+		// earlier ones are doing.
+		time.Sleep(time.Until(start.Add(at)))
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), sc.deadline)
 			defer cancel()
@@ -50,13 +50,21 @@ type figures struct {
 	p50, p99         time.Duration // of every operation's latency, failed ones included
 	failFrom, failTo time.Duration // the first and the last failure's end, 0 when none
 	reasons          map[string]int
+	afterOK          float64 // the share of the operations started at or after the scenario's after that were made
 }
 
-func summarise(records []record, requests int64) figures {
+func summarise(records []record, requests int64, after time.Duration) figures {
 	f := figures{ops: len(records), reasons: map[string]int{}}
 	latencies := make([]time.Duration, 0, len(records))
+	var afterOps, afterOK int
 	for _, r := range records {
 		latencies = append(latencies, r.end-r.start)
+		if after > 0 && r.start >= after {
+			afterOps++
+			if r.failure == "" {
+				afterOK++
+			}
+		}
 		if r.failure == "" {
 			continue
 		}
@@ -68,6 +76,9 @@ func summarise(records []record, requests int64) figures {
 		f.failTo = max(f.failTo, r.end)
 	}
 	f.requestsPerOp = float64(requests) / float64(len(records))
+	if afterOps > 0 {
+		f.afterOK = float64(afterOK) / float64(afterOps)
+	}
 	slices.Sort(latencies)
 	f.p50, f.p99 = quantile(latencies, 0.50), quantile(latencies, 0.99)
 	return f

@@ -8,7 +8,16 @@ type scenario struct {
 	name     string
 	rate     int           // operations started per second
 	duration time.Duration // how long operations are started
+	// then, when its rate is not 0, follows: then.rate operations a
+	// second for then.duration (the overload's second phase).
+	then     phase
 	deadline time.Duration // each operation's own
+	// capacity, when not nil, is the host's: it serves so many requests at
+	// once behind a queue, and answers 503 Retry-After: 1 past it.
+	capacity *capacity
+	// after, when not 0, is the offset from which the operations started
+	// are counted apart in the table ("ok started after").
+	after time.Duration
 	// from, to bound the outage's window on the timeline (to 0: none).
 	from, to time.Duration
 	// fault says whether the attempt-th request (1-based) of operation op,
@@ -17,7 +26,36 @@ type scenario struct {
 	fault func(op, attempt int, offset time.Duration) (fail bool, retryAfter string)
 }
 
-// scenarios returns the issue's four scenarios, in the order they run.
+// phase is a stretch of the open-loop load.
+type phase struct {
+	rate     int
+	duration time.Duration
+}
+
+// capacity is what a host can serve: slots requests at once, each for
+// service, and queue more waiting for a slot (a request whose client left
+// leaves the queue); a request past them is answered 503 at once.
+type capacity struct {
+	slots, queue int
+	service      time.Duration
+}
+
+// starts returns the offset at which each operation of sc starts.
+func (sc scenario) starts() []time.Duration {
+	var out []time.Duration
+	var from time.Duration
+	for _, p := range []phase{{sc.rate, sc.duration}, sc.then} {
+		n := int(p.duration.Seconds() * float64(p.rate))
+		for op := range n {
+			out = append(out, from+time.Duration(op)*time.Second/time.Duration(p.rate))
+		}
+		from += p.duration
+	}
+	return out
+}
+
+// scenarios returns the issue's four scenarios (issue 26) and the
+// overload (issue 41), in the order they run.
 func scenarios(seed uint64) []scenario {
 	blip := func(retryAfter string) func(int, int, time.Duration) (bool, string) {
 		return func(_, _ int, at time.Duration) (bool, string) {
@@ -35,6 +73,13 @@ func scenarios(seed uint64) []scenario {
 			fault: func(op, attempt int, _ time.Duration) (bool, string) {
 				return draw(seed, op, attempt) < 0.4, "1"
 			}},
+		// A host at capacity (10 in service, 10 ms each: 1,000 a second,
+		// a queue of 200), offered twice that for 6 s and half of it for
+		// 4 s (issue 41, point 1).
+		{name: "overload", rate: 2000, duration: 6 * time.Second, then: phase{500, 4 * time.Second},
+			deadline: 2 * time.Second, capacity: &capacity{slots: 10, queue: 200, service: 10 * time.Millisecond},
+			from: 0, to: 6 * time.Second, after: 6 * time.Second,
+			fault: func(int, int, time.Duration) (bool, string) { return false, "" }},
 	}
 }
 

@@ -19,6 +19,9 @@ type host struct {
 	srv      *http.Server
 	start    time.Time
 	fault    func(op, attempt int, offset time.Duration) (bool, string)
+	capacity *capacity
+	slots    chan struct{} // of capacity: a request in service holds one
+	admitted atomic.Int64  // of capacity: requests in service or queued
 	requests atomic.Int64
 
 	mu       sync.Mutex
@@ -43,7 +46,10 @@ func (h *host) close() { h.srv.Close() }
 func (h *host) reset(sc scenario, start time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.start, h.fault = start, sc.fault
+	h.start, h.fault, h.capacity = start, sc.fault, sc.capacity
+	if sc.capacity != nil {
+		h.slots = make(chan struct{}, sc.capacity.slots)
+	}
 	h.attempts, h.paid = map[int]int{}, map[int]bool{}
 	h.requests.Store(0)
 }
@@ -54,6 +60,11 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op, err := strconv.Atoi(strings.TrimPrefix(r.Header.Get("Idempotency-Key"), keyPrefix))
 	if err != nil {
 		http.Error(w, "a key "+keyPrefix+"<n> is required", http.StatusBadRequest)
+		return
+	}
+	if h.capacity != nil && !h.serve(r) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
 	h.mu.Lock()
@@ -83,3 +94,22 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // keyPrefix starts every operation's Idempotency-Key; the operation's
 // number follows it.
 const keyPrefix = "op-"
+
+// serve holds r for its service time when the host has a capacity: it
+// waits for a slot in the queue, and is refused (false) when the queue is
+// full. A request whose client left while queued is dropped, as refused.
+func (h *host) serve(r *http.Request) bool {
+	c := h.capacity
+	defer h.admitted.Add(-1)
+	if h.admitted.Add(1) > int64(c.slots+c.queue) {
+		return false
+	}
+	select {
+	case h.slots <- struct{}{}:
+	case <-r.Context().Done():
+		return false
+	}
+	time.Sleep(c.service)
+	<-h.slots
+	return true
+}

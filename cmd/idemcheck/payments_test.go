@@ -45,7 +45,7 @@ func paymentsServer(t *testing.T, args ...string) string {
 	build.once.Do(func() {
 		if build.dir, build.err = os.MkdirTemp("", "idemcheck-test-"); build.err == nil {
 			build.bin = filepath.Join(build.dir, "payments-server")
-			build.err = gobuild.Build("github.com/idemkit/idem/examples/payments/server", build.bin)
+			build.err = gobuild.BuildIn(filepath.Join("..", "..", "examples", "payments", "server"), ".", build.bin)
 		}
 	})
 	require.NoError(t, build.err)

@@ -16,9 +16,6 @@ func runKey(ctx context.Context, t *tool, args []string) error {
 	if err := parse(fs, args, 1); err != nil {
 		return err
 	}
-	if err := t.needRecords(ctx); err != nil {
-		return err
-	}
 	op.Key = fs.Arg(0)
 	rec, err := t.ops.Lookup(ctx, *op, *payload)
 	if err != nil {
@@ -37,13 +34,13 @@ func runInFlight(ctx context.Context, t *tool, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
+	if err := checkLimit(t, "inflight", q.Limit); err != nil {
+		return err
+	}
 	var err error
 	if q.After, err = server.ParsePosition(*after); err != nil {
 		fmt.Fprintln(t.e.stderr, "idemctl inflight: -after:", err)
 		return errUsage
-	}
-	if err := t.needRecords(ctx); err != nil {
-		return err
 	}
 	page, err := t.ops.InFlight(ctx, q)
 	if err != nil {
@@ -58,9 +55,6 @@ func runEvict(ctx context.Context, t *tool, args []string) error {
 	force := fs.Bool("force", false, "evict even while the record's lease is live (an attempt may be running)")
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	if err := parse(fs, args, 1); err != nil {
-		return err
-	}
-	if err := t.needRecords(ctx); err != nil {
 		return err
 	}
 	op.Key = fs.Arg(0)
@@ -90,14 +84,14 @@ func runEvict(ctx context.Context, t *tool, args []string) error {
 func runParked(ctx context.Context, t *tool, args []string) error {
 	fs := t.flags("parked")
 	after := fs.Int64("after", 0, "list the messages whose ID is over this one")
-	limit := fs.Int("limit", 50, "the most messages to print")
+	limit := fs.Int("limit", 50, "the most messages to print (at most 1000)")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if err := t.needOutbox(ctx); err != nil {
+	if err := checkLimit(t, "parked", *limit); err != nil {
 		return err
 	}
-	msgs, err := t.outbox.Parked(ctx, *after, max(*limit, 1))
+	msgs, err := t.outbox.Parked(ctx, *after, *limit)
 	if err != nil {
 		return err
 	}
@@ -113,9 +107,6 @@ func runMessage(ctx context.Context, t *tool, args []string) error {
 	if want := map[bool]int{true: 0, false: 1}[*key != ""]; fs.NArg() != want {
 		fmt.Fprintln(t.e.stderr, "idemctl message: give a message ID or -key, not both")
 		return errUsage
-	}
-	if err := t.needOutbox(ctx); err != nil {
-		return err
 	}
 	if *key != "" {
 		st, err := t.outbox.LookupKey(ctx, *key)
@@ -144,9 +135,6 @@ func runRedrive(ctx context.Context, t *tool, args []string) error {
 	}
 	id, err := messageID(t, fs.Arg(0))
 	if err != nil {
-		return err
-	}
-	if err := t.needOutbox(ctx); err != nil {
 		return err
 	}
 	// An unknown or unparked message is refused before the question.
@@ -182,21 +170,17 @@ func runStats(ctx context.Context, t *tool, args []string) error {
 	if err := parse(t.flags("stats"), args, 0); err != nil {
 		return err
 	}
-	if err := t.needRecords(ctx); err != nil {
-		return err
-	}
 	counts, err := t.ops.Counts(ctx)
 	if err != nil {
 		return err
 	}
 	s := stats{Records: counts}
-	if ok, err := t.hasTable(ctx, t.g.outboxSchema, "river_job"); err != nil {
+	st, err := t.outbox.Stats(ctx)
+	switch s.NoOutbox = missingTable(err); {
+	case s.NoOutbox != "":
+	case err != nil:
 		return err
-	} else if ok {
-		st, err := t.outbox.Stats(ctx)
-		if err != nil {
-			return err
-		}
+	default:
 		s.Outbox = &st
 	}
 	return t.printStats(s)
@@ -210,4 +194,17 @@ func messageID(t *tool, arg string) (int64, error) {
 		return 0, errUsage
 	}
 	return id, nil
+}
+
+// maxLimit is the most records or messages a page may hold (the
+// Operator's own bound on [server.InFlightQuery.Limit]).
+const maxLimit = 1000
+
+// checkLimit refuses a -limit outside 1 to maxLimit.
+func checkLimit(t *tool, cmd string, limit int) error {
+	if limit < 1 || limit > maxLimit {
+		fmt.Fprintf(t.e.stderr, "idemctl %s: -limit is %d: it must be 1 to %d\n", cmd, limit, maxLimit)
+		return errUsage
+	}
+	return nil
 }

@@ -21,7 +21,10 @@
 // [server.Config.ReplayHeaders], shown with -payload; Set-Cookie,
 // authentication and connection headers are never shown.
 //
-// Output is a table for people, or JSON with -json. Exit status: 0 done;
+// Output is a table for people, or JSON with -json. Stored text (a scope,
+// a header, a body, a downstream's answer) never reaches the terminal raw:
+// its control characters are escaped (\x1b, \t, \u202e), and a binary
+// body is shown as its size and a hex dump. Exit status: 0 done;
 // 1 the database or the outbox failed (or the database has no
 // idem_records table: a wrong -db or search_path); 2 bad usage or a bad
 // scope (nothing read or changed); 3 not found (no record for the key, no
@@ -42,6 +45,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/internal/dbflag"
+	"github.com/idemkit/idem/internal/opsview"
 )
 
 // The exit statuses.
@@ -77,20 +81,22 @@ type globals struct {
 }
 
 // command is one of idemctl's commands: it parses its flags from args and
-// runs against a connected tool.
+// runs against a connected tool. explain turns the error of a store that
+// finds no table of its own into one that says so (noRecords, noOutbox).
 type command struct {
 	name, usage string
 	run         func(ctx context.Context, t *tool, args []string) error
+	explain     func(error) error
 }
 
 var commands = []command{
-	{"key", "-route R [-tenant T] [-principal P] [-payload] KEY", runKey},
-	{"inflight", "[-stuck] [-route R] [-limit N] [-after POS]", runInFlight},
-	{"evict", "-route R [-tenant T] [-principal P] [-force] [-yes] KEY", runEvict},
-	{"parked", "[-after ID] [-limit N]", runParked},
-	{"message", "ID | -key K", runMessage},
-	{"redrive", "[-past-retention] [-yes] ID", runRedrive},
-	{"stats", "", runStats},
+	{"key", "-route R [-tenant T] [-principal P] [-payload] KEY", runKey, noRecords},
+	{"inflight", "[-stuck] [-route R] [-limit N] [-after POS]", runInFlight, noRecords},
+	{"evict", "-route R [-tenant T] [-principal P] [-force] [-yes] KEY", runEvict, noRecords},
+	{"parked", "[-after ID] [-limit N]", runParked, noOutbox},
+	{"message", "ID | -key K", runMessage, noOutbox},
+	{"redrive", "[-past-retention] [-yes] ID", runRedrive, noOutbox},
+	{"stats", "", runStats, noRecords},
 }
 
 // run is the program; it returns the exit status.
@@ -126,9 +132,9 @@ func run(ctx context.Context, args []string, e env) int {
 		return exitFailed
 	}
 	defer t.close()
-	err = cmd.run(ctx, t, rest[1:])
-	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errReported) {
-		fmt.Fprintln(e.stderr, "idemctl:", err)
+	err = cmd.explain(cmd.run(ctx, t, rest[1:]))
+	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errReported) && !errors.Is(err, errUsage) {
+		fmt.Fprintln(e.stderr, "idemctl:", opsview.Text(err.Error()))
 	}
 	return exitStatus(err)
 }

@@ -142,7 +142,7 @@ func TestKeyInFlightAndEvict(t *testing.T) {
 
 	code, out, _ = ctl(t, db, "", "stats")
 	require.Equal(t, exitOK, code)
-	assert.Contains(t, out, "none (no river_job table)")
+	assert.Contains(t, out, `none (relation "river_job" does not exist)`)
 }
 
 // A database without the records' table (a wrong -db or search_path)
@@ -153,6 +153,19 @@ func TestNoRecordsTable(t *testing.T) {
 		code, _, errOut := ctl(t, db, "", args...)
 		assert.Equal(t, exitFailed, code, "%v", args)
 		assert.Contains(t, errOut, "no idem_records table", "%v", args)
+	}
+}
+
+// A database without the outbox's tables is named as such by every
+// outbox command, from the outbox's own error (issue 49, item 6).
+func TestNoOutboxTables(t *testing.T) {
+	db := pgtest.SchemaURL(t)
+	for _, args := range [][]string{{"parked"}, {"message", "1"}, {"message", "-key", "k"}, {"redrive", "1"},
+		{"-outbox-schema", "nowhere", "parked"}} {
+		code, _, errOut := ctl(t, db, "", args...)
+		assert.Equal(t, exitFailed, code, "%v", args)
+		assert.Contains(t, errOut, "no outbox here: relation", "%v", args)
+		assert.Contains(t, errOut, "does not exist (outbox.Migrate creates its tables", "%v", args)
 	}
 }
 

@@ -6,9 +6,12 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/idemkit/idem/internal/opsview"
 	"github.com/idemkit/idem/outbox"
@@ -54,7 +57,7 @@ func recordJSON(r server.Record) recordView {
 		v.ReconcileAt = &r.ReconcileAt
 	}
 	if r.Header != nil {
-		body := opsview.Body(r.Body)
+		body := opsview.BodyJSON(r.Body)
 		v.Body = &body
 	}
 	return v
@@ -67,17 +70,43 @@ func modeName(m server.Mode) string {
 	return "transactional"
 }
 
+// printJSON prints v as indented JSON. JSON escapes the control
+// characters of ASCII but not the others (C1 controls, bidirectional
+// overrides): jsonSafe escapes those too, so that no stored string drives
+// the terminal.
 func (t *tool) printJSON(v any) error {
-	enc := json.NewEncoder(t.e.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = t.e.stdout.Write(append(jsonSafe(b), '\n'))
+	return err
 }
 
-// fields prints name/value lines.
+// jsonSafe escapes as \uXXXX every character of JSON text b beyond ASCII
+// that is not printable ([strconv.IsPrint]); such characters can only be
+// in strings, where the escape means the same character.
+func jsonSafe(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r < utf8.RuneSelf || strconv.IsPrint(r) || (r == utf8.RuneError && size == 1) {
+			out = append(out, b[i:i+size]...)
+		} else if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+		i += size
+	}
+	return out
+}
+
+// fields prints name/value lines, the values escaped ([opsview.Text]).
 func (t *tool) fields(pairs ...string) {
 	w := tabwriter.NewWriter(t.e.stdout, 0, 4, 2, ' ', 0)
 	for i := 0; i+1 < len(pairs); i += 2 {
-		fmt.Fprintf(w, "%s\t%s\n", pairs[i], pairs[i+1])
+		fmt.Fprintf(w, "%s\t%s\n", pairs[i], opsview.Text(pairs[i+1]))
 	}
 	_ = w.Flush()
 }
@@ -112,7 +141,7 @@ func (t *tool) printRecord(r server.Record) error {
 		"created", opsview.Time(r.CreatedAt)+" ("+opsview.Duration(r.Age())+" ago)", "expires", opsview.Time(r.ExpiresAt),
 		"fingerprint", r.FingerprintAlg)
 	if req := r.Request; req != nil {
-		fmt.Fprintf(t.e.stdout, "\nstored request: %s %s\n", req.Method, req.URI)
+		fmt.Fprintf(t.e.stdout, "\nstored request: %s %s\n", opsview.Text(req.Method), opsview.Text(req.URI))
 		t.printHeader(req.Header)
 		fmt.Fprintln(t.e.stdout, opsview.Body(req.Body))
 	}
@@ -130,7 +159,7 @@ func (t *tool) printRecord(r server.Record) error {
 func (t *tool) printHeader(h http.Header) {
 	for _, name := range slices.Sorted(maps.Keys(h)) {
 		for _, v := range h[name] {
-			fmt.Fprintf(t.e.stdout, "  %s: %s\n", name, v)
+			fmt.Fprintf(t.e.stdout, "  %s: %s\n", opsview.Text(name), opsview.Text(v))
 		}
 	}
 }
@@ -162,7 +191,8 @@ func (t *tool) printInFlight(page server.InFlightPage) error {
 			point = r.Recovery.Point
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", opsview.Time(r.CreatedAt), opsview.Duration(r.Age()),
-			r.Tenant, r.Principal, r.Route, r.Key, r.Attempt, lease, point)
+			opsview.Text(r.Tenant), opsview.Text(r.Principal), opsview.Text(r.Route), opsview.Text(r.Key), r.Attempt, lease,
+			opsview.Text(point))
 	}
 	_ = w.Flush()
 	if page.More {
@@ -204,8 +234,8 @@ func (t *tool) printParked(msgs []outbox.ParkedMessage, limit int) error {
 		if !p.RedriveBy.IsZero() {
 			by = opsview.Time(p.RedriveBy)
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s %s\t%s\t%d\t%d\t%s\t%s\n", p.ID, p.Message.Name, p.Message.Method, p.Message.URL,
-			p.Reason, p.Status, p.Attempts, opsview.Time(p.ParkedAt), by)
+		fmt.Fprintf(w, "%d\t%s\t%s %s\t%s\t%d\t%d\t%s\t%s\n", p.ID, opsview.Text(p.Message.Name), opsview.Text(p.Message.Method),
+			opsview.Text(p.Message.URL), p.Reason, p.Status, p.Attempts, opsview.Time(p.ParkedAt), by)
 	}
 	_ = w.Flush()
 	if len(msgs) == limit {
@@ -250,6 +280,9 @@ func (t *tool) printMessage(st outbox.MessageStatus) error {
 type stats struct {
 	Records server.RecordCounts `json:"records"`
 	Outbox  *outbox.Stats       `json:"outbox,omitempty"`
+	// NoOutbox is the database's word for the outbox table it lacks, when
+	// Outbox is nil.
+	NoOutbox string `json:"-"`
 }
 
 func (t *tool) printStats(s stats) error {
@@ -264,7 +297,7 @@ func (t *tool) printStats(s stats) error {
 		t.fields("outbox pending", fmt.Sprintf("%d (oldest %s)", o.Pending, opsview.Duration(o.OldestPending)),
 			"outbox parked", fmt.Sprint(o.Parked))
 	} else {
-		t.fields("outbox", "none (no river_job table)")
+		t.fields("outbox", "none ("+s.NoOutbox+")")
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem/outbox"
@@ -81,33 +82,37 @@ func connect(ctx context.Context, g globals, e env) (*tool, error) {
 
 func (t *tool) close() { t.pool.Close() }
 
-// hasTable reports whether the search_path (or schema) holds table.
-func (t *tool) hasTable(ctx context.Context, schema, table string) (bool, error) {
-	name := table
-	if schema != "" {
-		name = schema + "." + table
+// A database without the stores' tables (a wrong -db, search_path or
+// -outbox-schema) is told by the stores themselves: their first statement
+// fails with the database's error, which missingTable recognises by its
+// SQLSTATE. idemctl names no table in SQL of its own.
+
+// missingTable returns the database's message when err says that a table
+// or a type it names does not exist (SQLSTATE 42P01 undefined_table, or
+// 42704 undefined_object: River's job state type), and "" otherwise.
+func missingTable(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42704") {
+		return pgErr.Message
 	}
-	var ok bool
-	err := t.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", name).Scan(&ok)
-	return ok, err
+	return ""
 }
 
-// needRecords fails with a clear error when the idempotency records'
-// table is missing: -db names another database, or its search_path
-// another schema.
-func (t *tool) needRecords(ctx context.Context) error {
-	ok, err := t.hasTable(ctx, "", "idem_records")
-	if err == nil && !ok {
-		err = errors.New("no idempotency records here: the database has no idem_records table in its search_path (server.Migrate creates it; check -db)")
+// noRecords is err, or a clear error when err says that the database has
+// no idempotency records' table: the store of a record command reads only
+// idem_records.
+func noRecords(err error) error {
+	if msg := missingTable(err); msg != "" {
+		return fmt.Errorf("no idempotency records here: the database has no idem_records table in its search_path (%s; server.Migrate creates it; check -db)", msg)
 	}
 	return err
 }
 
-// needOutbox fails with a clear error when the outbox's tables are missing.
-func (t *tool) needOutbox(ctx context.Context) error {
-	ok, err := t.hasTable(ctx, t.g.outboxSchema, "river_job")
-	if err == nil && !ok {
-		err = errors.New("no outbox here: the database has no river_job table (outbox.Migrate creates it; see -outbox-schema)")
+// noOutbox is err, or a clear error when err says that the database has
+// no outbox tables.
+func noOutbox(err error) error {
+	if msg := missingTable(err); msg != "" {
+		return fmt.Errorf("no outbox here: %s (outbox.Migrate creates its tables; see -outbox-schema)", msg)
 	}
 	return err
 }

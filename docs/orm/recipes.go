@@ -40,7 +40,8 @@ func Sqlx(db *sqlx.DB, tx *sql.Tx) *sqlx.Tx {
 func Bun(tx *sql.Tx) bun.IConn { return tx }
 
 // Ent returns an ent driver over tx, for a generated client:
-// ent.NewClient(ent.Driver(Ent(tx))).
+// entdb.NewClient(entdb.Driver(Ent(tx))) (entdb is generated from
+// entdb/schema).
 func Ent(tx *sql.Tx) *entsql.Driver {
 	return entsql.NewDriver(dialect.Postgres, entsql.Conn{ExecQuerier: tx})
 }

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"testing"
 
-	"entgo.io/ent/dialect"
-	entsql "entgo.io/ent/dialect/sql"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // the "postgres" one, for an app's own transaction
@@ -27,6 +25,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/idemkit/idem/docs/orm"
+	"github.com/idemkit/idem/docs/orm/entdb"
 	"github.com/idemkit/idem/docs/orm/sqlcdb"
 	"github.com/idemkit/idem/internal/pgtest"
 	"github.com/idemkit/idem/server"
@@ -151,20 +150,13 @@ var recipes = []recipe{
 		})
 	}},
 	{name: "ent", handler: func(t *testing.T, db *sql.DB) http.HandlerFunc {
-		// A generated client runs on the driver: ent.NewClient(ent.Driver(orm.Ent(tx))).
-		// Here ent's own SQL builder drives it, as the generated code does.
-		return inTx(func(ctx context.Context, tx *sql.Tx, key string) (id int64, err error) {
-			query, args := entsql.Dialect(dialect.Postgres).Insert("payments").
-				Columns("key", "amount").Values(key, 2500).Returning("id").Query()
-			var rows entsql.Rows
-			if err := orm.Ent(tx).Query(ctx, query, args, &rows); err != nil {
+		return inTx(func(ctx context.Context, tx *sql.Tx, key string) (int64, error) {
+			client := entdb.NewClient(entdb.Driver(orm.Ent(tx)))
+			p, err := client.Payment.Create().SetKey(key).SetAmount(2500).Save(ctx)
+			if err != nil {
 				return 0, err
 			}
-			defer rows.Close()
-			if !rows.Next() {
-				return 0, fmt.Errorf("no id: %v", rows.Err())
-			}
-			return id, rows.Scan(&id)
+			return int64(p.ID), nil
 		})
 	}},
 	{name: "sqlc", handler: func(t *testing.T, db *sql.DB) http.HandlerFunc {

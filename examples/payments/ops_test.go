@@ -44,7 +44,7 @@ func TestOperatorToolsOnTheDemosDatabase(t *testing.T) {
 	stuckKey := stuckCharge(t, pool)
 
 	bin := filepath.Join(t.TempDir(), "idemctl")
-	require.NoError(t, gobuild.Build("../../cmd/idemctl", bin))
+	require.NoError(t, gobuild.BuildIn(filepath.Join("..", "..", "cmd", "idemctl"), ".", bin))
 	ctl := func(stdin string, args ...string) (int, string) {
 		t.Helper()
 		cmd := exec.Command(bin, append([]string{"-db", o.db}, args...)...)

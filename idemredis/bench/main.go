@@ -192,8 +192,10 @@ func boundOp(rdb *redis.Client, prefix string) func(ctx context.Context, i int) 
 		tag := "{" + prefix + "-bound:" + strconv.Itoa(i%16) + "}"
 		keys := []string{tag + ":r:" + member, tag + ":d:" + c.Route, tag + ":run"}
 		token := uuid.NewString()
-		err := lua.Claim.Run(ctx, rdb, keys, 0, token, c.DigestAlg, c.Digest, c.Lease.Milliseconds(), c.Retention.Milliseconds(),
-			member, member+c.Route, c.Tenant, c.Principal, c.Route, c.Key, c.Request, nil, nil, nil).Err()
+		args := lua.ClaimArgs{Token: token, Alg: c.DigestAlg, Digest: c.Digest, Lease: c.Lease.Milliseconds(),
+			Retention: c.Retention.Milliseconds(), DueMember: member, RunMember: member + c.Route,
+			Tenant: c.Tenant, Principal: c.Principal, Route: c.Route, Key: c.Key, Request: c.Request}
+		err := lua.Claim.Run(ctx, rdb, keys, args.Argv()...).Err()
 		if err != nil {
 			return err
 		}

@@ -277,9 +277,16 @@ func declaresFlag(src, name string) bool {
 }
 
 // checkGoRun checks the arguments of `go run`: the program exists and
-// declares the flags given to it.
+// declares the flags given to it (after go's own, such as -v, which come
+// before the program).
 func checkGoRun(t *testing.T, where, dir string, args []string) {
 	t.Helper()
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		if valueFlags[args[0]] {
+			args = args[1:]
+		}
+		args = args[1:]
+	}
 	require.NotEmpty(t, args, where)
 	prog := filepath.Join(dir, args[0])
 	src := goFiles(t, prog, ".go")

@@ -48,17 +48,32 @@ type Input struct {
 // NewInput collects the fingerprint input of r, whose body was read:
 // route is the pattern it was routed by (or its method and path when no
 // pattern routed it), headers the names of the headers that count, in
-// canonical form.
+// canonical form. The path values come from r.Pattern's wildcards; the
+// path itself stands in for them when r.Pattern is empty or does not name
+// every part of the path that can vary (see explains).
 func NewInput(r *http.Request, route string, body []byte, headers []string) *Input {
+	return newInput(r, r.Pattern, route, body, headers)
+}
+
+// NewRoutedInput is NewInput for a request that another router routed
+// (a framework adapter's route): its r.Pattern, if any, is in that
+// router's syntax (echo v5 sets "/v1/accounts/:id"), not a ServeMux
+// pattern, so the path stands in for the path values, as when no pattern
+// routed it.
+func NewRoutedInput(r *http.Request, route string, body []byte, headers []string) *Input {
+	return newInput(r, "", route, body, headers)
+}
+
+func newInput(r *http.Request, pattern, route string, body []byte, headers []string) *Input {
 	in := &Input{Method: r.Method, Route: route, Body: body}
-	if r.Pattern == "" {
-		in.PathValues = [][2]string{{"", r.URL.EscapedPath()}}
-	}
-	if strings.HasSuffix(r.Pattern, "/") {
-		in.Subtree = r.URL.EscapedPath()
-	}
-	for _, name := range Wildcards(r.Pattern) {
+	for _, name := range Wildcards(pattern) {
 		in.PathValues = append(in.PathValues, [2]string{name, r.PathValue(name)})
+	}
+	if !explains(pattern, r.URL.Path, in.PathValues) {
+		in.PathValues = append([][2]string{{"", r.URL.EscapedPath()}}, in.PathValues...)
+	}
+	if strings.HasSuffix(pattern, "/") {
+		in.Subtree = r.URL.EscapedPath()
 	}
 	for _, name := range headers {
 		in.Headers = append(in.Headers, [2]string{name, strings.Join(r.Header.Values(name), "\n")})

@@ -22,7 +22,9 @@ func Build(pkg, bin string) error {
 }
 
 // BuildIn is Build run in the directory dir: the way to build a program of
-// a nested module (cd idemredis && go build ./example/server).
+// another module of the repository (cd idemredis && go build
+// ./example/server), which the go command then builds with that module's
+// go.mod, not the caller's. bin must be an absolute path.
 func BuildIn(dir, pkg, bin string) error {
 	goBin, err := exec.LookPath("go")
 	if err != nil {

@@ -1,15 +1,13 @@
 // Package opsview holds what idemctl and the admin page show the same
-// way: the headers of an outbox message an operator may see, a stored
-// body as text, and durations rounded for people.
+// way: the headers of an outbox message an operator may see, stored text
+// and bodies escaped for a terminal, and durations rounded for people.
 package opsview
 
 import (
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // sensitive are headers never shown of a message or of a downstream's
@@ -35,25 +33,6 @@ func Header(h http.Header) (http.Header, []string) {
 	}
 	slices.Sort(withheld)
 	return out, slices.Compact(withheld)
-}
-
-// MaxBody is the most of a body that Body shows.
-const MaxBody = 64 << 10
-
-// Body returns b as text when it is UTF-8 (cut to MaxBody bytes), or a
-// note of its size when it is binary.
-func Body(b []byte) string {
-	if !utf8.Valid(b) {
-		return "(" + strconv.Itoa(len(b)) + " bytes, not UTF-8 text)"
-	}
-	if len(b) > MaxBody {
-		cut := MaxBody
-		for cut > 0 && !utf8.RuneStart(b[cut]) {
-			cut--
-		}
-		return string(b[:cut]) + "\n(cut at " + strconv.Itoa(cut) + " of " + strconv.Itoa(len(b)) + " bytes)"
-	}
-	return string(b)
 }
 
 // Duration rounds d for people: to the millisecond under a second, to

@@ -1,10 +1,7 @@
 package storetest
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/internal/replaytest"
 	"github.com/idemkit/idem/internal/wire"
 	"github.com/idemkit/idem/server"
 )
@@ -40,11 +38,7 @@ func (e *env) mount(mux *http.ServeMux, pattern string, m mode, cfg server.Confi
 // serve starts a loopback server on h, closed when the test ends.
 func serve(t *testing.T, h http.Handler) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // handlers that panic on purpose
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
+	return replaytest.Serve(t, h)
 }
 
 // reply is a response read in full.
@@ -62,25 +56,8 @@ func (r reply) replayed() bool { return r.header.Get(wire.HeaderReplayed) == "tr
 // goroutine.
 func post(t *testing.T, srv *httptest.Server, path, key, body string, extra ...string) reply {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Errorf("NewRequest: %v", err)
-		return reply{err: err}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if key != "" {
-		req.Header.Set(wire.HeaderKey, key)
-	}
-	for i := 0; i+1 < len(extra); i += 2 {
-		req.Header.Add(extra[i], extra[i+1])
-	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		return reply{err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return reply{status: resp.StatusCode, header: resp.Header, body: string(b), err: err}
+	r := replaytest.Send(t, srv, http.MethodPost, path, key, body, extra...)
+	return reply{status: r.Status, header: r.Header, body: r.Body, err: r.Err}
 }
 
 // problemName is the name of the problem document r carries.
@@ -102,13 +79,7 @@ func retryAfter(t *testing.T, r reply) int {
 // recv receives from ch, failing the test after 30 s instead of hanging.
 func recv[T any](t *testing.T, ch <-chan T) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(30 * time.Second):
-		t.Fatal("nothing received after 30s")
-		panic("unreachable")
-	}
+	return replaytest.Recv(t, ch)
 }
 
 // hold blocks until ch is closed or the test ends, so that a failing test
@@ -120,48 +91,15 @@ func hold(t *testing.T, ch <-chan struct{}) {
 	}
 }
 
-// payments is the suite's handler: {"amount": n} with n > 0 gets 201 and
-// one "pay" effect, 402 a stored decline, anything else 400.
+// payments is the suite's handler, [replaytest.ServePayment], counting
+// its runs.
 type payments struct {
 	e    *env
 	runs atomic.Int64
 }
 
 func (p *payments) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	n := p.runs.Add(1)
-	var req struct{ Amount json.Number }
-	dec := json.NewDecoder(r.Body)
-	dec.UseNumber()
-	amount, err := 0.0, dec.Decode(&req)
-	if err == nil {
-		amount, err = strconv.ParseFloat(string(req.Amount), 64)
-	}
-	switch {
-	case err != nil || amount <= 0:
-		w.Header().Set("Content-Type", "application/problem+json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"title":"amount must be positive"}`)
-		return
-	case amount == 402:
-		_ = p.e.effect(r.Context(), "declined")
-		w.WriteHeader(http.StatusPaymentRequired)
-		_, _ = io.WriteString(w, `{"declined":true}`)
-		return
-	}
-	if err := p.e.effect(r.Context(), "pay"); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Location", fmt.Sprintf("/v1/payments/%d", n))
-	h.Add("X-Trace", "first")
-	h.Add("X-Trace", "second")
-	h.Set("Set-Cookie", "session=secret")
-	h.Set("X-Not-Allowlisted", "x")
-	w.WriteHeader(http.StatusCreated)
-	// Odd whitespace and key order that a JSON column would normalise.
-	_, _ = fmt.Fprintf(w, `{"id":%d,  "status":"paid" ,"amount":%s,"z":{"b":1,"a":[3, 2,1]}}`, n, req.Amount)
+	replaytest.ServePayment(w, r, p.runs.Add(1), p.e.effect)
 }
 
 // payServer mounts payments at POST /v1/payments in mode m.

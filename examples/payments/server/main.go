@@ -108,15 +108,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -124,25 +120,14 @@ import (
 	"github.com/idemkit/idem/examples/payments/api"
 	"github.com/idemkit/idem/examples/payments/internal/httpserve"
 	"github.com/idemkit/idem/internal/dbflag"
+	"github.com/idemkit/idem/internal/exampleserver"
 	"github.com/idemkit/idem/server"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, errUsage):
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "payments server:", err)
-		os.Exit(1)
-	}
-}
+func main() { exampleserver.Main("payments server", run) }
 
 // errUsage: the flags or the environment are wrong (already reported).
-var errUsage = errors.New("usage")
+var errUsage = exampleserver.ErrUsage
 
 // options are the program's flags.
 type options struct {
@@ -175,11 +160,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.BoolVar(&o.requireDurable, "require-durable", false, "refuse to start unless the database's durability report is clean")
 	fs.StringVar(&o.adminToken, "admin-token", "", "serve the operators' pages (/admin/, and /riverui/ on Postgres) to HTTP Basic auth with this `password`")
 	fs.BoolVar(&o.adminWrite, "admin-write", false, "let /admin/ evict records and re-drive messages")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, errUsage
+	if err := exampleserver.Parse(fs, args); err != nil {
+		return o, err
 	}
 	switch {
 	case fs.NArg() > 0 || o.retention <= 0 || o.lease <= 0 || o.grace <= 0 || o.readTimeout <= 0 || o.idleTimeout <= 0 || o.reconcile < 0:
@@ -220,7 +202,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	defer ln.Close() // when a step below fails; serving closes it otherwise
 	cfg := api.Config{Retention: o.retention, Lease: o.lease, GatewayURL: o.gateway,
 		Hooks: crash.hooks(), OnStep: crash.onStep, Logger: log}
-	closeDB, err := openBackend(ctx, o, &cfg)
+	closeDB, err := api.OpenBackend(ctx, o.db, &cfg, func(ctx context.Context, pool *pgxpool.Pool) error {
+		return reportDurability(ctx, pool, o.requireDurable, cfg.Logger)
+	})
 	if err != nil {
 		return err
 	}
@@ -261,30 +245,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 // gateway call the lease bounds) and a margin for the database.
 func (o options) timeouts() httpserve.Timeouts {
 	return httpserve.Timeouts{Read: o.readTimeout, Write: o.readTimeout + o.lease + 30*time.Second, Idle: o.idleTimeout}
-}
-
-// openBackend sets cfg's Backend and Store: Postgres at -db (after
-// applying the schema and logging the durability report), or memory when
-// -db is empty. closeDB closes the pool.
-func openBackend(ctx context.Context, o options, cfg *api.Config) (closeDB func(), err error) {
-	if o.db == "" {
-		cfg.Backend, cfg.Store = api.NewMemoryBackend(), server.NewMemoryStore()
-		return func() {}, nil
-	}
-	pool, err := pgxpool.New(ctx, o.db)
-	if err != nil {
-		return nil, fmt.Errorf("-db: %w", err)
-	}
-	err = api.Migrate(ctx, pool)
-	if err == nil {
-		err = reportDurability(ctx, pool, o.requireDurable, cfg.Logger)
-	}
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
-	cfg.Backend, cfg.Store = api.NewPostgresBackend(pool), server.NewPostgresStore(pool)
-	return pool.Close, nil
 }
 
 // reportDurability logs the database's durability report, one line per

@@ -19,8 +19,9 @@
 //	                  Cluster): the records of POST /v1/charges go there
 //	                  (idemredis.Store); empty keeps them with the payments'
 //	-redis-prefix     the store's key prefix (default "idem")
-//	-replicas         WAIT for this many Redis replicas before a claim
-//	                  counts (idemredis.Config.Replicas; default 0)
+//	-replicas         WAIT for this many Redis replicas before a claim,
+//	                  completion or replay counts
+//	                  (idemredis.Config.Replicas; default 0)
 //	-lease            the lease of a POST /v1/charges attempt (default 30s)
 //	-gateway          base URL of the card gateway; empty starts one in
 //	                  this process
@@ -40,42 +41,27 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemkit/idem/examples/payments/api"
 	"github.com/idemkit/idem/idemredis"
 	"github.com/idemkit/idem/internal/dbflag"
+	"github.com/idemkit/idem/internal/exampleserver"
 	"github.com/idemkit/idem/server"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	switch err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv); {
-	case errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, errUsage):
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "payments server:", err)
-		os.Exit(1)
-	}
-}
+func main() { exampleserver.Main("payments server", run) }
 
-var errUsage = errors.New("usage")
+// errUsage: the flags or the environment are wrong (already reported).
+var errUsage = exampleserver.ErrUsage
 
 type options struct {
 	addr, db, redis, prefix, gateway string
@@ -92,17 +78,14 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	dbflag.Var(fs, &o.db, getenv, dbflag.Memory)
 	fs.StringVar(&o.redis, "redis", "", "Redis `addresses`, comma-separated, for the records of POST /v1/charges")
 	fs.StringVar(&o.prefix, "redis-prefix", "", "the Redis store's key `prefix` (empty: idem)")
-	fs.IntVar(&o.replicas, "replicas", 0, "WAIT for this many Redis replicas before a claim counts")
+	fs.IntVar(&o.replicas, "replicas", 0, "WAIT for this many Redis replicas before a claim, completion or replay counts")
 	fs.DurationVar(&o.lease, "lease", 30*time.Second, "the lease of a POST /v1/charges attempt")
 	fs.StringVar(&o.gateway, "gateway", "", "card gateway base `URL`; empty starts one in this process")
 	fs.DurationVar(&o.gatewayTimeout, "gateway-timeout", 0, "above 0: a plain gateway client making one attempt of at most this")
 	fs.DurationVar(&o.reconcile, "reconcile", 0, "run a reconciler at this `interval` (0: none)")
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long a shutdown waits for the requests in flight")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, errUsage
+	if err := exampleserver.Parse(fs, args); err != nil {
+		return o, err
 	}
 	if fs.NArg() > 0 || o.lease <= 0 || o.grace <= 0 || o.gatewayTimeout < 0 || o.reconcile < 0 || o.replicas < 0 {
 		fmt.Fprintln(stderr, "server: no arguments are taken; -lease and -grace must be positive, the others not negative")
@@ -123,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	if o.gatewayTimeout > 0 {
 		cfg.GatewayClient = &http.Client{Timeout: o.gatewayTimeout}
 	}
-	closeDB, err := openBackend(ctx, o.db, &cfg)
+	closeDB, err := api.OpenBackend(ctx, o.db, &cfg, nil)
 	if err != nil {
 		return err
 	}
@@ -135,12 +118,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	defer closeRedis()
 	go func() { _ = server.RunSweeper(ctx, cfg.Store, server.SweepConfig{Logger: log}) }()
 	if cfg.GatewayURL == "" {
-		gw, err := serve(ctx, "127.0.0.1:0", api.NewGateway(api.GatewayConfig{Logger: log}), o.grace)
+		gw, err := exampleserver.Serve(ctx, "127.0.0.1:0", api.NewGateway(api.GatewayConfig{Logger: log}), o.grace)
 		if err != nil {
 			return fmt.Errorf("in-process gateway: %w", err)
 		}
-		defer gw.stop()
-		cfg.GatewayURL = "http://" + gw.addr
+		defer gw.Stop()
+		cfg.GatewayURL = "http://" + gw.Addr
 	}
 	if o.reconcile > 0 {
 		rctx, cancel := context.WithCancel(ctx)
@@ -152,15 +135,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}()
 		defer func() { cancel(); <-done }()
 	}
-	srv, err := serve(ctx, o.addr, api.New(cfg), o.grace)
+	srv, err := exampleserver.Serve(ctx, o.addr, api.New(cfg), o.grace)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "payments server: listening on http://%s\n", srv.addr)
-	log.Info("payments server started", "addr", srv.addr, "charges", chargesStore(o))
+	fmt.Fprintf(stdout, "payments server: listening on http://%s\n", srv.Addr)
+	log.Info("payments server started", "addr", srv.Addr, "charges", chargesStore(o))
 	<-ctx.Done()
-	srv.stop()
-	return srv.err
+	srv.Stop()
+	return srv.Err
 }
 
 func chargesStore(o options) string {
@@ -168,25 +151,6 @@ func chargesStore(o options) string {
 		return "the payments' store"
 	}
 	return "redis " + o.redis
-}
-
-// openBackend sets cfg's Backend and Store: Postgres at url (after
-// applying the schema), or memory when url is empty.
-func openBackend(ctx context.Context, url string, cfg *api.Config) (closeDB func(), err error) {
-	if url == "" {
-		cfg.Backend, cfg.Store = api.NewMemoryBackend(), server.NewMemoryStore()
-		return func() {}, nil
-	}
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		return nil, fmt.Errorf("-db: %w", err)
-	}
-	if err := api.Migrate(ctx, pool); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("-db: %w", err)
-	}
-	cfg.Backend, cfg.Store = api.NewPostgresBackend(pool), server.NewPostgresStore(pool)
-	return pool.Close, nil
 }
 
 // openRedis sets cfg.ChargesStore: an [idemredis.Store] at -redis, or the
@@ -204,36 +168,4 @@ func openRedis(ctx context.Context, o options, cfg *api.Config) (func(), error) 
 	}
 	cfg.ChargesStore = store
 	return func() { _ = rdb.Close() }, nil
-}
-
-// served is a server running on a listener of its own.
-type served struct {
-	addr string
-	stop func()
-	err  error
-}
-
-// serve serves h on addr until stop, which shuts it down gracefully
-// within grace.
-func serve(ctx context.Context, addr string, h http.Handler, grace time.Duration) (*served, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	s := &served{addr: ln.Addr().String()}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			s.err = err
-		}
-	}()
-	s.stop = func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
-		<-done
-	}
-	return s, nil
 }

@@ -4,7 +4,7 @@
 -- 3 refused, 4 due member, 5 running member.
 local r = owned(KEYS[1], ARGV[2], 'att', 'rp', 'ra', 'ex')
 if not r then
-  return 0
+  return lost(KEYS[1])
 end
 if ARGV[3] == '1' and r[3] == '1' and not r[4] then
   redis.call('DEL', KEYS[1])

@@ -4,7 +4,7 @@
 -- (empty but in records of earlier versions), 7 due member, 8 running member.
 local r = owned(KEYS[1], ARGV[2], 'ex')
 if not r then
-  return 0
+  return lost(KEYS[1])
 end
 redis.call('HSET', KEYS[1], 'st', ARGV[3], 'sc', ARGV[4], 'hd', ARGV[5], 'bd', ARGV[6], 'lu', 0, 'ra', 0)
 redis.call('ZREM', KEYS[2], ARGV[7])

@@ -3,7 +3,7 @@
 -- 2 token, 3 lease ms, 4 margin ms, 5 due member.
 local r = owned(KEYS[1], ARGV[2], 'ex', 'ra')
 if not r then
-  return 0
+  return lost(KEYS[1])
 end
 local now = clock(ARGV[1])
 local nlu = now + tonumber(ARGV[3])

@@ -45,18 +45,34 @@ var take string
 //go:embed prune.lua
 var prune string
 
-// The scripts, each with the prelude's clock and helpers.
+// The scripts, each with the prelude's clock and helpers after a shebang
+// that declares its flags (Redis 7.0 and later). Redis refuses a script
+// with a shebang as a whole, before it runs, when it is at maxmemory and
+// the script lacks allow-oom (Redis's documented "Eval flags"); a script
+// without one is refused only if its first write needs memory, and the
+// claim's first write, a DEL, does not. So the claim, which admits new
+// work, is refused at maxmemory before the handler runs; every script of
+// an admitted attempt or of a reconciler runs there, so that the outcome
+// of an effect that happened is recorded.
 var (
-	Claim      = script(claim)
-	Complete   = script(complete)
-	Abort      = script(abort)
-	Extend     = script(extend)
-	Checkpoint = script(checkpoint)
-	Free       = script(free)
-	Postpone   = script(postpone)
-	Due        = script(due)
-	Take       = script(take)
-	Prune      = script(prune)
+	Claim      = script("", claim)
+	Complete   = script("allow-oom", complete)
+	Abort      = script("allow-oom", abort)
+	Extend     = script("allow-oom", extend)
+	Checkpoint = script("allow-oom", checkpoint)
+	Free       = script("allow-oom", free)
+	Postpone   = script("allow-oom", postpone)
+	Due        = script("no-writes,allow-oom", due)
+	Take       = script("allow-oom", take)
+	Prune      = script("allow-oom", prune)
 )
 
-func script(body string) *redis.Script { return redis.NewScript(prelude + "\n" + body) }
+// script is body after the shebang declaring flags (none: "") and the
+// prelude.
+func script(flags, body string) *redis.Script {
+	shebang := "#!lua"
+	if flags != "" {
+		shebang += " flags=" + flags
+	}
+	return redis.NewScript(shebang + "\n" + prelude + "\n" + body)
+}

@@ -3,7 +3,7 @@
 -- 1 offset, 2 token, 3 wait ms, 4 due member.
 local r = owned(KEYS[1], ARGV[2], 'ex')
 if not r then
-  return 0
+  return lost(KEYS[1])
 end
 local now = clock(ARGV[1])
 local due = now + tonumber(ARGV[3])

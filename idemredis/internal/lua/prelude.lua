@@ -21,3 +21,13 @@ local function owned(key, token, ...)
   end
   return r
 end
+
+-- lost is what a fenced script answers when its token is stale: 0, or -1
+-- when the record is gone (evicted, or expired), which makes the store
+-- read maxmemory-policy again.
+local function lost(key)
+  if redis.call('EXISTS', key) == 0 then
+    return -1
+  end
+  return 0
+end

@@ -33,40 +33,23 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/examples/payments/api"
 	"github.com/idemkit/idem/internal/dbflag"
+	"github.com/idemkit/idem/internal/exampleserver"
 	"github.com/idemkit/idem/server"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	switch err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv); {
-	case errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, errUsage):
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "payments server:", err)
-		os.Exit(1)
-	}
-}
+func main() { exampleserver.Main("payments server", run) }
 
-var errUsage = errors.New("usage")
+// errUsage: the flags or the environment are wrong (already reported).
+var errUsage = exampleserver.ErrUsage
 
 type options struct {
 	addr, metrics, db string
@@ -81,11 +64,8 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.StringVar(&o.metrics, "metrics", "", "listen `address` of /metrics; empty serves no metrics")
 	dbflag.Var(fs, &o.db, getenv, dbflag.Memory)
 	fs.DurationVar(&o.grace, "grace", 10*time.Second, "how long a shutdown waits for the requests in flight")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, errUsage
+	if err := exampleserver.Parse(fs, args); err != nil {
+		return o, err
 	}
 	if fs.NArg() > 0 || o.grace <= 0 {
 		fmt.Fprintln(stderr, "server: no arguments are taken, and -grace must be positive")
@@ -109,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	defer tel.shutdown()
 	cfg := api.Config{Hooks: tel.server.Hooks(), Logger: log,
 		GatewayClient: idem.NewClient(idem.Config{AttemptTimeout: 2 * time.Second, Observer: tel.client.Observer()})}
-	closeDB, err := openBackend(ctx, o.db, &cfg)
+	closeDB, err := api.OpenBackend(ctx, o.db, &cfg, nil)
 	if err != nil {
 		return err
 	}
@@ -120,79 +100,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	go func() {
 		_ = server.RunSweeper(ctx, cfg.Store, server.SweepConfig{Logger: log, OnSweep: tel.server.OnSweep})
 	}()
-	gateway, err := serve(ctx, "127.0.0.1:0", api.NewGateway(api.GatewayConfig{Logger: log}), o.grace)
+	gateway, err := exampleserver.Serve(ctx, "127.0.0.1:0", api.NewGateway(api.GatewayConfig{Logger: log}), o.grace)
 	if err != nil {
 		return fmt.Errorf("in-process gateway: %w", err)
 	}
-	defer gateway.stop()
-	cfg.GatewayURL = "http://" + gateway.addr
+	defer gateway.Stop()
+	cfg.GatewayURL = "http://" + gateway.Addr
 	if o.metrics != "" {
-		m, err := serve(ctx, o.metrics, tel.handler(), o.grace)
+		m, err := exampleserver.Serve(ctx, o.metrics, tel.handler(), o.grace)
 		if err != nil {
 			return fmt.Errorf("-metrics: %w", err)
 		}
-		defer m.stop()
-		fmt.Fprintf(stdout, "payments server: metrics on http://%s/metrics\n", m.addr)
+		defer m.Stop()
+		fmt.Fprintf(stdout, "payments server: metrics on http://%s/metrics\n", m.Addr)
 	}
-	srv, err := serve(ctx, o.addr, api.New(cfg), o.grace)
+	srv, err := exampleserver.Serve(ctx, o.addr, api.New(cfg), o.grace)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "payments server: listening on http://%s\n", srv.addr)
+	fmt.Fprintf(stdout, "payments server: listening on http://%s\n", srv.Addr)
 	<-ctx.Done()
-	srv.stop()
-	return srv.err
-}
-
-// openBackend sets cfg's Backend and Store: Postgres at url (after
-// applying the schema), or memory when url is empty. closeDB closes the
-// pool.
-func openBackend(ctx context.Context, url string, cfg *api.Config) (closeDB func(), err error) {
-	if url == "" {
-		cfg.Backend, cfg.Store = api.NewMemoryBackend(), server.NewMemoryStore()
-		return func() {}, nil
-	}
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		return nil, fmt.Errorf("-db: %w", err)
-	}
-	if err := api.Migrate(ctx, pool); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	cfg.Backend, cfg.Store = api.NewPostgresBackend(pool), server.NewPostgresStore(pool)
-	return pool.Close, nil
-}
-
-// served is an HTTP server running on addr.
-type served struct {
-	addr string
-	stop func() // shuts it down gracefully and waits for it
-	err  error  // why it stopped, after stop; nil after a shutdown
-}
-
-// serve serves h on addr until stop (or ctx's end, then stop waits up to
-// grace for the requests in flight).
-func serve(ctx context.Context, addr string, h http.Handler, grace time.Duration) (*served, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 15 * time.Second,
-		IdleTimeout: 60 * time.Second, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
-	s := &served{addr: ln.Addr().String()}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			s.err = err
-		}
-	}()
-	s.stop = func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
-		<-done
-	}
-	return s, nil
+	srv.Stop()
+	return srv.Err
 }

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/idemkit/idem/grpcidem"
+	"github.com/idemkit/idem/server"
+)
+
+// variant is one server of the overhead scenario.
+type variant struct {
+	name string
+	cc   *grpc.ClientConn
+	per  []time.Duration // the mean per call of each round
+}
+
+func overhead(ctx context.Context, dbURL string, rounds, calls int) error {
+	quiet := server.Config{Logger: slog.New(slog.DiscardHandler)}
+	stores := []struct {
+		name  string
+		store server.Store
+	}{{"bare", nil}, {"memory", server.NewMemoryStore()}}
+	if dbURL != "" {
+		pool, drop, err := benchSchema(ctx, dbURL)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		stores = append(stores, struct {
+			name  string
+			store server.Store
+		}{"postgres", server.NewPostgresStore(pool)})
+	}
+	var vs []*variant
+	for _, s := range stores {
+		var ics []grpc.UnaryServerInterceptor
+		if s.store != nil {
+			ics = append(ics, grpcidem.UnaryServerInterceptor(s.store, grpcidem.Config{Server: quiet}))
+		}
+		addr, _, stop, err := serve(ics...)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		defer cc.Close()
+		vs = append(vs, &variant{name: s.name, cc: cc})
+	}
+	for _, v := range vs { // warm up: connections, pools, JIT of the maps
+		if _, err := run(ctx, v.cc, 200); err != nil {
+			return err
+		}
+	}
+	for range rounds {
+		for _, v := range vs {
+			d, err := run(ctx, v.cc, calls)
+			if err != nil {
+				return fmt.Errorf("%s: %w", v.name, err)
+			}
+			v.per = append(v.per, d)
+		}
+	}
+	report(vs, rounds, calls)
+	return nil
+}
+
+// run makes n sequential keyed calls and returns the mean per call.
+func run(ctx context.Context, cc *grpc.ClientConn, n int) (time.Duration, error) {
+	start := time.Now()
+	for range n {
+		key := uuid.NewString()
+		cctx := metadata.AppendToOutgoingContext(ctx, grpcidem.MetadataKey, key)
+		if err := pay(cctx, cc, key); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start) / time.Duration(n), nil
+}
+
+func report(vs []*variant, rounds, calls int) {
+	fmt.Printf("## overhead: %d rounds of %d sequential calls per variant, median round\n\n", rounds, calls)
+	fmt.Println("| server | µs per call (median) | rounds (µs) | vs bare |")
+	fmt.Println("|---|---|---|---|")
+	bare := median(vs[0].per)
+	for _, v := range vs {
+		m := median(v.per)
+		fmt.Printf("| %s | %.1f | %s | %+.1f%% |\n", v.name, us(m), list(v.per), 100*(float64(m)/float64(bare)-1))
+	}
+	fmt.Println()
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func list(ds []time.Duration) string {
+	out := ""
+	for i, d := range ds {
+		if i > 0 {
+			out += " "
+		}
+		out += fmt.Sprintf("%.0f", us(d))
+	}
+	return out
+}
+
+// benchSchema is a pool on a schema of its own, migrated, and the func
+// that drops it.
+func benchSchema(ctx context.Context, dbURL string) (*pgxpool.Pool, func(), error) {
+	schema := fmt.Sprintf("bench_grpc_%d", time.Now().UnixNano())
+	admin, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		admin.Close()
+		return nil, nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		admin.Close()
+		return nil, nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		err = server.Migrate(ctx, pool)
+	}
+	drop := func() {
+		if pool != nil {
+			pool.Close()
+		}
+		_, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		admin.Close()
+	}
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	return pool, drop, nil
+}

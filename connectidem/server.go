@@ -1,0 +1,138 @@
+package connectidem
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/idemkit/idem/internal/wire"
+	"github.com/idemkit/idem/server"
+)
+
+// NewServerInterceptor returns a handler interceptor that runs each keyed
+// unary call at most once per key and scope and answers every retry with
+// the stored result (see the package doc and docs/CONTRACT.md §11). store
+// nil means a new [server.MemoryStore]. On a client, and for a request
+// that is not a proto.Message, it passes through. The call's context
+// governs the claim; the commit of a handler that finished runs even if
+// the client has gone. It panics where [server.NewAdapter] does, and on a
+// Config.Server with a KeyHeader. It is safe for concurrent use.
+func NewServerInterceptor(store server.Store, cfg Config) connect.Interceptor {
+	if cfg.Server.KeyHeader != "" {
+		panic("connectidem: Config.Server.KeyHeader must be empty: the key is the Idempotency-Key header or Config.Key's")
+	}
+	i := &interceptor{a: server.NewAdapter(store, cfg.Server), cfg: cfg, allow: allowSet(cfg.Headers)}
+	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			msg, ok := req.Any().(proto.Message)
+			if req.Spec().IsClient || !ok {
+				return next(ctx, req)
+			}
+			return i.intercept(ctx, req, msg, next)
+		}
+	})
+}
+
+type interceptor struct {
+	a     *server.Adapter
+	cfg   Config
+	allow map[string]bool
+}
+
+func (i *interceptor) intercept(ctx context.Context, req connect.AnyRequest, msg proto.Message, next connect.UnaryFunc) (connect.AnyResponse, error) {
+	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	procedure := req.Spec().Procedure
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, procedure, bytes.NewReader(body))
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	i.headers(r.Header, req)
+	ex := &exchange{ctx: ctx, req: req, procedure: procedure, scope: i.cfg.Scope, next: next, allow: i.allow}
+	w := &recorder{header: http.Header{}}
+	i.a.Serve(w, r, ex)
+	return i.answer(ex, w)
+}
+
+// headers sets the key and the fingerprinted request headers on h.
+func (i *interceptor) headers(h http.Header, req connect.AnyRequest) {
+	if i.cfg.Key != nil {
+		if key := i.cfg.Key(req.Any()); key != "" {
+			h.Set(wire.HeaderKey, key)
+		}
+	} else if keys := req.Header().Values(wire.HeaderKey); len(keys) > 0 {
+		h[wire.HeaderKey] = keys
+	}
+	for _, name := range i.cfg.Server.FingerprintHeaders {
+		if vs := req.Header().Values(name); len(vs) > 0 {
+			h[http.CanonicalHeaderKey(name)] = vs
+		}
+	}
+}
+
+// answer turns what the adapter wrote to w into the call's answer.
+func (i *interceptor) answer(ex *exchange, w *recorder) (connect.AnyResponse, error) {
+	if p, ok := wire.ReadProblem(w.header.Get("Content-Type"), bytes.NewReader(w.body.Bytes()), 1<<16); ok {
+		return nil, refusal(p, w.header.Get(wire.HeaderRetryAfter))
+	}
+	if w.header.Get(wire.HeaderReplayed) == "true" {
+		res, err := decodeResult(w.body.Bytes())
+		if err != nil {
+			return nil, connect.NewError(connect.CodeInternal, err)
+		}
+		resp, err := res.answer()
+		var ce *connect.Error
+		switch {
+		case errors.As(err, &ce):
+			ce.Meta().Set(wire.HeaderReplayed, "true")
+		case err == nil:
+			resp.Header().Set(wire.HeaderReplayed, "true")
+		}
+		return resp, err
+	}
+	if !ex.ran {
+		return nil, connect.NewError(connect.CodeInternal, errors.New("connectidem: the adapter answered neither with the handler nor with a refusal"))
+	}
+	return ex.resp, ex.err
+}
+
+// refusal is the *connect.Error of a problem of the core, with an
+// ErrorInfo and, when the problem says to wait, a RetryInfo and
+// Retry-After.
+func refusal(p wire.Problem, retryAfterHeader string) *connect.Error {
+	name := p.Name()
+	msg := p.Title
+	if p.Detail != "" {
+		msg += ": " + p.Detail
+	}
+	ce := connect.NewError(connect.Code(wire.RefusalCode(name, p.Status).Number), errors.New(msg))
+	for _, d := range wire.RefusalDetails(name, 0) {
+		var info errdetails.ErrorInfo
+		if proto.Unmarshal(d.Value, &info) == nil {
+			if ed, err := connect.NewErrorDetail(&info); err == nil {
+				ce.AddDetail(ed)
+			}
+		}
+	}
+	wait := time.Duration(p.RetryAfter) * time.Second
+	if n, err := strconv.ParseInt(retryAfterHeader, 10, 64); wait == 0 && err == nil && n > 0 {
+		wait = time.Duration(n) * time.Second
+	}
+	if wait > 0 {
+		if ed, err := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}); err == nil {
+			ce.AddDetail(ed)
+		}
+		ce.Meta().Set(wire.HeaderRetryAfter, strconv.FormatInt(int64(wait/time.Second), 10))
+	}
+	return ce
+}

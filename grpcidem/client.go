@@ -1,0 +1,161 @@
+package grpcidem
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/idemkit/idem"
+)
+
+// UnaryClientInterceptor returns an interceptor that sends each unary call
+// through idem's client (an [idem.Transport] made from cfg, whose Base
+// must be nil): one key per logical call (a new UUID, or the one of
+// [idem.WithKey]), sent as the idempotency-key metadata entry on every
+// attempt; retries of what is safe with full jitter inside the call's
+// deadline, the retry budget and a breaker per target, with the same
+// options ([idem.WithMaxAttempts], [idem.WithoutKey], ...), errors and
+// [idem.Observer] events as the HTTP client. Each attempt is seen as an
+// HTTP POST to grpc://target/pkg.Service/Method whose status is the
+// code's (docs/CONTRACT.md §11); a RetryInfo or a grpc-retry-pushback-ms
+// trailer is its Retry-After, rounded up to whole seconds. A call that
+// ends on an answer returns that answer's status; one that ends on a local
+// decision (budget, breaker, deadline) returns an error that unwraps to
+// the [*idem.Error] and whose GRPCStatus is UNAVAILABLE, or
+// DEADLINE_EXCEEDED and CANCELED for the context's errors. It panics when
+// cfg.Base is set. Hedging ([idem.WithHedging]) must not be used with it.
+// The interceptor is safe for concurrent use.
+func UnaryClientInterceptor(cfg idem.Config) grpc.UnaryClientInterceptor {
+	if cfg.Base != nil {
+		panic("grpcidem: UnaryClientInterceptor's idem.Config.Base must be nil: each attempt is the gRPC call")
+	}
+	cfg.Base = attempts{}
+	t := idem.NewTransport(cfg)
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		out, ok := reply.(proto.Message)
+		if !ok {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		c := &call{method: method, req: req, reply: out, cc: cc, invoker: invoker, opts: opts, answers: map[*http.Response]answer{}}
+		u := &url.URL{Scheme: "grpc", Host: targetHost(cc.Target()), Path: method}
+		r, err := http.NewRequestWithContext(context.WithValue(ctx, callKey{}, c), http.MethodPost, u.String(), nil)
+		if err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+		resp, err := t.RoundTrip(r)
+		if err != nil {
+			return &Error{err: err}
+		}
+		_ = resp.Body.Close()
+		a, ok := c.answer(resp)
+		if !ok {
+			return status.Errorf(codes.Internal, "grpcidem: the client returned an answer it was not given (status %d)", resp.StatusCode)
+		}
+		if a.st.Code() == codes.OK {
+			proto.Reset(out)
+			proto.Merge(out, a.reply)
+		}
+		return a.st.Err()
+	}
+}
+
+// Error is a call that ended on a local decision of idem's client: the
+// retry budget or the breaker refused it, or its deadline could not
+// cover the next attempt. It unwraps to the [*idem.Error], and its
+// GRPCStatus is UNAVAILABLE (DEADLINE_EXCEEDED or CANCELED when the
+// context ended).
+type Error struct{ err error }
+
+// Error is the [*idem.Error]'s message.
+func (e *Error) Error() string { return e.err.Error() }
+
+// Unwrap returns the [*idem.Error].
+func (e *Error) Unwrap() error { return e.err }
+
+// GRPCStatus is the error's status.
+func (e *Error) GRPCStatus() *status.Status {
+	code := codes.Unavailable
+	switch {
+	case errors.Is(e.err, context.DeadlineExceeded) || errors.Is(e.err, idem.ErrDeadline):
+		code = codes.DeadlineExceeded
+	case errors.Is(e.err, context.Canceled):
+		code = codes.Canceled
+	}
+	return status.New(code, e.err.Error())
+}
+
+// targetHost names a target for the breaker: the dial target without its
+// resolver scheme ("dns:///pay.example:443" is pay.example:443).
+func targetHost(target string) string {
+	if i := strings.LastIndex(target, "/"); i >= 0 {
+		target = target[i+1:]
+	}
+	return target
+}
+
+type callKey struct{}
+
+// call is one logical call: what every attempt sends, and the answer of
+// each attempt by the response that stands for it.
+type call struct {
+	method  string
+	req     any
+	reply   proto.Message
+	cc      *grpc.ClientConn
+	invoker grpc.UnaryInvoker
+	opts    []grpc.CallOption
+
+	mu      sync.Mutex
+	answers map[*http.Response]answer
+}
+
+// answer is one attempt's answer.
+type answer struct {
+	reply proto.Message
+	st    *status.Status
+}
+
+func (c *call) answer(resp *http.Response) (answer, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.answers[resp]
+	return a, ok
+}
+
+// attempts is the Base of the interceptor's transport: each round trip is
+// one attempt of the call in the request's context.
+type attempts struct{}
+
+// RoundTrip makes one attempt, with the request's key in the metadata,
+// and answers with a response whose status is the code's.
+func (attempts) RoundTrip(r *http.Request) (*http.Response, error) {
+	c, ok := r.Context().Value(callKey{}).(*call)
+	if !ok {
+		return nil, errors.New("grpcidem: a request that is no gRPC call reached the interceptor's transport")
+	}
+	ctx := r.Context()
+	if key := r.Header.Get(idem.KeyHeader); key != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, MetadataKey, key)
+	}
+	reply := c.reply.ProtoReflect().New().Interface()
+	var trailer metadata.MD
+	err := c.invoker(ctx, c.method, c.req, reply, c.cc, append(c.opts[:len(c.opts):len(c.opts)], grpc.Trailer(&trailer))...)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	st := status.Convert(err)
+	resp := response(r, st, trailer)
+	c.mu.Lock()
+	c.answers[resp] = answer{reply: reply, st: st}
+	c.mu.Unlock()
+	return resp, nil
+}

@@ -1,0 +1,81 @@
+package grpcidem
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+)
+
+// exchange is one unary call as [server.Adapter] sees it: its Next runs
+// the gRPC handler and writes its answer as a stored result.
+type exchange struct {
+	ctx     context.Context
+	req     any
+	method  string
+	scope   func(context.Context) (string, string)
+	handler grpc.UnaryHandler
+	allow   map[string]bool
+	stream  *heldStream
+
+	ran  bool // the handler ran
+	resp any
+	err  error
+}
+
+// Route is the full method name.
+func (e *exchange) Route() string { return e.method }
+
+// Scope is the caller from the call's context.
+func (e *exchange) Scope() (tenant, principal string) {
+	if e.scope == nil {
+		return "", ""
+	}
+	return e.scope(e.ctx)
+}
+
+// Next runs the handler with r's context (which carries server.Tx and
+// server.LeaseFrom on a claimed call) and writes its answer to w, with
+// the HTTP status of its code.
+func (e *exchange) Next(w http.ResponseWriter, r *http.Request) {
+	e.stream = &heldStream{method: e.method}
+	ctx := grpc.NewContextWithServerTransportStream(r.Context(), e.stream)
+	e.resp, e.err = e.handler(ctx, e.req)
+	e.ran = true
+	header, trailer := e.stream.held()
+	res, err := newResult(e.resp, e.err, header, trailer, e.allow)
+	code := httpStatus(status.Code(e.err))
+	var body []byte
+	if err != nil {
+		code = http.StatusInternalServerError // never stored: the answer cannot be encoded
+	} else {
+		body = res.encode()
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+// recorder is the http.ResponseWriter the adapter answers to.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *recorder) Header() http.Header { return w.header }
+
+func (w *recorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *recorder) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(p)
+}

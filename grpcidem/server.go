@@ -1,0 +1,117 @@
+package grpcidem
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/idemkit/idem/internal/wire"
+	"github.com/idemkit/idem/server"
+)
+
+// pushbackKey is gRFC A6's server pushback trailer, which grpc-go's own
+// retry policy honours.
+const pushbackKey = "grpc-retry-pushback-ms"
+
+// UnaryServerInterceptor returns an interceptor that runs each keyed unary
+// call at most once per key and scope and answers every retry with the
+// stored result (see the package doc and docs/CONTRACT.md §11). store nil
+// means a new [server.MemoryStore]. A call whose request is not a
+// proto.Message, or whose method [Config.Methods] leaves out, passes
+// through. The call's context governs the claim; the commit of a handler
+// that finished runs even if the client has gone. It panics where
+// [server.NewAdapter] does, and on a Config.Server with a KeyHeader. The
+// interceptor is safe for concurrent use.
+func UnaryServerInterceptor(store server.Store, cfg Config) grpc.UnaryServerInterceptor {
+	if cfg.Server.KeyHeader != "" {
+		panic("grpcidem: Config.Server.KeyHeader must be empty: the key is the idempotency-key metadata entry or Config.Key's")
+	}
+	i := &interceptor{a: server.NewAdapter(store, cfg.Server), cfg: cfg, allow: allowSet(cfg.Metadata)}
+	return i.intercept
+}
+
+type interceptor struct {
+	a     *server.Adapter
+	cfg   Config
+	allow map[string]bool
+}
+
+func (i *interceptor) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	msg, ok := req.(proto.Message)
+	if !ok || (i.cfg.Methods != nil && !i.cfg.Methods(info.FullMethod)) {
+		return handler(ctx, req)
+	}
+	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(msg)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "grpcidem: encoding the request: %v", err)
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, info.FullMethod, bytes.NewReader(body))
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "grpcidem: %v", err)
+	}
+	i.headers(ctx, r.Header, req)
+	ex := &exchange{ctx: ctx, req: req, method: info.FullMethod, scope: i.cfg.Scope, handler: handler, allow: i.allow}
+	w := &recorder{header: http.Header{}}
+	i.a.Serve(w, r, ex)
+	return i.answer(ctx, ex, w)
+}
+
+// headers sets the key and the fingerprinted metadata entries on h.
+func (i *interceptor) headers(ctx context.Context, h http.Header, req any) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if i.cfg.Key != nil {
+		if key := i.cfg.Key(req); key != "" {
+			h.Set(wire.HeaderKey, key)
+		}
+	} else if keys := md.Get(MetadataKey); len(keys) > 0 {
+		h[wire.HeaderKey] = keys
+	}
+	for _, name := range i.cfg.Server.FingerprintHeaders {
+		if vs := md.Get(name); len(vs) > 0 {
+			h[http.CanonicalHeaderKey(name)] = vs
+		}
+	}
+}
+
+// answer turns what the adapter wrote to w into the call's answer: a
+// refusal, a replay, or the handler's own answer with its metadata.
+func (i *interceptor) answer(ctx context.Context, ex *exchange, w *recorder) (any, error) {
+	if p, ok := wire.ReadProblem(w.header.Get("Content-Type"), bytes.NewReader(w.body.Bytes()), 1<<16); ok {
+		wait := retryAfter(p, w.header.Get(wire.HeaderRetryAfter))
+		if wait > 0 {
+			_ = send(ctx, nil, metadata.Pairs(pushbackKey, strconv.FormatInt(wait.Milliseconds(), 10)))
+		}
+		return nil, refusal(p, wait).Err()
+	}
+	if w.header.Get(wire.HeaderReplayed) == "true" {
+		return i.replay(ctx, w.body.Bytes())
+	}
+	if !ex.ran {
+		return nil, status.Error(codes.Internal, "grpcidem: the adapter answered neither with the handler nor with a refusal")
+	}
+	header, trailer := ex.stream.held()
+	if err := send(ctx, header, trailer); err != nil {
+		return nil, err
+	}
+	return ex.resp, ex.err
+}
+
+// replay answers with a stored result, marked in the header metadata.
+func (i *interceptor) replay(ctx context.Context, body []byte) (any, error) {
+	res, err := decodeResult(body)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	header := metadata.Join(res.header, metadata.Pairs(MetadataReplayed, "true"))
+	if err := send(ctx, header, res.trailer); err != nil {
+		return nil, err
+	}
+	return res.answer()
+}
