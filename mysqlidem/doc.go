@@ -72,7 +72,10 @@
 // transaction: the record's write requires @@in_transaction and writes
 // nothing then, and the claim's running row, which a COMMIT made durable,
 // is deleted after the rollback. The request gets 500 commit-failed and
-// nothing is stored; what the handler committed stays committed.
+// nothing is stored; what the handler committed stays committed. That
+// needs MariaDB's @@in_transaction, which MySQL lacks: on MySQL a COMMIT
+// or ROLLBACK sent as SQL is not caught, and the record is written in
+// autocommit after it.
 // A handler that sends COMMIT and then BEGIN is not caught: its writes
 // before the COMMIT commit with the running row, which a duplicate may
 // take over and run again, and the record commits with the writes after
@@ -85,6 +88,13 @@
 // admin serves its page on that Operator. idemctl opens Postgres only. A
 // Leased record's stored request is not decoded (Record.Request is nil):
 // its decoder is server's own.
+//
+// # What was tested
+//
+// The tests ran on MariaDB 10.11 only (storetest in both modes under
+// REPEATABLE READ and READ COMMITTED, the end-to-end suite): MySQL 8's
+// paths (the session's lock wait set and put back, NOWAIT evictions, no
+// @@in_transaction) are written from its documentation and untested.
 //
 // # Durability
 //

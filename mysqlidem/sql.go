@@ -80,6 +80,7 @@ const sqlComplete = `UPDATE idem_records SET state = ?, status = ?, response = ?
 // sqlCompleteTx is sqlComplete inside the claim's transaction, which it
 // finds still open (@@in_transaction): a handler that ended it with COMMIT
 // or ROLLBACK left the session in autocommit, and nothing is written.
+// MariaDB only: MySQL has no @@in_transaction, and runs sqlComplete.
 const sqlCompleteTx = sqlComplete + ` AND @@in_transaction = 1`
 
 // sqlExtend: offset and lease, offset and lease plus margin.

@@ -205,7 +205,11 @@ func (a *txAttempt) Complete(ctx context.Context, res *server.Response) error {
 // store writes the record in the transaction, which it must find open.
 func (a *txAttempt) store(ctx context.Context, res *server.Response) error {
 	stored, _ := res.MarshalBinary() // never fails
-	r, err := a.tx.ExecContext(ctx, sqlCompleteTx, state(res), status(res), stored, a.c.Scope[:], a.token[:])
+	query := sqlCompleteTx
+	if !a.s.mariaDB { // MySQL has no @@in_transaction: see the package doc
+		query = sqlComplete
+	}
+	r, err := a.tx.ExecContext(ctx, query, state(res), status(res), stored, a.c.Scope[:], a.token[:])
 	if errors.Is(err, sql.ErrTxDone) {
 		return server.ErrTxEnded
 	}
