@@ -10,7 +10,8 @@
 //
 // A [server.Transactional] handler makes its writes in the claim's
 // transaction, which [server.SQLTx] hands it as a *sql.Tx (directly or
-// under GORM, sqlx, bun or ent, as docs/orm shows for Postgres): the
+// under GORM, sqlx or bun: docs/orm's recipes, which its tests run on
+// MariaDB too): the
 // writes and the stored response commit together, or roll back together
 // (a 5xx, a rejection status, a panic). A [server.Leased] claim commits
 // before the handler runs, under a lease and a fencing token, with
