@@ -86,9 +86,8 @@
 //
 // Store is a [server.RecordStore]: server.NewOperator(store, ...) looks
 // records up, lists the operations in flight and evicts, and package
-// admin serves its page on that Operator. idemctl opens Postgres only. A
-// Leased record's stored request is not decoded (Record.Request is nil):
-// its decoder is server's own.
+// admin serves its page on that Operator, a Leased record's stored request
+// included. idemctl opens Postgres and Redis only.
 //
 // # What was tested
 //
