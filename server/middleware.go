@@ -68,15 +68,17 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ev.Err = err
 		h.refuse(w, r, ev, storeUnavailable())
 	case res.Verdict == VerdictClaimed:
-		h.run(w, r, ev, c, res.Attempt)
+		h.run(w, r, ev, c, res.Attempt, expiresOf(res, start, c))
 	case res.Verdict == VerdictReplay:
-		h.replay(w, r, ev, res.Response)
+		h.replayAuthorized(w, r, ev, res)
 	case res.Verdict == VerdictInFlight:
 		h.refuse(w, r, ev, keyInFlight(res.RetryAfter))
 	case res.Verdict == VerdictMismatch:
 		h.refuse(w, r, ev, keyReused())
 	case res.Verdict == VerdictUnavailable:
 		h.refuse(w, r, ev, resultUnavailable())
+	case res.Verdict == VerdictUncertain:
+		h.refuse(w, r, ev, outcomeUncertain())
 	default:
 		panic(fmt.Sprintf("server: a store answered a claim with verdict %d", res.Verdict))
 	}
@@ -186,11 +188,13 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, ev Event, p pro
 		level = slog.LevelWarn
 	}
 	h.s.log(r.Context(), level, "idem: refused", ev)
+	p.st.ref = refOfEvent(ev)
 	h.s.writeProblem(w, p)
 }
 
-// replay answers with a stored response.
-func (h *handler) replay(w http.ResponseWriter, r *http.Request, ev Event, res *Response) {
+// replay answers with a stored response, which expires at expires (zero:
+// not told).
+func (h *handler) replay(w http.ResponseWriter, r *http.Request, ev Event, res *Response, expires time.Time) {
 	ev.Status = res.Status
 	call(h.s.Hooks.Replayed, r.Context(), ev)
 	h.s.log(r.Context(), slog.LevelDebug, "idem: replayed", ev)
@@ -201,6 +205,7 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request, ev Event, res *
 		}
 	}
 	header.Set(wire.HeaderReplayed, "true")
+	standing{state: wire.StateCompleted, ref: refOfEvent(ev), expires: expires}.write(header)
 	if bodyAllowed(res.Status) {
 		header.Set("Content-Length", strconv.Itoa(len(res.Body)))
 	}
