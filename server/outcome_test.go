@@ -134,4 +134,3 @@ func TestAuthorizeReplay(t *testing.T) {
 		assert.EqualValues(t, 2, asked.Load())
 	})
 }
-
