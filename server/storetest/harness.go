@@ -136,7 +136,7 @@ func supports(ms []mode, m mode) bool {
 // areas is the whole suite.
 func areas() []area {
 	var all []area
-	for _, group := range [][]area{replayAreas, responseAreas, leaseAreas, waitAreas, sweepAreas, reconcileAreas} {
+	for _, group := range [][]area{replayAreas, responseAreas, leaseAreas, waitAreas, sweepAreas, reconcileAreas, uncertainAreas} {
 		all = append(all, group...)
 	}
 	return all
