@@ -24,7 +24,7 @@ func makeUncertain(t *testing.T, store server.Store, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- server.RunReconciler(ctx, store, server.ReconcileConfig{MaxAge: time.Nanosecond, Logger: slog.New(slog.DiscardHandler),
+		done <- server.RunReconciler(ctx, store, server.ReconcileConfig{MaxAge: time.Nanosecond, Interval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 			Routes: map[string]server.ReconcileFunc{route: func(context.Context, *server.Abandoned) (server.Settlement, error) {
 				return server.Settlement{Answer: server.NotKnown}, nil
 			}},

@@ -61,6 +61,8 @@ func (f *fence) verdict(kind string, reply []any) (server.ClaimResult, error) {
 		return server.ClaimResult{Verdict: server.VerdictMismatch}, nil
 	case "unavailable":
 		return server.ClaimResult{Verdict: server.VerdictUnavailable}, nil
+	case "uncertain":
+		return server.ClaimResult{Verdict: server.VerdictUncertain}, nil
 	}
 	return server.ClaimResult{}, fmt.Errorf("idemredis: the claim script answered %q", kind)
 }

@@ -25,7 +25,7 @@ func leaveUncertain(t *testing.T, store server.Store) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- server.RunReconciler(ctx, store, server.ReconcileConfig{MaxAge: time.Nanosecond, Logger: slog.New(slog.DiscardHandler),
+		done <- server.RunReconciler(ctx, store, server.ReconcileConfig{MaxAge: time.Nanosecond, Interval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 			Routes: map[string]server.ReconcileFunc{"POST /v1/charges": func(context.Context, *server.Abandoned) (server.Settlement, error) {
 				return server.Settlement{Answer: server.NotKnown}, nil
 			}},

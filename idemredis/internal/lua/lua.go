@@ -45,6 +45,12 @@ var take string
 //go:embed prune.lua
 var prune string
 
+//go:embed uncertain.lua
+var uncertain string
+
+//go:embed resolve.lua
+var resolve string
+
 // The scripts, each with the prelude's clock and helpers after a shebang
 // that declares its flags (Redis 7.0 and later). Redis refuses a script
 // with a shebang as a whole, before it runs, when it is at maxmemory and
@@ -65,6 +71,8 @@ var (
 	Due        = script("no-writes,allow-oom", due)
 	Take       = script("allow-oom", take)
 	Prune      = script("allow-oom", prune)
+	Uncertain  = script("allow-oom", uncertain)
+	Resolve    = script("allow-oom", resolve)
 )
 
 // script is body after the shebang declaring flags (none: "") and the
