@@ -98,6 +98,30 @@ func TestLeasedInFlightStanding(t *testing.T) {
 	})
 }
 
+// A rejection status releases a first Leased attempt's key only when it
+// recorded no recovery point: after one, the record stays, and the answer
+// says a new key is not safe.
+func TestLeasedRejectionStanding(t *testing.T) {
+	eachStore(t, func(t *testing.T, k *kit) {
+		mux := http.NewServeMux()
+		cfg := quiet(Config{Mode: Leased})
+		mux.Handle("POST /v1/charges", Middleware(k.store, cfg)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Point") != "" {
+				ls, _ := LeaseFrom(r.Context())
+				_ = ls.Checkpoint(r.Context(), "called", nil)
+			}
+			w.WriteHeader(http.StatusBadRequest)
+		})))
+		srv := serve(t, mux)
+		plain := post(t, srv, "/v1/charges", "k-plain", `{}`)
+		state, _, safe := standingOf(t, plain)
+		assert.Equal(t, []string{wire.StateNone, "true"}, []string{state, safe}, "released: nothing was done")
+		pointed := post(t, srv, "/v1/charges", "k-point", `{}`, "X-Point", "1")
+		state, _, safe = standingOf(t, pointed)
+		assert.Equal(t, []string{wire.StateInFlight, "false"}, []string{state, safe}, "kept with its recovery point")
+	})
+}
+
 func TestAuthorizeReplay(t *testing.T) {
 	eachStore(t, func(t *testing.T, k *kit) {
 		var revoked atomic.Bool
