@@ -114,3 +114,21 @@ func TestUncertainSettledBothWaysEndToEnd(t *testing.T) {
 		server.Resolution{By: "ops", Reason: "again", Retention: time.Hour})
 	assert.ErrorIs(t, err, server.ErrNotUncertain)
 }
+
+// A replay tells when the record expires, by Redis's clock, so that the
+// middleware sends Idempotency-Key-Expires.
+func TestReplayTellsTheExpiry(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: redistest.Addr(t)})
+	t.Cleanup(func() { _ = c.Close() })
+	s := newTestStore(t, c, Config{}, &storetest.Clock{})
+	claim := &server.Claim{Scope: fingerprint.Scope("t", "p", "POST /x", "k"), Route: "POST /x", Key: "k",
+		Digest: []byte{1}, DigestAlg: fingerprint.Alg, Mode: server.Leased, Lease: time.Minute, Retention: time.Hour}
+	start := time.Now()
+	res, err := s.Claim(context.Background(), claim)
+	require.NoError(t, err)
+	require.NoError(t, res.Attempt.Complete(context.Background(), &server.Response{Status: 201, Header: http.Header{}}))
+	res, err = s.Claim(context.Background(), claim)
+	require.NoError(t, err)
+	require.Equal(t, server.VerdictReplay, res.Verdict)
+	assert.WithinRange(t, res.Expires, start.Add(time.Hour-time.Second), time.Now().Add(time.Hour+time.Second))
+}

@@ -32,7 +32,7 @@ if st then
       if touch == '1' then
         keep(record, ex, 0, now)
       end
-      return {'replay', r[9], r[10], r[11]}
+      return {'replay', r[9], r[10], r[11], ex}
     elseif st == 'unavailable' then
       return {'unavailable'}
     elseif st == 'uncertain' then
