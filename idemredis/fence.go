@@ -53,7 +53,11 @@ func (f *fence) verdict(kind string, reply []any) (server.ClaimResult, error) {
 		return server.ClaimResult{Verdict: server.VerdictClaimed, Attempt: f}, nil
 	case "replay":
 		res, err := decodeResponse(reply[1:])
-		return server.ClaimResult{Verdict: server.VerdictReplay, Response: res}, err
+		out := server.ClaimResult{Verdict: server.VerdictReplay, Response: res}
+		if ex, ok := at(reply, 4).(int64); ok {
+			out.Expires = time.UnixMilli(ex) // the record's expiry, by the store's clock
+		}
+		return out, err
 	case "inflight":
 		left, _ := at(reply, 1).(int64)
 		return server.ClaimResult{Verdict: server.VerdictInFlight, RetryAfter: time.Duration(left) * time.Millisecond}, nil
@@ -61,6 +65,8 @@ func (f *fence) verdict(kind string, reply []any) (server.ClaimResult, error) {
 		return server.ClaimResult{Verdict: server.VerdictMismatch}, nil
 	case "unavailable":
 		return server.ClaimResult{Verdict: server.VerdictUnavailable}, nil
+	case "uncertain":
+		return server.ClaimResult{Verdict: server.VerdictUncertain}, nil
 	}
 	return server.ClaimResult{}, fmt.Errorf("idemredis: the claim script answered %q", kind)
 }

@@ -50,6 +50,7 @@ type memRecord struct {
 	resp        []byte    // the stored response: Response.MarshalBinary's form
 	expiresAt   time.Time
 	done        chan struct{} // Transactional mode: closed when the attempt ends
+	resolved    *Resolved     // who resolved it, when an operator did
 }
 
 func (r *memRecord) found(now time.Time) (*found, error) {
@@ -58,6 +59,7 @@ func (r *memRecord) found(now time.Time) (*found, error) {
 		expired:   !now.Before(r.expiresAt),
 		open:      r.state == stateRunning && r.mode == Transactional,
 		leaseLeft: r.lockedUntil.Sub(now),
+		expiresAt: r.expiresAt,
 	}
 	var err error
 	f.resp, err = r.response()
@@ -210,7 +212,7 @@ func (m *MemoryStore) sweepLocked(now time.Time, limit, scan int) int {
 			break
 		}
 		scan--
-		if !now.Before(rec.expiresAt) && !rec.held(now) {
+		if !now.Before(rec.expiresAt) && !rec.held(now) && rec.state != stateUncertain {
 			delete(m.recs, scope)
 			deleted++
 		}

@@ -46,6 +46,9 @@ var Mutants = []Mutant{
 	// the state and the lease again as it writes: the orphan recovery of
 	// aws-powertools/powertools-lambda-typescript#5714.
 	{Config{Name: "takeover-trusts-read", Defines: []string{"M_TAKEOVER_TRUSTS_READ"}}, "completed"},
+	// sqlSweep without its state condition: it deletes an uncertain record
+	// past its retention, before an operator resolved it.
+	{Config{Name: "sweep-ignores-uncertain", Defines: []string{"M_SWEEP_IGNORES_UNCERTAIN"}}, "uncertain kept"},
 	// A configuration, not a statement: ReconcileConfig.MaxAge at the
 	// retention instead of under it. An abandoned operation then expires
 	// before it is parked.

@@ -79,6 +79,7 @@ var properties = []struct{ expr, name string }{
 	{"(rec.fp==fp)", "fingerprint"},
 	{"(rec.exp>rec.lease)", "lease margin"},
 	{"(rec.state!=1)", "live lease"},
+	{"!(guncertain)", "uncertain kept"},
 	{"acceptance cycle", "settled"},
 }
 

@@ -21,7 +21,7 @@
 //	-reconcile  run a reconciler every so often (e.g. 10s; default 0: none)
 //	-reconcile-max-age
 //	            how long a charge may stay unknown before the reconciler
-//	            settles it as result-unavailable (default 1h; under -retention)
+//	            leaves it uncertain for an operator (default 1h; under -retention)
 //	-read-timeout  how long a client may take to send a whole request,
 //	            header and body (default 15s): a slow or stalled body is cut
 //	            off (400 request-unreadable, then the connection closes)
@@ -155,7 +155,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "how long a kept-alive connection may wait for its next request")
 	fs.DurationVar(&o.reconcile, "reconcile", 0, "run a reconciler at this `interval` (0: none)")
 	fs.DurationVar(&o.reconcileMaxAge, "reconcile-max-age", time.Hour,
-		"how long a charge may stay unknown before the reconciler settles it as result-unavailable")
+		"how long a charge may stay unknown before the reconciler leaves it uncertain for an operator")
 	fs.StringVar(&o.notify, "notify", "", "receiver base `URL`: payments notify it through the outbox")
 	fs.BoolVar(&o.requireDurable, "require-durable", false, "refuse to start unless the database's durability report is clean")
 	fs.StringVar(&o.adminToken, "admin-token", "", "serve the operators' pages (/admin/, and /riverui/ on Postgres) to HTTP Basic auth with this `password`")
