@@ -119,6 +119,11 @@ func (r *Result) Trail(tb testing.TB) []Event {
 		tb.Fatalf("%s: no counterexample to replay", r.cfg.Name)
 	}
 	out := run(tb, context.Background(), r.dir, r.spin, append(defines(r.cfg), "-t", "idem.pml")...)
+	return events(out)
+}
+
+// events are the EV lines of spin's output.
+func events(out string) []Event {
 	var evs []Event
 	for _, line := range strings.Split(out, "\n") {
 		m := reEvent.FindStringSubmatch(line)
