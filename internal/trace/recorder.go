@@ -86,3 +86,12 @@ func (r *Recorder) Require(tb TB, min int) {
 	}
 	tb.Logf("trace: %d steps over %d scopes, each allowed by the model", len(steps), len(byScope(steps)))
 }
+
+// Begin is the start of a step a store is about to take: Now while a
+// Recorder is started, and the zero time (no clock read) otherwise.
+func Begin() time.Time {
+	if active.Load() == 0 {
+		return time.Time{}
+	}
+	return time.Now()
+}

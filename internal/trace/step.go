@@ -34,6 +34,11 @@ const (
 	// Settle is the reconciler's fenced settlement (complete, free,
 	// postpone or park): Wrote says which.
 	Settle Op = "settle"
+	// Commit is a Transactional attempt's commit (txCommit): it writes the
+	// record done under New, a new key's (Token nil) or a reclaimed
+	// expired record's (Token is New); its claim's statements are not
+	// steps, being uncommitted until then.
+	Commit Op = "commit"
 	// Sweep deletes an expired record.
 	Sweep Op = "sweep"
 	// Evict is the operator's deletion of a record.

@@ -1,6 +1,10 @@
 package trace
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+)
 
 // The model's transitions over State, one per statement of idem.pml
 // (each names its inline). The model's guards on time (a lease live, a
@@ -55,6 +59,14 @@ func apply(cur State, s Step) (State, error) {
 		}
 		if s.OK {
 			return None, nil
+		}
+		return cur, nil
+	case Commit: // txCommit: the row is new, or the claim's transaction holds it
+		if s.OK && (s.Token == uuid.Nil) != (cur.Kind == "none") {
+			return cur, fmt.Errorf("commit (new key: %v) on a record %v", s.Token == uuid.Nil, cur)
+		}
+		if s.OK {
+			return State{Kind: s.Wrote.Kind, Token: s.New}, nil
 		}
 		return cur, nil
 	case Complete, Extend, Checkpoint, EndLease, Settle:
