@@ -20,6 +20,8 @@ import (
 
 // TestMemoryStoreConformance runs the store suite on MemoryStore.
 func TestMemoryStoreConformance(t *testing.T) {
+	rec := trace.Start(t)
+	t.Cleanup(func() { rec.Require(t, 100) })
 	var mu sync.Mutex
 	waiters := map[server.Store]*atomic.Int64{}
 	storetest.Run(t, storetest.Harness{

@@ -17,9 +17,6 @@ const (
 	// TakeoverTrustsRead: PostgresStore's takeover drops the token it read
 	// and the lease's end from its WHERE clause (M_TAKEOVER_TRUSTS_READ).
 	TakeoverTrustsRead Fault = "takeover-trusts-read"
-	// ReleaseIgnoresToken: MemoryStore's release of a refused first
-	// attempt frees the key whoever holds it.
-	ReleaseIgnoresToken Fault = "release-ignores-token"
 )
 
 var (

@@ -29,6 +29,9 @@ const (
 	// Extend and Checkpoint are an attempt's other fenced writes.
 	Extend     Op = "extend"
 	Checkpoint Op = "checkpoint"
+	// Fenced is a fenced write of MemoryStore, whose writes share one
+	// guard: Wrote is what it left.
+	Fenced Op = "fenced"
 	// Take is the reconciler's take of an abandoned operation.
 	Take Op = "take"
 	// Settle is the reconciler's fenced settlement (complete, free,

@@ -69,7 +69,7 @@ func apply(cur State, s Step) (State, error) {
 			return State{Kind: s.Wrote.Kind, Token: s.New}, nil
 		}
 		return cur, nil
-	case Complete, Extend, Checkpoint, EndLease, Settle:
+	case Complete, Extend, Checkpoint, EndLease, Settle, Fenced:
 		return applyFenced(cur, s)
 	}
 	return cur, fmt.Errorf("unknown step %q", s.Op)
@@ -84,18 +84,14 @@ func applyFenced(cur State, s Step) (State, error) {
 		}
 		return cur, fmt.Errorf("%s by %s refused on a record %v that it holds", s.Op, short(s.Token), cur)
 	}
-	if !s.OK {
+	if !s.OK || s.Wrote.Kind == "" { // Extend, Checkpoint, EndLease: the state stays
 		return cur, nil
 	}
-	switch s.Op {
-	case Complete, Settle:
-		next := s.Wrote
-		if next.Kind != "none" {
-			next.Token = cur.Token
-		}
-		return next, nil
+	next := s.Wrote
+	if next.Kind != "none" {
+		next.Token = cur.Token
 	}
-	return cur, nil
+	return next, nil
 }
 
 // claimed is the state after a claim or take: running under its new token.
