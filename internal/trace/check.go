@@ -104,9 +104,7 @@ func (l *linearizer) search(cur State, placed []Step) bool {
 		if l.done[i] || !l.minimal(i) {
 			continue
 		}
-		for _, ok := range outcomes(s) {
-			t := s
-			t.OK = ok
+		for _, t := range alternatives(s) {
 			next, err := apply(cur, t)
 			if err != nil {
 				l.note(cur, placed, s, err)
@@ -134,12 +132,28 @@ func (l *linearizer) minimal(i int) bool {
 	return true
 }
 
-// outcomes are the effects a step may have had.
-func outcomes(s Step) []bool {
-	if s.Unknown {
-		return []bool{true, false}
+// alternatives are the steps s may have been: taken or not when its
+// outcome is unknown; a Release or an EndLease for an Abort.
+func alternatives(s Step) []Step {
+	var out []Step
+	for _, ok := range []bool{true, false} {
+		if s.Unknown || s.OK == ok {
+			t := s
+			t.OK = ok
+			out = append(out, t)
+		}
 	}
-	return []bool{s.OK}
+	if s.Op != Abort {
+		return out
+	}
+	var both []Step
+	for _, t := range out {
+		for _, op := range []Op{Release, EndLease} {
+			t.Op = op
+			both = append(both, t)
+		}
+	}
+	return both
 }
 
 // note keeps the failure that came after the longest placed prefix.

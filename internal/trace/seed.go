@@ -17,6 +17,9 @@ const (
 	// TakeoverTrustsRead: PostgresStore's takeover drops the token it read
 	// and the lease's end from its WHERE clause (M_TAKEOVER_TRUSTS_READ).
 	TakeoverTrustsRead Fault = "takeover-trusts-read"
+	// CompleteNotReplicated: idemredis acknowledges a completion without
+	// waiting for its replicas (WAIT), whatever Config.Replicas says.
+	CompleteNotReplicated Fault = "complete-not-replicated"
 )
 
 var (

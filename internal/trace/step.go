@@ -16,12 +16,20 @@ const (
 	Insert Op = "insert"
 	// Read reads the record (sqlRead): Saw is what it found.
 	Read Op = "read"
+	// Claim is a first attempt's claim by a store that cannot tell a new
+	// key from a record whose retention passed (idemredis: one script
+	// judges and writes): an Insert or a Reclaim.
+	Claim Op = "claim"
 	// Reclaim claims a record whose retention passed (sqlReclaim).
 	Reclaim Op = "reclaim"
 	// Takeover takes over an ended lease held by Token (sqlTakeover).
 	Takeover Op = "takeover"
 	// Complete stores a response, fenced by Token (sqlComplete).
 	Complete Op = "complete"
+	// Abort is a refused attempt's abort that either freed the key or
+	// ended the lease (idemredis does not say which): a Release or an
+	// EndLease.
+	Abort Op = "abort"
 	// Release frees the key of a refused first attempt (sqlRelease).
 	Release Op = "release"
 	// EndLease ends the lease of Token's attempt (sqlEndLease).
@@ -73,7 +81,8 @@ type Step struct {
 	Scope string
 	Op    Op
 	// Token is the token the step acted with: an attempt's, or the one a
-	// takeover read.
+	// takeover read (nil: the store read and replaced it in one atomic
+	// step, as idemredis's claim script does).
 	Token uuid.UUID
 	// New is the token a claim (Insert, Reclaim, Takeover) or a Take wrote.
 	New uuid.UUID
@@ -82,7 +91,7 @@ type Step struct {
 	// Unknown is set when the store got no answer (the connection broke):
 	// the step may or may not have taken effect.
 	Unknown bool
-	// Saw is what a Read found.
+	// Saw is what a Read found (a nil token: the store did not say which).
 	Saw State
 	// Wrote is what an OK step left: a Settle's, Complete's or Release's
 	// outcome (done, unavailable, running after a postpone, none).

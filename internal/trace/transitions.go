@@ -28,7 +28,7 @@ func fenced(cur State, s Step) bool {
 func apply(cur State, s Step) (State, error) {
 	switch s.Op {
 	case Read:
-		if s.Saw.Kind != cur.Kind || (cur.Kind != "none" && s.Saw.Token != cur.Token) {
+		if s.Saw.Kind != cur.Kind || (cur.Kind != "none" && s.Saw.Token != uuid.Nil && s.Saw.Token != cur.Token) {
 			return cur, fmt.Errorf("read %v, but the record is %v", s.Saw, cur)
 		}
 		return cur, nil
@@ -36,6 +36,8 @@ func apply(cur State, s Step) (State, error) {
 		if s.OK != (cur.Kind == "none") {
 			return cur, fmt.Errorf("insert ok=%v on a record %v", s.OK, cur)
 		}
+		return claimed(cur, s), nil
+	case Claim: // sqlInsert or sqlReclaim: time not judged, either may hold
 		return claimed(cur, s), nil
 	case Reclaim, Sweep, Evict: // sqlReclaim, sqlSweep: a record whose retention passed
 		if s.OK && cur.Kind == "none" {
@@ -49,7 +51,7 @@ func apply(cur State, s Step) (State, error) {
 		}
 		return cur, nil
 	case Takeover, Take: // sqlTakeover (its read token), sqlTakeAbandoned
-		if s.OK && (cur.Kind != "running" || (s.Op == Takeover && cur.Token != s.Token)) {
+		if s.OK && (cur.Kind != "running" || (s.Op == Takeover && s.Token != uuid.Nil && cur.Token != s.Token)) {
 			return cur, fmt.Errorf("%s by %s of a record %v", s.Op, short(s.Token), cur)
 		}
 		return claimed(cur, s), nil
