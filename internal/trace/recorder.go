@@ -1,6 +1,8 @@
 package trace
 
 import (
+	"encoding/json"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +22,8 @@ type TB interface {
 type Recorder struct {
 	mu    sync.Mutex
 	steps []Step
+	file  *os.File      // FromEnv's: steps go to the file instead
+	enc   *json.Encoder // on file
 }
 
 var (
@@ -54,7 +58,11 @@ func Emit(s Step) {
 	recorders.Range(func(k, _ any) bool {
 		r := k.(*Recorder)
 		r.mu.Lock()
-		r.steps = append(r.steps, s)
+		if r.enc != nil {
+			_ = r.enc.Encode(s) // one write per line
+		} else {
+			r.steps = append(r.steps, s)
+		}
 		r.mu.Unlock()
 		return true
 	})
