@@ -80,6 +80,7 @@ var properties = []struct{ expr, name string }{
 	{"(rec.exp>rec.lease)", "lease margin"},
 	{"(rec.state!=1)", "live lease"},
 	{"acceptance cycle", "settled"},
+	{"(effects<=1)", "once"}, // outbox.pml
 }
 
 // Property names the property that Violation broke, "" when there is none.
@@ -118,7 +119,7 @@ func (r *Result) Trail(tb testing.TB) []Event {
 	if r.Violation == "" {
 		tb.Fatalf("%s: no counterexample to replay", r.cfg.Name)
 	}
-	out := run(tb, context.Background(), r.dir, r.spin, append(defines(r.cfg), "-t", "idem.pml")...)
+	out := run(tb, context.Background(), r.dir, r.spin, append(defines(r.cfg), "-t", r.cfg.file())...)
 	return events(out)
 }
 

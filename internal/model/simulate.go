@@ -3,8 +3,6 @@ package model
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -17,9 +15,7 @@ func Simulate(tb testing.TB, cfg Config, seed, steps int) []Event {
 	tb.Helper()
 	spin := spinPath(tb)
 	dir := tb.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "idem.pml"), source, 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	args := append(defines(cfg), fmt.Sprintf("-n%d", seed), fmt.Sprintf("-u%d", steps), "idem.pml")
+	file := writeModel(tb, dir, cfg)
+	args := append(defines(cfg), fmt.Sprintf("-n%d", seed), fmt.Sprintf("-u%d", steps), file)
 	return events(run(tb, context.Background(), dir, spin, args...))
 }
