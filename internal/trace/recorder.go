@@ -22,8 +22,10 @@ type TB interface {
 type Recorder struct {
 	mu    sync.Mutex
 	steps []Step
-	file  *os.File      // FromEnv's: steps go to the file instead
-	enc   *json.Encoder // on file
+	// deliveries are the outbox's steps (EmitDelivery).
+	deliveries []Delivery
+	file       *os.File      // FromEnv's: steps go to the file instead
+	enc        *json.Encoder // on file
 }
 
 var (
@@ -91,6 +93,9 @@ func (r *Recorder) Require(tb TB, min int) {
 	}
 	if v := Check(steps); v != nil {
 		tb.Fatalf("trace: %v", v)
+	}
+	if err := CheckOutbox(r.Deliveries()); err != nil {
+		tb.Fatalf("trace: %v", err)
 	}
 	tb.Logf("trace: %d steps over %d scopes, each allowed by the model", len(steps), len(byScope(steps)))
 }

@@ -20,6 +20,16 @@ const (
 	// CompleteNotReplicated: idemredis acknowledges a completion without
 	// waiting for its replicas (WAIT), whatever Config.Replicas says.
 	CompleteNotReplicated Fault = "complete-not-replicated"
+	// OutboxRedrivePastRetention: the outbox's Redrive skips its
+	// ErrPastRetention check and forgets the first delivery, as
+	// RedrivePastRetention does (outbox.pml's M_REDRIVE_PAST_RETENTION).
+	OutboxRedrivePastRetention Fault = "outbox-redrive-past-retention"
+	// OutboxIgnoresRetention: the outbox parks at MaxAttempts and MaxAge
+	// only (M_RETRY_PAST_RETENTION).
+	OutboxIgnoresRetention Fault = "outbox-ignores-retention"
+	// OutboxRedriveNewKey: a re-driven message is delivered under a new
+	// key (M_REDRIVE_NEW_KEY).
+	OutboxRedriveNewKey Fault = "outbox-redrive-new-key"
 )
 
 var (
