@@ -94,10 +94,11 @@ func (r *Recorder) Require(tb TB, min int) {
 	if v := Check(steps); v != nil {
 		tb.Fatalf("trace: %v", v)
 	}
-	if err := CheckOutbox(r.Deliveries()); err != nil {
+	ds := r.Deliveries()
+	if err := CheckOutbox(ds); err != nil {
 		tb.Fatalf("trace: %v", err)
 	}
-	tb.Logf("trace: %d steps over %d scopes, each allowed by the model", len(steps), len(byScope(steps)))
+	tb.Logf("trace: %d steps over %d scopes and %d outbox steps, each allowed by the model", len(steps), len(byScope(steps)), len(ds))
 }
 
 // Begin is the start of a step a store is about to take: Now while a
