@@ -154,7 +154,9 @@ func (m *MemoryStore) tryClaim(c *Claim) (ClaimResult, <-chan struct{}, error) {
 		m.traceRead(c.Scope, rec)
 		return ClaimResult{}, rec.done, nil
 	case vTakeover:
-		m.traceTakeover(c.Scope, rec)
+		old := rec.token
+		rec.token = uuid.New()
+		m.traceTakeover(c.Scope, old, rec)
 		rec.attempt++
 		rec.lockedUntil = now.Add(c.Lease)
 		rec.expiresAt = later(rec.expiresAt, now.Add(c.Retention))

@@ -47,10 +47,8 @@ func (m *MemoryStore) traceInsert(scope [32]byte, rec *memRecord) {
 	m.memStep(scope, trace.Step{Op: op, New: rec.token, OK: true})
 }
 
-// traceTakeover draws rec's new token and emits its takeover.
-func (m *MemoryStore) traceTakeover(scope [32]byte, rec *memRecord) {
-	old := rec.token
-	rec.token = uuid.New()
+// traceTakeover emits the takeover of rec, whose token was old.
+func (m *MemoryStore) traceTakeover(scope [32]byte, old uuid.UUID, rec *memRecord) {
 	if trace.On() {
 		m.memStep(scope, trace.Step{Op: trace.Takeover, Token: old, New: rec.token, OK: true})
 	}
