@@ -114,7 +114,7 @@ proctype Dispatcher() {
 			fi;
 			attempts++;
 			if :: age == NEVER -> age = 0 :: else fi;
-			printf("EV %d deliver %d\n", _pid, attempts);
+			printf("EV %d deliver %d %d\n", _pid, attempts, key);
 			if
 			:: receive(key);
 				if
