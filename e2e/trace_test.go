@@ -27,8 +27,8 @@ func traceRun(t *testing.T) *trace.Recorder {
 // record their steps.
 var traceDirs sync.Map // *testing.T -> string
 
-// traceChild returns the environment entry by which a server process of
-// t records its steps (trace.EnvFile), in a file of its own in a
+// traceChild returns the environment entry by which a server or
+// dispatcher process of t records its steps (trace.EnvFile), in a file of its own in a
 // directory of t's. The first call of a test registers the check of all
 // its processes' steps together (they share their records), which runs
 // when the test ends, after the processes have stopped.
@@ -38,13 +38,14 @@ func traceChild(t *testing.T) string {
 	if !loaded {
 		t.Cleanup(func() {
 			traceDirs.Delete(t)
-			steps, err := trace.ReadFiles(dir.(string), "*.jsonl")
+			steps, ds, err := trace.ReadFiles(dir.(string), "*.jsonl")
 			require.NoError(t, err)
-			require.NotEmpty(t, steps, "the server processes recorded no step")
+			require.Positive(t, len(steps)+len(ds), "the processes recorded no step")
 			if v := trace.Check(steps); v != nil {
-				t.Fatalf("trace of the server processes: %v", v)
+				t.Fatalf("trace of the processes: %v", v)
 			}
-			t.Logf("trace of the server processes: %d steps, each allowed by the model", len(steps))
+			require.NoError(t, trace.CheckOutbox(ds), "trace of the processes")
+			t.Logf("trace of the processes: %d steps and %d outbox steps, each allowed by the model", len(steps), len(ds))
 		})
 	}
 	return trace.EnvFile + "=" + filepath.Join(dir.(string), uuid.NewString()+".jsonl")

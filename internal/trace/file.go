@@ -32,39 +32,48 @@ func FromEnv(getenv func(string) string) error {
 	return nil
 }
 
-// ReadFiles reads the steps that programs recorded into the files of dir
-// matching pattern.
-func ReadFiles(dir, pattern string) ([]Step, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, pattern))
-	if err != nil {
-		return nil, err
-	}
-	var steps []Step
-	for _, p := range paths {
-		s, err := readFile(p)
-		if err != nil {
-			return nil, err
-		}
-		steps = append(steps, s...)
-	}
-	return steps, nil
+// line is a line of a recorder's file: a record's step or an outbox's.
+type line struct {
+	Step     *Step     `json:"step,omitempty"`
+	Delivery *Delivery `json:"delivery,omitempty"`
 }
 
-func readFile(path string) ([]Step, error) {
+// ReadFiles reads the steps that programs recorded into the files of dir
+// matching pattern: the records' and the outboxes'.
+func ReadFiles(dir, pattern string) ([]Step, []Delivery, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, pattern))
+	if err != nil {
+		return nil, nil, err
+	}
+	var steps []Step
+	var ds []Delivery
+	for _, p := range paths {
+		if err := readFile(p, &steps, &ds); err != nil {
+			return nil, nil, err
+		}
+	}
+	return steps, ds, nil
+}
+
+func readFile(path string, steps *[]Step, ds *[]Delivery) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	var steps []Step
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		var s Step
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+		var l line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			continue // the last line of a process killed while writing it
 		}
-		steps = append(steps, s)
+		if l.Step != nil {
+			*steps = append(*steps, *l.Step)
+		}
+		if l.Delivery != nil {
+			*ds = append(*ds, *l.Delivery)
+		}
 	}
-	return steps, sc.Err()
+	return sc.Err()
 }

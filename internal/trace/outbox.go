@@ -38,7 +38,11 @@ func EmitDelivery(d Delivery) {
 	recorders.Range(func(k, _ any) bool {
 		r := k.(*Recorder)
 		r.mu.Lock()
-		r.deliveries = append(r.deliveries, d)
+		if r.enc != nil {
+			_ = r.enc.Encode(line{Delivery: &d})
+		} else {
+			r.deliveries = append(r.deliveries, d)
+		}
 		r.mu.Unlock()
 		return true
 	})

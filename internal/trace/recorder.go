@@ -61,7 +61,7 @@ func Emit(s Step) {
 		r := k.(*Recorder)
 		r.mu.Lock()
 		if r.enc != nil {
-			_ = r.enc.Encode(s) // one write per line
+			_ = r.enc.Encode(line{Step: &s}) // one write per line
 		} else {
 			r.steps = append(r.steps, s)
 		}
