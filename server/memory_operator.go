@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/internal/fingerprint"
+	"github.com/idemkit/idem/internal/trace"
 )
 
 // ReadRecord returns the record of op's scope (see [RecordStore]).
@@ -80,6 +81,7 @@ func (m *MemoryStore) DeleteRecord(ctx context.Context, op Operation, force bool
 	if rec.held(now) && !force {
 		return rec.record(now), fmt.Errorf("%w (%s)", ErrLeaseLive, describe(op))
 	}
+	m.traceGone(trace.Evict, scope)
 	delete(m.recs, scope)
 	if rec.state == stateRunning && rec.done != nil {
 		close(rec.done)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem/internal/fingerprint"
+	"github.com/idemkit/idem/internal/trace"
 )
 
 // The SQL of PostgresStore's RecordStore methods. Like the claims, they
@@ -125,6 +126,7 @@ func (s *PostgresStore) DeleteRecord(ctx context.Context, op Operation, force bo
 	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
 	var rec Record
 	var deleted bool
+	start := trace.Begin()
 	err := s.withConn(ctx, func(conn *pgxpool.Conn) error {
 		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+evictLockTimeout+"'"); err != nil {
@@ -140,6 +142,9 @@ func (s *PostgresStore) DeleteRecord(ctx context.Context, op Operation, force bo
 		})
 	})
 	var pgErr *pgconn.PgError
+	if trace.On() && !(errors.As(err, &pgErr) && pgErr.Code == "55P03") {
+		s.emitPG(scope, trace.Step{Op: trace.Evict, OK: deleted}, start, err)
+	}
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "55P03":
 		return Record{}, fmt.Errorf("%w: a request's transaction holds the record (%s)", ErrLeaseLive, describe(op))

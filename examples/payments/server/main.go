@@ -103,7 +103,13 @@
 //	                  SIGUSR1, and then goes on (Unix only)
 //
 // "committed" is the interesting one: the outcome is durable, the client
-// has not heard of it. Never set these in production.
+// has not heard of it.
+//
+//	IDEM_TRACE_FILE   append each step of a record's lifecycle that the
+//	                  stores perform to this file, for the tests that check
+//	                  a run against the lifecycle's model (internal/trace)
+//
+// Never set these in production.
 package main
 
 import (
@@ -121,6 +127,7 @@ import (
 	"github.com/idemkit/idem/examples/payments/internal/httpserve"
 	"github.com/idemkit/idem/internal/dbflag"
 	"github.com/idemkit/idem/internal/exampleserver"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
 
@@ -190,6 +197,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	crash, err := crashSwitchFromEnv(getenv, log)
 	if err != nil {
+		fmt.Fprintln(stderr, "server:", err)
+		return errUsage
+	}
+	if err := trace.FromEnv(getenv); err != nil {
 		fmt.Fprintln(stderr, "server:", err)
 		return errUsage
 	}
