@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/internal/rpcidem"
 	"github.com/idemkit/idem/internal/wire"
 )
 
@@ -34,22 +34,18 @@ import (
 // It panics when cfg.Base is set; hedging must not be used with it. The
 // interceptor is safe for concurrent use.
 func NewClientInterceptor(cfg idem.Config) connect.Interceptor {
-	if cfg.Base != nil {
-		panic("connectidem: NewClientInterceptor's idem.Config.Base must be nil: each attempt is the Connect call")
-	}
-	cfg.Base = attempts{}
-	t := idem.NewTransport(cfg)
+	t := rpcidem.NewTransport(cfg, attempts{}, "connectidem: NewClientInterceptor's idem.Config.Base must be nil: each attempt is the Connect call")
 	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 			if !req.Spec().IsClient {
 				return next(ctx, req)
 			}
-			c := &call{req: req, next: next, answers: map[*http.Response]answer{}}
+			c := &call{req: req, next: next}
 			u, err := url.Parse(req.Spec().Procedure)
 			if err == nil && req.Peer().Addr != "" {
 				u.Scheme, u.Host = "connect", req.Peer().Addr
 			}
-			r, err := http.NewRequestWithContext(context.WithValue(ctx, callKey{}, c), http.MethodPost, u.String(), nil)
+			r, err := http.NewRequestWithContext(rpcidem.WithCall(ctx, c), http.MethodPost, u.String(), nil)
 			if err != nil {
 				return nil, connect.NewError(connect.CodeInternal, err)
 			}
@@ -58,7 +54,7 @@ func NewClientInterceptor(cfg idem.Config) connect.Interceptor {
 				return nil, localError(err)
 			}
 			_ = resp.Body.Close()
-			a, ok := c.answer(resp)
+			a, ok := c.answers.Get(resp)
 			if !ok {
 				return nil, connect.NewError(connect.CodeInternal, errors.New("connectidem: the client returned an answer it was not given"))
 			}
@@ -69,37 +65,20 @@ func NewClientInterceptor(cfg idem.Config) connect.Interceptor {
 
 // localError is a call ended by a local decision of idem's client.
 func localError(err error) *connect.Error {
-	code := connect.CodeUnavailable
-	switch {
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, idem.ErrDeadline):
-		code = connect.CodeDeadlineExceeded
-	case errors.Is(err, context.Canceled):
-		code = connect.CodeCanceled
-	}
-	return connect.NewError(code, err)
+	return connect.NewError(connect.Code(rpcidem.LocalCode(err)), err)
 }
-
-type callKey struct{}
 
 // call is one logical call and the answer of each of its attempts.
 type call struct {
 	req  connect.AnyRequest
 	next connect.UnaryFunc
 
-	mu      sync.Mutex
-	answers map[*http.Response]answer
+	answers rpcidem.Answers[answer]
 }
 
 type answer struct {
 	resp connect.AnyResponse
 	err  error
-}
-
-func (c *call) answer(resp *http.Response) (answer, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a, ok := c.answers[resp]
-	return a, ok
 }
 
 // attempts is the Base of the interceptor's transport: each round trip is
@@ -109,7 +88,7 @@ type attempts struct{}
 // RoundTrip makes one attempt with the request's key and answers with a
 // response whose status is the code's.
 func (attempts) RoundTrip(r *http.Request) (*http.Response, error) {
-	c, ok := r.Context().Value(callKey{}).(*call)
+	c, ok := rpcidem.CallFrom[*call](r.Context())
 	if !ok {
 		return nil, errors.New("connectidem: a request that is no Connect call reached the interceptor's transport")
 	}
@@ -121,9 +100,7 @@ func (attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, r.Context().Err()
 	}
 	hr := response(r, err)
-	c.mu.Lock()
-	c.answers[hr] = answer{resp: resp, err: err}
-	c.mu.Unlock()
+	c.answers.Put(hr, answer{resp: resp, err: err})
 	return hr, nil
 }
 
@@ -159,9 +136,9 @@ func readDetails(resp *http.Response, ce *connect.Error) {
 		case *errdetails.ErrorInfo:
 			if name := v.GetMetadata()["problem"]; v.GetDomain() == wire.ErrorDomain && name != "" {
 				p := wire.Problem{Type: wire.DefaultProblemPrefix + name, Title: ce.Message(), Status: wire.ProblemStatus(name, resp.StatusCode)}
-				rec := &recorder{header: resp.Header}
+				rec := rpcidem.NewRecorder(resp.Header)
 				wire.WriteProblem(rec, p)
-				resp.StatusCode, resp.Body, resp.ContentLength = p.Status, io.NopCloser(bytes.NewReader(rec.body.Bytes())), int64(rec.body.Len())
+				resp.StatusCode, resp.Body, resp.ContentLength = p.Status, io.NopCloser(bytes.NewReader(rec.Body.Bytes())), int64(rec.Body.Len())
 			}
 		case *errdetails.RetryInfo:
 			wait = v.GetRetryDelay().AsDuration()

@@ -17,20 +17,8 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/connectidem"
+	"github.com/idemkit/idem/internal/rpcidem/rpctest"
 )
-
-// fastRetries is a client Config whose backoff is short; its observer
-// records the key of each attempt.
-func fastRetries(keys *[]string, mu *sync.Mutex) idem.Config {
-	return idem.Config{
-		Backoff: idem.Backoff{Base: time.Millisecond, Cap: 2 * time.Millisecond},
-		Observer: idem.Observer{OnAttempt: func(a idem.Attempt) {
-			mu.Lock()
-			defer mu.Unlock()
-			*keys = append(*keys, a.Key)
-		}},
-	}
-}
 
 // dropFirst answers UNAVAILABLE in place of the first n answers, after the
 // call ran: a response lost after the handler committed.
@@ -57,7 +45,7 @@ func TestClientRetriesWithOneKey(t *testing.T) {
 			var keys []string
 			c := &counter{}
 			url := serve(t, nil, connectidem.Config{}, c, dropFirst(2))
-			client := newClient(url, append(p.opts, connect.WithInterceptors(connectidem.NewClientInterceptor(fastRetries(&keys, &mu))))...)
+			client := newClient(url, append(p.opts, connect.WithInterceptors(connectidem.NewClientInterceptor(rpctest.FastRetries(&keys, &mu))))...)
 			resp, err := client.CallUnary(t.Context(), payment(t, 7, ""))
 			require.NoError(t, err)
 			assert.EqualValues(t, 1, c.runs.Load(), "handler runs")
@@ -78,7 +66,7 @@ func TestClientFinalAnswer(t *testing.T) {
 	c := &counter{answer: func(ctx context.Context, n int64, req *connect.Request[structpb.Struct]) (*connect.Response[structpb.Struct], error) {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("no amount"))
 	}}
-	client := newClient(serve(t, nil, connectidem.Config{}, c), connect.WithInterceptors(connectidem.NewClientInterceptor(fastRetries(&keys, &mu))))
+	client := newClient(serve(t, nil, connectidem.Config{}, c), connect.WithInterceptors(connectidem.NewClientInterceptor(rpctest.FastRetries(&keys, &mu))))
 	_, err := client.CallUnary(t.Context(), payment(t, 7, ""))
 	assert.Equal(t, connect.CodeInvalidArgument, connect.CodeOf(err), "%v", err)
 	assert.Len(t, keys, 1, "attempts")
@@ -96,7 +84,7 @@ func TestClientHonoursRetryInfo(t *testing.T) {
 		ce.AddDetail(d)
 		return nil, ce
 	}}
-	client := newClient(serve(t, nil, connectidem.Config{}, c), connect.WithInterceptors(connectidem.NewClientInterceptor(fastRetries(&keys, &mu))))
+	client := newClient(serve(t, nil, connectidem.Config{}, c), connect.WithInterceptors(connectidem.NewClientInterceptor(rpctest.FastRetries(&keys, &mu))))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	_, err := client.CallUnary(ctx, payment(t, 7, ""))

@@ -1,13 +1,12 @@
 package connectidem
 
 import (
-	"bytes"
 	"context"
 	"net/http"
-	"strconv"
 
 	"connectrpc.com/connect"
 
+	"github.com/idemkit/idem/internal/rpcidem"
 	"github.com/idemkit/idem/internal/wire"
 )
 
@@ -48,34 +47,5 @@ func (e *exchange) Next(w http.ResponseWriter, r *http.Request) {
 		code = wire.RPCStatus(0)
 	}
 	res, err := newResult(e.resp, e.err, e.allow)
-	var body []byte
-	if err != nil {
-		code = http.StatusInternalServerError // never stored: the answer cannot be encoded
-	} else {
-		body = res.encode()
-	}
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(code)
-	_, _ = w.Write(body)
-}
-
-// recorder is the http.ResponseWriter the adapter answers to.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (w *recorder) Header() http.Header { return w.header }
-
-func (w *recorder) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-}
-
-func (w *recorder) Write(p []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return w.body.Write(p)
+	rpcidem.WriteResult(w, contentType, code, res, err)
 }

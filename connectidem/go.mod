@@ -6,6 +6,7 @@ require (
 	connectrpc.com/connect v1.21.1
 	github.com/google/uuid v1.6.0
 	github.com/idemkit/idem v0.0.0
+	github.com/idemkit/idem/internal/rpcidem v0.0.0
 	github.com/stretchr/testify v1.12.1
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/protobuf v1.36.11
@@ -24,3 +25,5 @@ require (
 )
 
 replace github.com/idemkit/idem => ../
+
+replace github.com/idemkit/idem/internal/rpcidem => ../internal/rpcidem

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/idemkit/idem/internal/rpcidem"
 	"github.com/idemkit/idem/internal/wire"
 	"github.com/idemkit/idem/server"
 )
@@ -59,7 +60,7 @@ func (i *interceptor) intercept(ctx context.Context, req connect.AnyRequest, msg
 	}
 	i.headers(r.Header, req)
 	ex := &exchange{ctx: ctx, req: req, procedure: procedure, scope: i.cfg.Scope, next: next, allow: i.allow}
-	w := &recorder{header: http.Header{}}
+	w := rpcidem.NewRecorder(http.Header{})
 	i.a.Serve(w, r, ex)
 	return i.answer(ex, w)
 }
@@ -81,16 +82,16 @@ func (i *interceptor) headers(h http.Header, req connect.AnyRequest) {
 }
 
 // answer turns what the adapter wrote to w into the call's answer.
-func (i *interceptor) answer(ex *exchange, w *recorder) (connect.AnyResponse, error) {
-	if p, ok := wire.ReadProblem(w.header.Get("Content-Type"), bytes.NewReader(w.body.Bytes()), 1<<16); ok {
-		return nil, refusal(p, w.header.Get(wire.HeaderRetryAfter))
+func (i *interceptor) answer(ex *exchange, w *rpcidem.Recorder) (connect.AnyResponse, error) {
+	if p, ok := wire.ReadProblem(w.Header().Get("Content-Type"), bytes.NewReader(w.Body.Bytes()), 1<<16); ok {
+		return nil, refusal(p, w.Header().Get(wire.HeaderRetryAfter))
 	}
-	if w.header.Get(wire.HeaderReplayed) == "true" {
-		res, err := decodeResult(w.body.Bytes())
+	if w.Header().Get(wire.HeaderReplayed) == "true" {
+		res, err := rpcidem.Decode(w.Body.Bytes())
 		if err != nil {
-			return nil, connect.NewError(connect.CodeInternal, err)
+			return nil, connect.NewError(connect.CodeInternal, errCorrupt)
 		}
-		resp, err := res.answer()
+		resp, err := storedAnswer(res)
 		var ce *connect.Error
 		switch {
 		case errors.As(err, &ce):

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/internal/rpcidem"
 )
 
 // UnaryClientInterceptor returns an interceptor that sends each unary call
@@ -35,19 +35,15 @@ import (
 // cfg.Base is set. Hedging ([idem.WithHedging]) must not be used with it.
 // The interceptor is safe for concurrent use.
 func UnaryClientInterceptor(cfg idem.Config) grpc.UnaryClientInterceptor {
-	if cfg.Base != nil {
-		panic("grpcidem: UnaryClientInterceptor's idem.Config.Base must be nil: each attempt is the gRPC call")
-	}
-	cfg.Base = attempts{}
-	t := idem.NewTransport(cfg)
+	t := rpcidem.NewTransport(cfg, attempts{}, "grpcidem: UnaryClientInterceptor's idem.Config.Base must be nil: each attempt is the gRPC call")
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		out, ok := reply.(proto.Message)
 		if !ok {
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}
-		c := &call{method: method, req: req, reply: out, cc: cc, invoker: invoker, opts: opts, answers: map[*http.Response]answer{}}
+		c := &call{method: method, req: req, reply: out, cc: cc, invoker: invoker, opts: opts}
 		u := &url.URL{Scheme: "grpc", Host: targetHost(cc.Target()), Path: method}
-		r, err := http.NewRequestWithContext(context.WithValue(ctx, callKey{}, c), http.MethodPost, u.String(), nil)
+		r, err := http.NewRequestWithContext(rpcidem.WithCall(ctx, c), http.MethodPost, u.String(), nil)
 		if err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
@@ -56,7 +52,7 @@ func UnaryClientInterceptor(cfg idem.Config) grpc.UnaryClientInterceptor {
 			return &Error{err: err}
 		}
 		_ = resp.Body.Close()
-		a, ok := c.answer(resp)
+		a, ok := c.answers.Get(resp)
 		if !ok {
 			return status.Errorf(codes.Internal, "grpcidem: the client returned an answer it was not given (status %d)", resp.StatusCode)
 		}
@@ -83,14 +79,7 @@ func (e *Error) Unwrap() error { return e.err }
 
 // GRPCStatus is the error's status.
 func (e *Error) GRPCStatus() *status.Status {
-	code := codes.Unavailable
-	switch {
-	case errors.Is(e.err, context.DeadlineExceeded) || errors.Is(e.err, idem.ErrDeadline):
-		code = codes.DeadlineExceeded
-	case errors.Is(e.err, context.Canceled):
-		code = codes.Canceled
-	}
-	return status.New(code, e.err.Error())
+	return status.New(codes.Code(rpcidem.LocalCode(e.err)), e.err.Error())
 }
 
 // targetHost names a target for the breaker: the dial target without its
@@ -102,8 +91,6 @@ func targetHost(target string) string {
 	return target
 }
 
-type callKey struct{}
-
 // call is one logical call: what every attempt sends, and the answer of
 // each attempt by the response that stands for it.
 type call struct {
@@ -113,22 +100,13 @@ type call struct {
 	cc      *grpc.ClientConn
 	invoker grpc.UnaryInvoker
 	opts    []grpc.CallOption
-
-	mu      sync.Mutex
-	answers map[*http.Response]answer
+	answers rpcidem.Answers[answer]
 }
 
 // answer is one attempt's answer.
 type answer struct {
 	reply proto.Message
 	st    *status.Status
-}
-
-func (c *call) answer(resp *http.Response) (answer, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a, ok := c.answers[resp]
-	return a, ok
 }
 
 // attempts is the Base of the interceptor's transport: each round trip is
@@ -138,7 +116,7 @@ type attempts struct{}
 // RoundTrip makes one attempt, with the request's key in the metadata,
 // and answers with a response whose status is the code's.
 func (attempts) RoundTrip(r *http.Request) (*http.Response, error) {
-	c, ok := r.Context().Value(callKey{}).(*call)
+	c, ok := rpcidem.CallFrom[*call](r.Context())
 	if !ok {
 		return nil, errors.New("grpcidem: a request that is no gRPC call reached the interceptor's transport")
 	}
@@ -154,8 +132,6 @@ func (attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	st := status.Convert(err)
 	resp := response(r, st, trailer)
-	c.mu.Lock()
-	c.answers[resp] = answer{reply: reply, st: st}
-	c.mu.Unlock()
+	c.answers.Put(resp, answer{reply: reply, st: st})
 	return resp, nil
 }

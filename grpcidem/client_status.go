@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/idemkit/idem/internal/rpcidem"
 	"github.com/idemkit/idem/internal/wire"
 )
 
@@ -32,9 +33,9 @@ func response(r *http.Request, st *status.Status, trailer metadata.MD) *http.Res
 			if name := d.GetMetadata()["problem"]; d.GetDomain() == ErrorDomain && name != "" {
 				p := wire.Problem{Type: wire.DefaultProblemPrefix + name, Title: st.Message(), Status: wire.ProblemStatus(name, resp.StatusCode)}
 				var b bytes.Buffer
-				rec := &recorder{header: resp.Header}
+				rec := rpcidem.NewRecorder(resp.Header)
 				wire.WriteProblem(rec, p)
-				b.Write(rec.body.Bytes())
+				b.Write(rec.Body.Bytes())
 				resp.StatusCode, resp.Body, resp.ContentLength = p.Status, io.NopCloser(&b), int64(b.Len())
 			}
 		case *errdetails.RetryInfo:

@@ -24,21 +24,9 @@ import (
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/grpcidem"
 	"github.com/idemkit/idem/grpcidem/internal/sample"
+	"github.com/idemkit/idem/internal/rpcidem/rpctest"
 	"github.com/idemkit/idem/server"
 )
-
-// fastRetries is a client Config whose backoff is short, so that the tests
-// do not wait; its observer records the keys of the attempts.
-func fastRetries(keys *[]string, mu *sync.Mutex) idem.Config {
-	return idem.Config{
-		Backoff: idem.Backoff{Base: time.Millisecond, Cap: 2 * time.Millisecond},
-		Observer: idem.Observer{OnAttempt: func(a idem.Attempt) {
-			mu.Lock()
-			defer mu.Unlock()
-			*keys = append(*keys, a.Key)
-		}},
-	}
-}
 
 // rig serves the sample service with outer (a fault) in front of the
 // server interceptor, and dials it with the client interceptor.
@@ -82,7 +70,7 @@ func TestClientRetriesWithOneKey(t *testing.T) {
 	var mu sync.Mutex
 	var keys []string
 	c := &counter{}
-	cc := rig(t, dropFirst(2), c, fastRetries(&keys, &mu))
+	cc := rig(t, dropFirst(2), c, rpctest.FastRetries(&keys, &mu))
 	resp, err := sample.Pay(t.Context(), cc, payment(t, 7))
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, c.runs.Load(), "handler runs")
@@ -102,7 +90,7 @@ func TestClientKeyFromContext(t *testing.T) {
 	}}
 	var mu sync.Mutex
 	var keys []string
-	cc := rig(t, pass, c, fastRetries(&keys, &mu))
+	cc := rig(t, pass, c, rpctest.FastRetries(&keys, &mu))
 	_, err := sample.Pay(idem.WithKey(t.Context(), "order-42"), cc, payment(t, 7))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"order-42"}, got)
@@ -116,7 +104,7 @@ func TestClientFinalAnswers(t *testing.T) {
 	c := &counter{answer: func(ctx context.Context, n int64, req *structpb.Struct) (*structpb.Struct, error) {
 		return nil, status.Error(codes.InvalidArgument, "no amount")
 	}}
-	cc := rig(t, pass, c, fastRetries(&keys, &mu))
+	cc := rig(t, pass, c, rpctest.FastRetries(&keys, &mu))
 	_, err := sample.Pay(t.Context(), cc, payment(t, 7))
 	assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
 	assert.Equal(t, "no amount", status.Convert(err).Message())
@@ -146,7 +134,7 @@ func TestClientHonoursRetryInfo(t *testing.T) {
 			c := &counter{answer: func(ctx context.Context, n int64, req *structpb.Struct) (*structpb.Struct, error) {
 				return nil, tc.answer(ctx)
 			}}
-			cc := rig(t, pass, c, fastRetries(&keys, &mu))
+			cc := rig(t, pass, c, rpctest.FastRetries(&keys, &mu))
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			_, err := sample.Pay(ctx, cc, payment(t, 7))

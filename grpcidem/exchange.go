@@ -1,13 +1,13 @@
 package grpcidem
 
 import (
-	"bytes"
 	"context"
 	"net/http"
-	"strconv"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
+
+	"github.com/idemkit/idem/internal/rpcidem"
 )
 
 // exchange is one unary call as [server.Adapter] sees it: its Next runs
@@ -47,35 +47,5 @@ func (e *exchange) Next(w http.ResponseWriter, r *http.Request) {
 	e.ran = true
 	header, trailer := e.stream.held()
 	res, err := newResult(e.resp, e.err, header, trailer, e.allow)
-	code := httpStatus(status.Code(e.err))
-	var body []byte
-	if err != nil {
-		code = http.StatusInternalServerError // never stored: the answer cannot be encoded
-	} else {
-		body = res.encode()
-	}
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(code)
-	_, _ = w.Write(body)
-}
-
-// recorder is the http.ResponseWriter the adapter answers to.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (w *recorder) Header() http.Header { return w.header }
-
-func (w *recorder) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-}
-
-func (w *recorder) Write(p []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return w.body.Write(p)
+	rpcidem.WriteResult(w, contentType, httpStatus(status.Code(e.err)), res, err)
 }

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/google/uuid v1.6.0
 	github.com/idemkit/idem v0.0.0
+	github.com/idemkit/idem/internal/rpcidem v0.0.0
 	github.com/stretchr/testify v1.12.1
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/grpc v1.85.0
@@ -26,3 +27,5 @@ require (
 )
 
 replace github.com/idemkit/idem => ../
+
+replace github.com/idemkit/idem/internal/rpcidem => ../internal/rpcidem

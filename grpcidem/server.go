@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/idemkit/idem/internal/rpcidem"
 	"github.com/idemkit/idem/internal/wire"
 	"github.com/idemkit/idem/server"
 )
@@ -58,7 +59,7 @@ func (i *interceptor) intercept(ctx context.Context, req any, info *grpc.UnarySe
 	}
 	i.headers(ctx, r.Header, req)
 	ex := &exchange{ctx: ctx, req: req, method: info.FullMethod, scope: i.cfg.Scope, handler: handler, allow: i.allow}
-	w := &recorder{header: http.Header{}}
+	w := rpcidem.NewRecorder(http.Header{})
 	i.a.Serve(w, r, ex)
 	return i.answer(ctx, ex, w)
 }
@@ -82,16 +83,16 @@ func (i *interceptor) headers(ctx context.Context, h http.Header, req any) {
 
 // answer turns what the adapter wrote to w into the call's answer: a
 // refusal, a replay, or the handler's own answer with its metadata.
-func (i *interceptor) answer(ctx context.Context, ex *exchange, w *recorder) (any, error) {
-	if p, ok := wire.ReadProblem(w.header.Get("Content-Type"), bytes.NewReader(w.body.Bytes()), 1<<16); ok {
-		wait := retryAfter(p, w.header.Get(wire.HeaderRetryAfter))
+func (i *interceptor) answer(ctx context.Context, ex *exchange, w *rpcidem.Recorder) (any, error) {
+	if p, ok := wire.ReadProblem(w.Header().Get("Content-Type"), bytes.NewReader(w.Body.Bytes()), 1<<16); ok {
+		wait := retryAfter(p, w.Header().Get(wire.HeaderRetryAfter))
 		if wait > 0 {
 			_ = send(ctx, nil, metadata.Pairs(pushbackKey, strconv.FormatInt(wait.Milliseconds(), 10)))
 		}
 		return nil, refusal(p, wait).Err()
 	}
-	if w.header.Get(wire.HeaderReplayed) == "true" {
-		return i.replay(ctx, w.body.Bytes())
+	if w.Header().Get(wire.HeaderReplayed) == "true" {
+		return i.replay(ctx, w.Body.Bytes())
 	}
 	if !ex.ran {
 		return nil, status.Error(codes.Internal, "grpcidem: the adapter answered neither with the handler nor with a refusal")
@@ -105,13 +106,13 @@ func (i *interceptor) answer(ctx context.Context, ex *exchange, w *recorder) (an
 
 // replay answers with a stored result, marked in the header metadata.
 func (i *interceptor) replay(ctx context.Context, body []byte) (any, error) {
-	res, err := decodeResult(body)
+	res, err := rpcidem.Decode(body)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, status.Error(codes.Internal, errCorrupt.Error())
 	}
-	header := metadata.Join(res.header, metadata.Pairs(MetadataReplayed, "true"))
-	if err := send(ctx, header, res.trailer); err != nil {
+	header := metadata.Join(res.Header, metadata.Pairs(MetadataReplayed, "true"))
+	if err := send(ctx, header, res.Trailer); err != nil {
 		return nil, err
 	}
-	return res.answer()
+	return storedAnswer(res)
 }

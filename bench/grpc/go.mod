@@ -14,6 +14,7 @@ require (
 require (
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
 	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/idemkit/idem/internal/rpcidem v0.0.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
@@ -29,4 +30,5 @@ require (
 replace (
 	github.com/idemkit/idem => ../..
 	github.com/idemkit/idem/grpcidem => ../../grpcidem
+	github.com/idemkit/idem/internal/rpcidem => ../../internal/rpcidem
 )
