@@ -38,7 +38,7 @@ func (f *found) leased() bool { return f.state == "running" && f.leaseLeft > 0 }
 // decide judges f for c, by server.Store's rules.
 func (f *found) decide(c *server.Claim) (verdict, server.ClaimResult) {
 	switch {
-	case f.expired && !f.leased():
+	case (f.expired || f.state == "not-applied") && !f.leased() && f.state != "uncertain":
 		return vReclaim, server.ClaimResult{}
 	case !c.Matches(f.fpAlg, f.fp):
 		return vFinal, server.ClaimResult{Verdict: server.VerdictMismatch}
@@ -46,6 +46,8 @@ func (f *found) decide(c *server.Claim) (verdict, server.ClaimResult) {
 		return vFinal, server.ClaimResult{Verdict: server.VerdictReplay, Response: f.resp}
 	case f.state == "unavailable":
 		return vFinal, server.ClaimResult{Verdict: server.VerdictUnavailable}
+	case f.state == "uncertain":
+		return vFinal, server.ClaimResult{Verdict: server.VerdictUncertain}
 	case f.leaseLeft > 0:
 		return vFinal, server.ClaimResult{Verdict: server.VerdictInFlight, RetryAfter: f.leaseLeft}
 	default:
