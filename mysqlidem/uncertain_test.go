@@ -2,15 +2,22 @@ package mysqlidem
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/internal/wire"
 	"github.com/idemkit/idem/mysqlidem/internal/mysqltest"
 	"github.com/idemkit/idem/server"
 	"github.com/idemkit/idem/server/storetest"
@@ -88,6 +95,11 @@ func TestUncertainThroughTheOperator(t *testing.T) {
 	require.NoError(t, taken[0].Settler.(server.UncertainSettler).Uncertain(ctx))
 
 	clock.Advance(2 * time.Hour) // past the retention
+	tc := leasedClaim("k-u")
+	tc.Mode, tc.Lease, tc.Request = server.Transactional, 0, nil
+	tres, err := s.Claim(ctx, tc)
+	require.NoError(t, err)
+	assert.Equal(t, server.VerdictUncertain, tres.Verdict, "a Transactional claim of the scope too")
 	page, err := ops.InFlight(ctx, server.InFlightQuery{})
 	require.NoError(t, err)
 	require.Len(t, page.Records, 1)
@@ -118,4 +130,126 @@ func TestUncertainThroughTheOperator(t *testing.T) {
 	page, err = ops.InFlight(ctx, server.InFlightQuery{})
 	require.NoError(t, err)
 	assert.Empty(t, page.Records, "no longer in flight")
+}
+
+// TestReclaimPassesOverAnUncertainRecord: a claim that read the record
+// expired and unleased, and reclaims it after a reconciler left it
+// uncertain, must not win (sqlReclaim's state condition).
+func TestReclaimPassesOverAnUncertainRecord(t *testing.T) {
+	s, _ := newTestStore(t, 4)
+	clock := &storetest.Clock{}
+	s.offset = clock.Offset
+	ctx := context.Background()
+	c := leasedClaim("k-race")
+	res, err := s.Claim(ctx, c)
+	require.NoError(t, err)
+	require.NoError(t, res.Attempt.(server.LeasedAttempt).Checkpoint(ctx, "charged", nil))
+	require.NoError(t, res.Attempt.Abort(ctx, false))
+	clock.Advance(2 * time.Hour) // past the lease and the retention
+	f, err := s.read(ctx, s.db, sqlRead, c)
+	require.NoError(t, err)
+	v, _ := f.decide(c)
+	require.Equal(t, vReclaim, v, "what the claim read")
+	require.NoError(t, res.Attempt.(server.UncertainSettler).Uncertain(ctx), "meanwhile, under the same token")
+
+	_, won, err := s.steal(ctx, s.db, c, f, v, uuid.New())
+	require.NoError(t, err)
+	assert.False(t, won, "an uncertain record is never reclaimed")
+	assert.Equal(t, server.VerdictUncertain, claimVerdict(t, s, c))
+}
+
+func claimVerdict(t *testing.T, s *Store, c *server.Claim) server.Verdict {
+	t.Helper()
+	res, err := s.Claim(context.Background(), c)
+	require.NoError(t, err)
+	return res.Verdict
+}
+
+// The acceptance of issue 46 item 2 on MariaDB: an operation that a
+// reconciler cannot tell by MaxAge becomes uncertain (409
+// outcome-uncertain, kept), and is settled both ways through the store:
+// applied (later retries replay the response) and not applied (the next
+// retry runs afresh).
+func TestUncertainSettledBothWaysEndToEnd(t *testing.T) {
+	s, _ := newTestStore(t, 8)
+	var runs atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		ls, _ := server.LeaseFrom(r.Context())
+		_ = ls.Checkpoint(r.Context(), "charged", json.RawMessage(`{"charge":"ch_1"}`))
+		w.WriteHeader(http.StatusBadGateway)
+	})
+	const route = "POST /v1/charges"
+	mux := http.NewServeMux()
+	cfg := server.Config{Mode: server.Leased, Logger: slog.New(slog.DiscardHandler),
+		Scope: func(*http.Request) (string, string) { return "acme", "alice" }}
+	mux.Handle(route, server.Middleware(s, cfg)(h))
+	api := httptest.NewServer(mux)
+	t.Cleanup(api.Close)
+	post := func(key string) (*http.Response, string) {
+		req, _ := http.NewRequest(http.MethodPost, api.URL+"/v1/charges", strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp, string(body)
+	}
+	for _, key := range []string{"u-applied", "u-not"} {
+		resp, _ := post(key)
+		require.Equal(t, http.StatusBadGateway, resp.StatusCode)
+	}
+	parkBoth(t, s, route)
+
+	resp, body := post("u-applied")
+	require.Equal(t, http.StatusConflict, resp.StatusCode, body)
+	assert.Contains(t, body, wire.ProblemOutcomeUncertain)
+	assert.Equal(t, wire.StateUncertain, resp.Header.Get(wire.HeaderOperationState))
+	assert.EqualValues(t, 2, runs.Load(), "never run again")
+
+	ctx := context.Background()
+	applied := server.Operation{Tenant: "acme", Principal: "alice", Route: route, Key: "u-applied"}
+	_, err := s.Resolve(ctx, applied, server.Resolution{Applied: true, By: "ops", Reason: "T-1", Retention: time.Hour,
+		Response: &server.Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: []byte(`{"charge":"ch_1"}`)}})
+	require.NoError(t, err)
+	resp, body = post("u-applied")
+	assert.Equal(t, http.StatusCreated, resp.StatusCode, body)
+	assert.JSONEq(t, `{"charge":"ch_1"}`, body)
+	assert.Equal(t, "true", resp.Header.Get(wire.HeaderReplayed))
+
+	rec, err := s.Resolve(ctx, server.Operation{Tenant: "acme", Principal: "alice", Route: route, Key: "u-not"},
+		server.Resolution{By: "ops", Reason: "T-2", Retention: time.Hour})
+	require.NoError(t, err)
+	assert.Equal(t, "not-applied", rec.State)
+	resp, _ = post("u-not")
+	assert.Equal(t, http.StatusBadGateway, resp.StatusCode, "the key is free: the handler runs afresh")
+	assert.EqualValues(t, 3, runs.Load())
+	_, err = s.Resolve(ctx, applied, server.Resolution{By: "ops", Reason: "again", Retention: time.Hour})
+	assert.ErrorIs(t, err, server.ErrNotUncertain)
+}
+
+// parkBoth runs a reconciler that cannot tell route's two abandoned
+// operations until it has left both uncertain (MaxAge 1 ns).
+func parkBoth(t *testing.T, s *Store, route string) {
+	t.Helper()
+	parked := make(chan struct{}, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- server.RunReconciler(ctx, s, server.ReconcileConfig{MaxAge: time.Nanosecond, Interval: 20 * time.Millisecond,
+			Logger: slog.New(slog.DiscardHandler),
+			Routes: map[string]server.ReconcileFunc{route: func(context.Context, *server.Abandoned) (server.Settlement, error) {
+				return server.Settlement{Answer: server.NotKnown}, nil
+			}},
+			Hooks: server.ReconcileHooks{Parked: func(context.Context, server.ReconcileEvent) { parked <- struct{}{} }}})
+	}()
+	defer func() { cancel(); <-done }()
+	for range 2 {
+		select {
+		case <-parked:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the reconciler left nothing uncertain")
+		}
+	}
 }
