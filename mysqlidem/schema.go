@@ -42,7 +42,11 @@ const schemaSQL = `CREATE TABLE IF NOT EXISTS idem_records (
 
 // Schema returns the SQL that [Migrate] applies, for applications that run
 // their migrations with a tool of their own: one CREATE TABLE IF NOT
-// EXISTS of the idem_records table with its indexes.
+// EXISTS of the idem_records table with its indexes. A table made by an
+// older version lacks the resolution's columns, which such a tool must
+// add (Migrate does: ALTER TABLE idem_records ADD COLUMN resolved_by BLOB
+// NULL, ADD COLUMN resolved_at DATETIME(6) NULL, ADD COLUMN
+// resolve_reason BLOB NULL).
 //
 // The columns: scope_hash, the SHA-256 of (tenant, principal, route, key),
 // with those four in clear for people reading the table; the request's

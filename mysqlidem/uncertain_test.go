@@ -253,3 +253,41 @@ func parkBoth(t *testing.T, s *Store, route string) {
 		}
 	}
 }
+
+// TestResolveIsOneStep resolves one uncertain operation from eight
+// goroutines at once, half applied and half not: exactly one resolution
+// wins, the others are refused as not uncertain, and the record is as the
+// winner left it.
+func TestResolveIsOneStep(t *testing.T) {
+	s, _ := newTestStore(t, 16)
+	ctx := context.Background()
+	res, err := s.Claim(ctx, leasedClaim("k-once"))
+	require.NoError(t, err)
+	require.NoError(t, res.Attempt.(server.UncertainSettler).Uncertain(ctx))
+	op := server.Operation{Tenant: "t", Principal: "p", Route: "POST /x", Key: "k-once"}
+
+	var wg sync.WaitGroup
+	recs, errs := make([]server.Record, 8), make([]error, 8)
+	for i := range errs {
+		r := server.Resolution{By: "ops", Reason: "T-1", Retention: time.Hour}
+		if i%2 == 0 {
+			r.Applied, r.Response = true, &server.Response{Status: 201}
+		}
+		wg.Go(func() { recs[i], errs[i] = s.Resolve(ctx, op, r) })
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		if err == nil {
+			require.Equal(t, -1, won, "a second resolution won")
+			won = i
+			continue
+		}
+		assert.ErrorIs(t, err, server.ErrNotUncertain)
+	}
+	require.NotEqual(t, -1, won, "one resolution wins")
+	rec, err := s.ReadRecord(ctx, op, false)
+	require.NoError(t, err)
+	assert.Equal(t, recs[won].State, rec.State)
+	assert.Equal(t, won%2 == 0, rec.Resolved.Applied)
+}
