@@ -32,9 +32,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, 1, ` + now + ` + INTERVAL ? MICROSECO
     ` + now + ` + INTERVAL ? MICROSECOND, ?)
 ON DUPLICATE KEY UPDATE scope_hash = scope_hash`
 
-// sqlRead reads a record as it stands: args offset, offset, scope.
+// sqlRead reads a record as it stands, its expiry in microseconds since
+// the Unix epoch: args offset, offset, scope.
 const sqlRead = `SELECT fp_alg, fingerprint, state, token, expires_at <= ` + now + `,
-    TIMESTAMPDIFF(MICROSECOND, ` + now + `, locked_until), response
+    TIMESTAMPDIFF(MICROSECOND, ` + now + `, locked_until), response,
+    TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', expires_at)
 FROM idem_records WHERE scope_hash = ?`
 
 // sqlReadLocked is sqlRead in the claim's transaction, which holds the

@@ -168,8 +168,8 @@ func claimVerdict(t *testing.T, s *Store, c *server.Claim) server.Verdict {
 // The acceptance of issue 46 item 2 on MariaDB: an operation that a
 // reconciler cannot tell by MaxAge becomes uncertain (409
 // outcome-uncertain, kept), and is settled both ways through the store:
-// applied (later retries replay the response) and not applied (the next
-// retry runs afresh).
+// applied (later retries replay the response, with the record's expiry)
+// and not applied (the next retry runs afresh).
 func TestUncertainSettledBothWaysEndToEnd(t *testing.T) {
 	s, _ := newTestStore(t, 8)
 	var runs atomic.Int64
@@ -217,6 +217,10 @@ func TestUncertainSettledBothWaysEndToEnd(t *testing.T) {
 	assert.Equal(t, http.StatusCreated, resp.StatusCode, body)
 	assert.JSONEq(t, `{"charge":"ch_1"}`, body)
 	assert.Equal(t, "true", resp.Header.Get(wire.HeaderReplayed))
+	kept, err := s.ReadRecord(ctx, applied, false)
+	require.NoError(t, err)
+	assert.Equal(t, kept.ExpiresAt.Format(http.TimeFormat), resp.Header.Get(wire.HeaderKeyExpires),
+		"a replay tells the record's expiry (Idempotency-Key-Expires)")
 
 	rec, err := s.Resolve(ctx, server.Operation{Tenant: "acme", Principal: "alice", Route: route, Key: "u-not"},
 		server.Resolution{By: "ops", Reason: "T-2", Retention: time.Hour})
