@@ -16,6 +16,11 @@
 // (a 5xx, a rejection status, a panic). A [server.Leased] claim commits
 // before the handler runs, under a lease and a fencing token, with
 // recovery points, takeover, [server.RunReconciler] and [server.RunSweeper].
+// An operation the reconciler cannot tell by its MaxAge stays uncertain
+// (never swept, reclaimed or taken again; its retries get 409
+// outcome-uncertain) until an operator resolves it through
+// [server.Operator.Resolve]: the Store is a [server.Resolver], and
+// [Migrate] adds the resolution's columns to a table of an older version.
 //
 // # The claim's lock
 //

@@ -21,13 +21,14 @@ func epochMicros(col string) string {
 }
 
 // operatorColumns are a server.Record's columns without payload, then the
-// store's clock (one offset argument), then the stored response and the
+// store's clock (one offset argument), the resolution's columns, then the
+// stored response and the
 // stored request when the payload arguments (the next two, both the same)
 // are true.
 var operatorColumns = `tenant, principal, route, idem_key, attempt, state, request IS NOT NULL, status, ` +
 	epochMicros("created_at") + `, ` + epochMicros("expires_at") + `, ` + epochMicros("locked_until") + `, ` +
 	epochMicros("reconcile_at") + `, recovery_point, recovery_data, fp_alg, ` + epochMicros(now) + `,
-    CASE WHEN ? THEN response END, CASE WHEN ? THEN request END`
+    resolved_by, ` + epochMicros("resolved_at") + `, resolve_reason, CASE WHEN ? THEN response END, CASE WHEN ? THEN request END`
 
 // scanRecord reads operatorColumns.
 func scanRecord(row interface{ Scan(...any) error }) (server.Record, error) {
@@ -39,11 +40,18 @@ func scanRecord(row interface{ Scan(...any) error }) (server.Record, error) {
 		created, expires, lease, recon sql.NullInt64
 		point, data, stored, request   []byte
 		readAt                         int64
+		by, why                        []byte
+		resolvedAt                     sql.NullInt64
 	)
 	err := row.Scan(&tenant, &principal, &route, &key, &rec.Attempt, &rec.State, &leased, &status,
-		&created, &expires, &lease, &recon, &point, &data, &rec.FingerprintAlg, &readAt, &stored, &request)
+		&created, &expires, &lease, &recon, &point, &data, &rec.FingerprintAlg, &readAt,
+		&by, &resolvedAt, &why, &stored, &request)
 	if err != nil {
 		return server.Record{}, err
+	}
+	if by != nil && resolvedAt.Valid && why != nil {
+		rec.Resolved = &server.Resolved{By: string(by), Reason: string(why), At: utcMicros(resolvedAt.Int64),
+			Applied: rec.State == "done"}
 	}
 	rec.Tenant, rec.Principal, rec.Route, rec.Key = string(tenant), string(principal), string(route), string(key)
 	rec.Mode = server.Transactional
@@ -97,10 +105,11 @@ func (s *Store) ReadRecord(ctx context.Context, op server.Operation, payload boo
 	return rec, nil
 }
 
-// ListRunning returns a page of running records (see
-// [server.RecordStore]), oldest first, through the running records' index.
-// Only Leased records are seen: a Transactional claim is an open
-// transaction, which commits its record done.
+// ListRunning returns a page of running and uncertain records (see
+// [server.RecordStore]; an uncertain one is never stuck), oldest first,
+// through the index on state. Only Leased records are seen: a
+// Transactional claim is an open transaction, which commits its record
+// done.
 func (s *Store) ListRunning(ctx context.Context, q server.InFlightQuery) ([]server.Record, error) {
 	after := q.After
 	created := int64(-1 << 62)
@@ -109,7 +118,7 @@ func (s *Store) ListRunning(ctx context.Context, q server.InFlightQuery) ([]serv
 	}
 	off := s.clock()
 	query := `SELECT ` + operatorColumns + ` FROM idem_records
-WHERE state = 'running' AND (? = 0 OR locked_until <= ` + now + `) AND (? = '' OR route = ?)
+WHERE state IN ('running', 'uncertain') AND (? = 0 OR locked_until <= ` + now + `) AND (? = '' OR route = ?)
     AND (` + epochMicros("created_at") + `, tenant, principal, route, idem_key) > (?, ?, ?, ?, ?)
 ORDER BY created_at, tenant, principal, route, idem_key LIMIT ?`
 	recs, err := s.queryRecords(ctx, query, off, false, false, q.Stuck, off, q.Route, q.Route,

@@ -20,6 +20,7 @@ type found struct {
 	expired   bool
 	leaseLeft time.Duration // <= 0: no live lease
 	resp      *server.Response
+	expiresAt time.Time // the end of its retention, by the database's clock
 }
 
 // verdict is what a claim does with a found record.
@@ -38,14 +39,16 @@ func (f *found) leased() bool { return f.state == "running" && f.leaseLeft > 0 }
 // decide judges f for c, by server.Store's rules.
 func (f *found) decide(c *server.Claim) (verdict, server.ClaimResult) {
 	switch {
-	case f.expired && !f.leased():
+	case (f.expired || f.state == "not-applied") && !f.leased() && f.state != "uncertain":
 		return vReclaim, server.ClaimResult{}
 	case !c.Matches(f.fpAlg, f.fp):
 		return vFinal, server.ClaimResult{Verdict: server.VerdictMismatch}
 	case f.state == "done":
-		return vFinal, server.ClaimResult{Verdict: server.VerdictReplay, Response: f.resp}
+		return vFinal, server.ClaimResult{Verdict: server.VerdictReplay, Response: f.resp, Expires: f.expiresAt}
 	case f.state == "unavailable":
 		return vFinal, server.ClaimResult{Verdict: server.VerdictUnavailable}
+	case f.state == "uncertain":
+		return vFinal, server.ClaimResult{Verdict: server.VerdictUncertain}
 	case f.leaseLeft > 0:
 		return vFinal, server.ClaimResult{Verdict: server.VerdictInFlight, RetryAfter: f.leaseLeft}
 	default:
@@ -63,14 +66,15 @@ type queryer interface {
 // there is none.
 func (s *Store) read(ctx context.Context, q queryer, query string, c *server.Claim) (*found, error) {
 	var (
-		f      found
-		token  []byte
-		left   sql.NullInt64
-		stored []byte
+		f       found
+		token   []byte
+		left    sql.NullInt64
+		stored  []byte
+		expires int64
 	)
 	off := s.clock()
 	err := q.QueryRowContext(ctx, query, off, off, c.Scope[:]).Scan(&f.fpAlg, &f.fp, &f.state, &token,
-		&f.expired, &left, &stored)
+		&f.expired, &left, &stored, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -81,6 +85,7 @@ func (s *Store) read(ctx context.Context, q queryer, query string, c *server.Cla
 	if err != nil {
 		return nil, err
 	}
+	f.expiresAt = utcMicros(expires)
 	if left.Valid {
 		f.leaseLeft = time.Duration(left.Int64) * time.Microsecond
 	}

@@ -32,9 +32,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, 1, ` + now + ` + INTERVAL ? MICROSECO
     ` + now + ` + INTERVAL ? MICROSECOND, ?)
 ON DUPLICATE KEY UPDATE scope_hash = scope_hash`
 
-// sqlRead reads a record as it stands: args offset, offset, scope.
+// sqlRead reads a record as it stands, its expiry in microseconds since
+// the Unix epoch: args offset, offset, scope.
 const sqlRead = `SELECT fp_alg, fingerprint, state, token, expires_at <= ` + now + `,
-    TIMESTAMPDIFF(MICROSECOND, ` + now + `, locked_until), response
+    TIMESTAMPDIFF(MICROSECOND, ` + now + `, locked_until), response,
+    TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', expires_at)
 FROM idem_records WHERE scope_hash = ?`
 
 // sqlReadLocked is sqlRead in the claim's transaction, which holds the
@@ -44,15 +46,16 @@ FROM idem_records WHERE scope_hash = ?`
 const sqlReadLocked = sqlRead + ` FOR UPDATE`
 
 // sqlReclaim claims a record whose retention has passed and whose lease
-// is not live. Args: tenant, principal, route, key, fp_alg, fingerprint,
-// token, offset and lease (NULL: Transactional), offset, offset and
-// retention, request, scope, offset, offset.
+// is not live, never an uncertain one (a record resolved not applied
+// expired when it was resolved). Args: tenant, principal, route, key,
+// fp_alg, fingerprint, token, offset and lease (NULL: Transactional),
+// offset, offset and retention, request, scope, offset, offset.
 const sqlReclaim = `UPDATE idem_records SET tenant = ?, principal = ?, route = ?, idem_key = ?,
     fp_alg = ?, fingerprint = ?, state = 'running', token = ?, attempt = 1, writes = writes + 1,
     locked_until = ` + now + ` + INTERVAL ? MICROSECOND, recovery_point = NULL, recovery_data = NULL,
     status = NULL, response = NULL, created_at = ` + now + `, expires_at = ` + now + ` + INTERVAL ? MICROSECOND,
-    request = ?, reconcile_at = NULL
-WHERE scope_hash = ? AND expires_at <= ` + now + `
+    request = ?, reconcile_at = NULL, resolved_by = NULL, resolved_at = NULL, resolve_reason = NULL
+WHERE scope_hash = ? AND expires_at <= ` + now + ` AND state <> 'uncertain'
     AND (state <> 'running' OR locked_until IS NULL OR locked_until <= ` + now + `)`
 
 // sqlTakeover takes over an expired lease held by the token it read.
@@ -111,11 +114,12 @@ const sqlClearEnded = `DELETE FROM idem_records` + fenced
 const sqlFree = `DELETE FROM idem_records` + fenced
 
 // sqlSweepPick picks at most a limit of expired records whose lease is not
-// live, oldest first, skipping the rows a request holds: offset, offset,
+// live and that are not uncertain, oldest first, skipping the rows a request holds: offset, offset,
 // limit. It runs under READ COMMITTED, which takes no gap locks that would
 // hold up the inserts of new keys.
 const sqlSweepPick = `SELECT scope_hash FROM idem_records
 WHERE expires_at <= ` + now + ` AND (locked_until IS NULL OR locked_until <= ` + now + `)
+    AND state <> 'uncertain'
 ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED`
 
 // sqlStats counts the running records and the age of the oldest in

@@ -34,8 +34,8 @@ type UncertainSettler interface {
 }
 
 // Resolver is the optional interface of a store whose uncertain operations
-// an operator resolves ([Operator.Resolve]); [PostgresStore] and
-// [MemoryStore] implement it.
+// an operator resolves ([Operator.Resolve]); [PostgresStore],
+// [MemoryStore], idemredis's and mysqlidem's stores implement it.
 type Resolver interface {
 	// Resolve settles the uncertain record of op's scope (op.Attempt is
 	// ignored) by r, which the caller checked ([Resolution]), and returns
