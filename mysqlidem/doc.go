@@ -86,9 +86,9 @@
 //
 // Store is a [server.RecordStore]: server.NewOperator(store, ...) looks
 // records up, lists the operations in flight and evicts, and package
-// admin serves its page on that Operator. idemctl opens Postgres only. A
-// Leased record's stored request is not decoded (Record.Request is nil):
-// its decoder is server's own.
+// admin serves its page on that Operator; idemctl reads them with -mysql
+// DSN. A lookup with its payload decodes a Leased record's stored request
+// (Record.Request) through [server.ParseStoredRequest].
 //
 // # What was tested
 //

@@ -21,12 +21,12 @@ func epochMicros(col string) string {
 }
 
 // operatorColumns are a server.Record's columns without payload, then the
-// store's clock (one offset argument), then the stored response when the
-// payload argument (the next) is true.
+// store's clock (one offset argument), then the stored response and the
+// stored request when the payload argument (the next, given twice) is true.
 var operatorColumns = `tenant, principal, route, idem_key, attempt, state, request IS NOT NULL, status, ` +
 	epochMicros("created_at") + `, ` + epochMicros("expires_at") + `, ` + epochMicros("locked_until") + `, ` +
 	epochMicros("reconcile_at") + `, recovery_point, recovery_data, fp_alg, ` + epochMicros(now) + `,
-    CASE WHEN ? THEN response END`
+    CASE WHEN ? THEN response END, CASE WHEN ? THEN request END`
 
 // scanRecord reads operatorColumns.
 func scanRecord(row interface{ Scan(...any) error }) (server.Record, error) {
@@ -36,11 +36,11 @@ func scanRecord(row interface{ Scan(...any) error }) (server.Record, error) {
 		leased                         bool
 		status                         sql.NullInt64
 		created, expires, lease, recon sql.NullInt64
-		point, data, stored            []byte
+		point, data, stored, request   []byte
 		readAt                         int64
 	)
 	err := row.Scan(&tenant, &principal, &route, &key, &rec.Attempt, &rec.State, &leased, &status,
-		&created, &expires, &lease, &recon, &point, &data, &rec.FingerprintAlg, &readAt, &stored)
+		&created, &expires, &lease, &recon, &point, &data, &rec.FingerprintAlg, &readAt, &stored, &request)
 	if err != nil {
 		return server.Record{}, err
 	}
@@ -67,6 +67,13 @@ func scanRecord(row interface{ Scan(...any) error }) (server.Record, error) {
 		}
 		rec.Header, rec.Body = res.Header, res.Body
 	}
+	if len(request) > 0 {
+		req, err := server.ParseStoredRequest(request)
+		if err != nil {
+			return server.Record{}, fmt.Errorf("stored request: %w", err)
+		}
+		rec.Request = req
+	}
 	return rec, nil
 }
 
@@ -74,12 +81,12 @@ func utcMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
 // ReadRecord returns the record of op's scope (see [server.RecordStore])
 // in one primary-key lookup, a plain read that waits for no lock. With
-// payload it returns the stored response's headers and body; the stored
-// request of a Leased record is not decoded (Request stays nil).
+// payload it returns the stored response's headers and body, and a Leased
+// record's stored request (Record.Request).
 func (s *Store) ReadRecord(ctx context.Context, op server.Operation, payload bool) (server.Record, error) {
 	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
 	q := `SELECT ` + operatorColumns + ` FROM idem_records WHERE scope_hash = ?`
-	rec, err := scanRecord(s.db.QueryRowContext(ctx, q, s.clock(), payload, scope[:]))
+	rec, err := scanRecord(s.db.QueryRowContext(ctx, q, s.clock(), payload, payload, scope[:]))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return server.Record{}, fmt.Errorf("%w (%s)", server.ErrUnknownKey, describe(op))
@@ -104,7 +111,7 @@ func (s *Store) ListRunning(ctx context.Context, q server.InFlightQuery) ([]serv
 WHERE state = 'running' AND (? = 0 OR locked_until <= ` + now + `) AND (? = '' OR route = ?)
     AND (` + epochMicros("created_at") + `, tenant, principal, route, idem_key) > (?, ?, ?, ?, ?)
 ORDER BY created_at, tenant, principal, route, idem_key LIMIT ?`
-	rows, err := s.db.QueryContext(ctx, query, off, false, q.Stuck, off, q.Route, q.Route,
+	rows, err := s.db.QueryContext(ctx, query, off, false, false, q.Stuck, off, q.Route, q.Route,
 		created, after.Tenant, after.Principal, after.Route, after.Key, q.Limit)
 	if err != nil {
 		return nil, wrap("list running records", err)
@@ -119,6 +126,29 @@ ORDER BY created_at, tenant, principal, route, idem_key LIMIT ?`
 		recs = append(recs, rec)
 	}
 	return recs, wrap("list running records", rows.Err())
+}
+
+// FindKey returns the records of key in every scope (see
+// [server.RecordStore]), oldest first, without payload, in one statement
+// that reads the table (no index leads with the key), as server's
+// PostgresStore does.
+func (s *Store) FindKey(ctx context.Context, key string, limit int) ([]server.Record, error) {
+	query := `SELECT ` + operatorColumns + ` FROM idem_records WHERE idem_key = ?
+ORDER BY created_at, tenant, principal, route LIMIT ?`
+	rows, err := s.db.QueryContext(ctx, query, s.clock(), false, false, []byte(key), limit)
+	if err != nil {
+		return nil, wrap("find key", err)
+	}
+	defer rows.Close()
+	var recs []server.Record
+	for rows.Next() {
+		rec, err := scanRecord(rows)
+		if err != nil {
+			return nil, wrap("find key", err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs, wrap("find key", rows.Err())
 }
 
 // evictWait bounds an eviction's wait for a request that holds the
@@ -145,7 +175,7 @@ func (s *Store) DeleteRecord(ctx context.Context, op server.Operation, force boo
 		lock = fmt.Sprintf(" FOR UPDATE WAIT %d", evictWait)
 	}
 	q := `SELECT ` + operatorColumns + ` FROM idem_records WHERE scope_hash = ?` + lock
-	rec, err := scanRecord(tx.QueryRowContext(ctx, q, s.clock(), false, scope[:]))
+	rec, err := scanRecord(tx.QueryRowContext(ctx, q, s.clock(), false, false, scope[:]))
 	switch {
 	case isMySQLErr(err, erLockWaitTimeout) || isMySQLErr(err, erLockNowait):
 		return server.Record{}, fmt.Errorf("%w: a request's transaction holds the record (%s)", server.ErrLeaseLive, describe(op))
