@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/mysqlidem"
 	"github.com/idemkit/idem/server"
 )
 
@@ -29,7 +30,8 @@ type Config struct {
 	// together), or a server.MemoryStore with a MemoryBackend. Nil: a
 	// server.PostgresStore on the database of a PostgresBackend (whose DB
 	// must then be a server.DB too, as *pgxpool.Pool is: New panics
-	// otherwise), and a new server.MemoryStore with any other Backend. Never
+	// otherwise), a mysqlidem.Store on the *sql.DB of a MySQLBackend, and
+	// a new server.MemoryStore with any other Backend. Never
 	// pair a durable Backend with a MemoryStore: after a restart the
 	// payments remain but their stored responses are gone, and a retry pays
 	// again.
@@ -165,6 +167,9 @@ func New(cfg Config) http.Handler {
 // where the Backend keeps its data, so that both survive a restart, or
 // neither does.
 func defaultStore(b Backend) server.Store {
+	if mb, ok := b.(*MySQLBackend); ok {
+		return mysqlidem.New(mb.db)
+	}
 	pb, ok := b.(*PostgresBackend)
 	if !ok {
 		return server.NewMemoryStore()
