@@ -38,3 +38,11 @@ func TestMySQLPaymentJoinsTheClaimsTransaction(t *testing.T) {
 	assert.Len(t, stored, 1, "committed with the record")
 	assert.Equal(t, int64(7500), getAccount(t, h, "acc-1").BalanceCents)
 }
+
+// A MySQLBackend without a Store is refused: a memory store beside durable
+// payments would pay again after a restart.
+func TestMySQLBackendNeedsItsStore(t *testing.T) {
+	assert.PanicsWithValue(t, "api: Config.Store is nil and the Backend is a MySQLBackend: "+
+		"set Config.Store to a mysqlidem.Store on the same database",
+		func() { New(Config{Backend: NewMySQLBackend(nil)}) })
+}
