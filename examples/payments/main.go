@@ -60,6 +60,7 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/idemkit/idem/examples/payments/internal/mysqlopen"
 	"github.com/idemkit/idem/internal/dbflag"
 )
 
@@ -108,7 +109,7 @@ func (o options) command() string {
 		cmd += " -store-latency " + o.storeLatency.String()
 	}
 	if o.mysql != "" {
-		return cmd + " -mysql '" + redactDSN(o.mysql) + "'"
+		return cmd + " -mysql '" + mysqlopen.Redact(o.mysql) + "'"
 	}
 	if o.db != "" {
 		db := o.db
@@ -137,7 +138,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	}
 	_, err := parseFaults(o.faults)
 	switch {
-	case o.mysql != "" && explicit(fs, "db"):
+	case o.mysql != "" && o.db != "" && explicit(fs, "db"):
 		err = errors.New("-db and -mysql name two databases: pass one")
 	case fs.NArg() > 0:
 		err = errors.New("no arguments are taken")

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/idemkit/idem/examples/payments/api"
-	"github.com/idemkit/idem/mysqlidem"
+	"github.com/idemkit/idem/examples/payments/internal/mysqlopen"
 )
 
 // openMySQLStorage returns MySQL or MariaDB storage at dsn: the payments in
@@ -17,41 +14,13 @@ import (
 // store hands the handler (server.SQLTx) and commit with its record. The
 // schemas are applied and the expired records of earlier runs swept.
 func openMySQLStorage(ctx context.Context, dsn string, concurrency int) (*storage, error) {
-	cfg, err := mysql.ParseDSN(dsn)
+	db, store, err := mysqlopen.Open(ctx, dsn, min(concurrency+4, 64))
 	if err != nil {
-		return nil, fmt.Errorf("-mysql: %w", err)
+		return nil, err
 	}
-	cfg.InterpolateParams = true // one round trip a statement, as mysqlidem's docs advise
-	conn, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("-mysql: %w", err)
-	}
-	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(min(concurrency+4, 64))
-	db.SetMaxIdleConns(min(concurrency+4, 64))
-	store := mysqlidem.New(db)
-	err = mysqlidem.Migrate(ctx, db)
-	if err == nil {
-		err = api.MigrateMySQL(ctx, db)
-	}
-	if err == nil {
-		_, err = store.Sweep(ctx, 100_000)
-	}
-	if err != nil {
+	if _, err := store.Sweep(ctx, 100_000); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("-mysql: %w", err)
 	}
 	return &storage{backend: api.NewMySQLBackend(db), idem: store, name: "mysql", close: func() { _ = db.Close() }}, nil
-}
-
-// redactDSN returns dsn with its password replaced, for the rerun line.
-func redactDSN(dsn string) string {
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return "(unparsable DSN)"
-	}
-	if cfg.Passwd != "" {
-		cfg.Passwd = "xxxxx"
-	}
-	return cfg.FormatDSN()
 }
