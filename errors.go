@@ -27,6 +27,12 @@ var (
 	// response was not stored (too large, or streamed), so it cannot be
 	// replayed (500 result-unavailable). Never retried.
 	ErrResultUnavailable = errors.New("idem: operation took effect but its result cannot be replayed")
+	// ErrOutcomeUncertain: the server could not tell whether the operation
+	// took effect and holds it for a person to settle (409
+	// outcome-uncertain): never retried, and the intent must not be sent
+	// again under a new key. Quote [Error.OperationRef] to the service's
+	// support. It matches [ErrOutcomeUnknown] too.
+	ErrOutcomeUncertain = errors.New("idem: outcome uncertain: the server holds the operation for an operator to settle")
 	// ErrOutcomeUnknown matches every *Error whose request may have taken
 	// effect on the server (see [Error.MayHaveTakenEffect]), for example a
 	// request that was written but got no complete response and was not (or
@@ -107,11 +113,18 @@ type Error struct {
 	// not wait. The waits before retries (backoff, Retry-After) do not
 	// count.
 	Waited time.Duration
+	// OperationState and OperationRef are where the operation stands and
+	// its reference, as the server's last answer said them
+	// (Idempotency-Operation-State and -Ref, docs/CONTRACT.md §4); "" when
+	// it said nothing.
+	OperationState, OperationRef string
 	// MayHaveTakenEffect is true when the server may have acted on the
 	// operation in any attempt of the call: an attempt was ambiguous, or a
 	// response said the operation is running or ran (409 key-in-flight, 500
-	// result-unavailable), or a 5xx arrived (a proxy or gateway may answer
-	// 5xx for a request that ran). False means it certainly did not act: a
+	// result-unavailable, 409 outcome-uncertain), or a 5xx arrived (a proxy
+	// or gateway may answer 5xx for a request that ran), or the server's
+	// last answer said a new key is not safe (Idempotency-Safe-New-Key:
+	// false). False means it certainly did not act: a
 	// retry with a new key, or a different request, is safe.
 	MayHaveTakenEffect bool
 }
@@ -140,11 +153,14 @@ func (e *Error) Error() string {
 	if e.RetryAfter > 0 {
 		fmt.Fprintf(&b, ", Retry-After %s", e.RetryAfter)
 	}
-	if e.MayHaveTakenEffect && e.Reason != ErrResultUnavailable {
+	if e.MayHaveTakenEffect && e.Reason != ErrResultUnavailable && e.Reason != ErrOutcomeUncertain {
 		b.WriteString("; outcome unknown: the request may have taken effect")
 	}
 	if e.Key != "" {
 		fmt.Fprintf(&b, "; idempotency key %s", e.Key)
+	}
+	if e.OperationRef != "" {
+		fmt.Fprintf(&b, "; operation %s, %s", e.OperationRef, e.OperationState)
 	}
 	if e.Err != nil {
 		b.WriteString(": " + e.Err.Error())

@@ -23,6 +23,7 @@ import (
 //	ambiguous                  Retry if safe          failure  yes
 //	408, 429                   Retry if safe          -        no
 //	409 key-in-flight          InFlight               -        yes
+//	409 outcome-uncertain      ErrOutcomeUncertain    -        yes
 //	422 key-reused             ErrKeyReused           -        no
 //	400 key-missing            ErrKeyMissing          -        no
 //	400 key-invalid            ErrKeyInvalid          -        no
@@ -75,6 +76,9 @@ var outcomes = []rule{
 	{name: "409 key-in-flight", certainty: Responded, codes: []int{409}, problem: wire.ProblemKeyInFlight, verdict: InFlight, acted: true,
 		outcome: "409 `key-in-flight`",
 		client:  "waits `Retry-After`, retries with the same key; after the last attempt `ErrKeyInFlight`, matching `ErrOutcomeUnknown`"},
+	{name: "409 outcome-uncertain", certainty: Responded, codes: []int{409}, problem: wire.ProblemOutcomeUncertain, verdict: Fail,
+		reason: ErrOutcomeUncertain, acted: true,
+		outcome: "409 `outcome-uncertain`", client: "never retries: `ErrOutcomeUncertain`, matching `ErrOutcomeUnknown` (an operator settles it; never re-send under a new key)"},
 	{name: "422 key-reused", certainty: Responded, codes: []int{422}, problem: wire.ProblemKeyReused, verdict: Fail, reason: ErrKeyReused,
 		outcome: "422 `key-reused`", client: "never retries: `ErrKeyReused`"},
 	{name: "400 key-missing", certainty: Responded, codes: []int{400}, problem: wire.ProblemKeyMissing, verdict: Fail, reason: ErrKeyMissing,

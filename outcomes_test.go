@@ -176,6 +176,7 @@ func sentinelName(t *testing.T, err error) string {
 	names := map[error]string{
 		ErrKeyReused: "ErrKeyReused", ErrKeyMissing: "ErrKeyMissing",
 		ErrKeyInvalid: "ErrKeyInvalid", ErrResultUnavailable: "ErrResultUnavailable",
+		ErrOutcomeUncertain: "ErrOutcomeUncertain",
 	}
 	name, ok := names[err]
 	require.True(t, ok, "no name for %v", err)

@@ -420,6 +420,7 @@ func (c *call) giveUp(res result, reason, cause error, detail string) error {
 		RetryAfter: c.lastRetry, Reason: reason, Err: cause, Detail: detail,
 		MayHaveTakenEffect: c.mayActed, Waited: c.waited,
 	}
+	err.setStanding(res.resp)
 	c.t.cfg.Observer.giveUp(c.describe(res), err)
 	if ctx := c.req.Context(); c.t.log.Enabled(ctx, slog.LevelInfo) {
 		c.t.log.LogAttrs(ctx, slog.LevelInfo, "idem: giving up", append(logAttrs(c, res), slog.Any("error", err))...)

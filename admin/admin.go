@@ -2,7 +2,7 @@
 // a service mounts in its own server, as it would River UI, to look up
 // the record of a key, see the operations in flight (the stuck ones
 // marked) and the outbox's parked messages, and, when allowed, evict a
-// record or re-drive a message.
+// record, resolve an uncertain operation or re-drive a message.
 //
 //	ops := server.NewOperator(store, server.OperatorConfig{})
 //	page := admin.Handler(admin.Config{Records: ops, Outbox: ob, Prefix: "/admin"})
@@ -11,7 +11,7 @@
 // The page has no authentication of its own: mount it behind the
 // application's, for operators only. Every record and message of every
 // tenant is visible through it. It is read-only unless [Config.AllowWrites]
-// is set; evict and re-drive are then POST forms, each refused without
+// is set; evict, resolve and re-drive are then POST forms, each refused without
 // the form's token (see [Config.CSRFKey]) and, in browsers that say where a
 // request comes from, from any other origin (net/http's
 // CrossOriginProtection). Its pages are plain server-rendered HTML with
@@ -107,6 +107,7 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /{$}", h.overview)
 	mux.HandleFunc("GET /key", h.key)
 	mux.HandleFunc("GET /evict", h.confirmEvict)
+	mux.HandleFunc("GET /resolve", h.confirmResolve)
 	mux.HandleFunc("GET /inflight", h.inflight)
 	mux.HandleFunc("GET /parked", h.parked)
 	mux.HandleFunc("GET /message", h.message)
@@ -114,6 +115,7 @@ func Handler(cfg Config) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	mux.Handle("POST /evict", cop.Handler(h.write(h.evict)))
 	mux.Handle("POST /redrive", cop.Handler(h.write(h.redrive)))
+	mux.Handle("POST /resolve", cop.Handler(h.write(h.resolve)))
 	var root http.Handler = mux
 	if cfg.Prefix != "" {
 		root = http.StripPrefix(cfg.Prefix, mux)
@@ -202,4 +204,5 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, status int, msg s
 var notices = map[string]string{
 	"evicted":  "The record was evicted: the next request with its key runs the handler again.",
 	"redriven": "The message was re-driven: it is due again, with its key and a new retry window.",
+	"resolved": "The uncertain operation was resolved: its retries now get what you said.",
 }

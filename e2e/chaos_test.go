@@ -95,6 +95,7 @@ type chaosRun struct {
 // requests, and the nodes' handlers.
 func runChaos(t *testing.T, seed uint64, n int) chaosRun {
 	t.Helper()
+	traceRun(t)
 	run := chaosRun{ops: workload(seed, n), db: openDatabase(t, pgtest.SchemaURL(t))}
 	ns := startNodes(t, run.db.url, 2, api.Config{})
 	proxy := balancer(t, ns, testserver.Config{Seed: seed, Rules: chaosRules("/v1/payments", chaosAttemptTimeout), HoldTimeout: 2 * time.Second})

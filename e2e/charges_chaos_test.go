@@ -84,6 +84,7 @@ type chargesRun struct {
 // requests it still serves, which may call the next).
 func runChargesChaos(t *testing.T, seed uint64, n int) chargesRun {
 	t.Helper()
+	traceRun(t)
 	run := chargesRun{
 		seed: seed, ops: chargeWorkload(seed, n), db: openDatabase(t, pgtest.SchemaURL(t)),
 		gateway: api.NewGateway(api.GatewayConfig{Logger: slog.New(slog.DiscardHandler)}),

@@ -36,6 +36,7 @@ func dbFaultClient(url string) *payer {
 // took effect exactly once, ended as designed, and the balances add up.
 func TestTerminatedBackends(t *testing.T) {
 	seed := testserver.Seed(t)
+	traceRun(t)
 	db := openDatabase(t, pgtest.SchemaURL(t))
 	ns := startNodes(t, db.url, 2, api.Config{})
 	proxy := balancer(t, ns, testserver.Config{})
@@ -106,6 +107,7 @@ func terminateInFlight(ctx context.Context, t *testing.T, db *database, appName 
 func TestPostgresRestart(t *testing.T) {
 	pg := pgcluster.Start(t, pgcluster.Config{})
 	seed := testserver.Seed(t)
+	traceRun(t)
 	db := openDatabase(t, pg.URL())
 	ns := startNodes(t, db.url, 2, api.Config{})
 	proxy := balancer(t, ns, testserver.Config{})

@@ -47,7 +47,7 @@
 //     completion is fenced off (409); a node killed before it called the
 //     gateway is freed and the next retry charges once; a charge that the
 //     gateway cannot tell (its lookups answer 503) until the maximum age
-//     ends result-unavailable, and a retry gets the 500 problem, never a
+//     is left uncertain, and a retry gets 409 outcome-uncertain, never a
 //     second charge; a reconciler killed in mid-settlement (after it
 //     credited the charge) is succeeded by another with a higher attempt
 //     number: one settlement, one credit. That two reconcilers over 1,000

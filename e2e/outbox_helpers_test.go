@@ -35,6 +35,7 @@ type outboxRig struct {
 // and serves the Receiver behind a testserver with cfg.
 func newOutboxRig(t *testing.T, dbURL string, cfg testserver.Config, rc api.ReceiverConfig) *outboxRig {
 	t.Helper()
+	traceRun(t) // the Receiver's records
 	r := &outboxRig{url: dbURL, pool: pgtest.NewPool(t, withParams(t, dbURL, map[string]string{"pool_max_conns": "12"})), tally: &tally{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -49,6 +49,7 @@ type dispatcherProc struct {
 func startDispatcher(t *testing.T, bin, dbURL, name string, log *os.File) *dispatcherProc {
 	t.Helper()
 	cmd := exec.Command(bin, dispatcherArgs(dbURL, name)...)
+	cmd.Env = append(os.Environ(), traceChild(t))
 	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(t, cmd.Start())
 	p := &dispatcherProc{cmd: cmd, done: make(chan struct{})}

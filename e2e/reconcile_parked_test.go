@@ -23,9 +23,10 @@ const reconcileMaxAge = 2 * time.Second
 
 // parkedAtMaxAge: a node dies after the gateway charged the card, and the
 // gateway's lookups answer 503 (the provider cannot tell) until the
-// operation's maximum age. The reconcilers back off meanwhile, then settle
-// it as result-unavailable: a retry gets the 500 problem, and never a
-// second charge, even once the provider answers again.
+// operation's maximum age. The reconcilers back off meanwhile, then leave
+// it uncertain: a retry gets 409 outcome-uncertain (no Retry-After), and
+// never a second charge, even once the provider answers again, until an
+// operator resolves it.
 func parkedAtMaxAge(t *testing.T, r *reconcileRun) {
 	down := testserver.Always(testserver.Match{Method: http.MethodGet, Path: "/v1/charges/by-key/*"},
 		testserver.Fault{Kind: testserver.FaultStatus, Status: http.StatusServiceUnavailable})
@@ -44,7 +45,7 @@ func parkedAtMaxAge(t *testing.T, r *reconcileRun) {
 	rec, _ := r.db.awaitRecord(t, op.key, start.Add(reconcileMaxAge+4*reconcileEvery+reconcileLease+reconcileSlack),
 		settled, nodeA, nodeB)
 	t.Logf("parked %v after the claim (maximum age %v)", time.Since(start).Round(time.Millisecond), reconcileMaxAge)
-	assert.Equal(t, "unavailable", rec.state, "settled as result-unavailable: %+v", rec)
+	assert.Equal(t, "uncertain", rec.state, "left uncertain for an operator: %+v", rec)
 	unknown := settlements(op.key, "not-known", nodeA, nodeB)
 	assert.NotZero(t, unknown, "looked at and found unknown before the maximum age")
 	assert.Zero(t, settlements(op.key, "completed", nodeA, nodeB)+settlements(op.key, "not-happened", nodeA, nodeB))
@@ -63,8 +64,8 @@ func parkedAtMaxAge(t *testing.T, r *reconcileRun) {
 		require.NoError(t, r.front.SetRules(rules))
 		late := postCharge(t, urlB, op)
 		require.NoError(t, late.err)
-		assert.Equal(t, http.StatusInternalServerError, late.status, late.body)
-		assert.Contains(t, late.body, wire.ProblemResultUnavailable)
+		assert.Equal(t, http.StatusConflict, late.status, late.body)
+		assert.Contains(t, late.body, wire.ProblemOutcomeUncertain)
 	}
 	assert.Equal(t, api.GatewayStats{Charges: 1, AmountCents: op.amount}, r.gateway.Stats(), "never a second charge")
 	assert.Empty(t, r.db.charges(t), "nothing credited: an operator resolves it")

@@ -132,7 +132,7 @@ func retry(t *testing.T, url string, op operation) verdict {
 // chargeRecord is the idempotency record of a charge, as the database
 // holds it.
 type chargeRecord struct {
-	state   string // running, done or unavailable
+	state   string // running, done, unavailable or uncertain
 	attempt int
 	token   string
 	point   string // the recovery point, "" for none

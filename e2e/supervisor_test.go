@@ -60,6 +60,7 @@ type supervisor struct {
 	failure  error // why a restart failed, nil when none did
 	stopping bool
 	done     chan struct{} // closed when the supervision loop ended
+	traceEnv string        // trace.EnvFile for every child (traceChild)
 }
 
 // supervise starts the program with args and the environment env
@@ -70,7 +71,7 @@ func supervise(t *testing.T, bin string, env []string, args ...string) *supervis
 	log, err := os.Create(filepath.Join(t.TempDir(), "server.log"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = log.Close() })
-	s := &supervisor{bin: bin, args: args, log: log, done: make(chan struct{})}
+	s := &supervisor{bin: bin, args: args, log: log, done: make(chan struct{}), traceEnv: traceChild(t)}
 	first, listening, drained := s.start(env)
 	if first != nil { // killed even if it never listens (then no loop waits for it)
 		t.Cleanup(func() { _ = first.Process.Kill() })
@@ -95,7 +96,7 @@ const maxRestarts = 3
 // read to the end (Wait closes the pipe, so it must come after).
 func (s *supervisor) start(env []string) (child *exec.Cmd, listening <-chan error, drained <-chan struct{}) {
 	cmd := exec.Command(s.bin, s.args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), env...), s.traceEnv) // every child, restarts too, records its steps
 	cmd.Stderr = s.log
 	listened, done := make(chan error, 1), make(chan struct{})
 	stdout, err := cmd.StdoutPipe()

@@ -6,11 +6,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemkit/idem/idemredis/internal/redistest"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server/storetest"
 )
 
 // TestConformanceOneNode runs the store suite on the machine's Redis.
+// Its trace must be one the model allows.
 func TestConformanceOneNode(t *testing.T) {
+	rec := trace.Start(t)
+	t.Cleanup(func() { rec.Require(t, 100) })
 	addr := redistest.Addr(t)
 	storetest.Run(t, harness(func(t *testing.T) redis.UniversalClient {
 		c := redis.NewClient(&redis.Options{Addr: addr})

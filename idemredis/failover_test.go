@@ -21,6 +21,7 @@ import (
 
 	"github.com/idemkit/idem/idemredis/internal/redistest"
 	"github.com/idemkit/idem/internal/pgtest"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 	"github.com/idemkit/idem/server/storetest"
 )
@@ -68,11 +69,19 @@ func (f failoverFigures) String() string {
 // Postgres, no operation runs twice downstream and no answered result is
 // lost; without, the writes the replica had not received are lost: the
 // retries of lost claims run again, and late duplicates of lost
-// completions are answered afresh.
+// completions are answered afresh. Each run's trace is checked against
+// the record lifecycle's model (internal/trace), which assumes a durable
+// store: with WAIT it must pass, without it must fail.
 func TestFailover(t *testing.T) {
 	for _, replicas := range []int{1, 0} {
 		t.Run(fmt.Sprintf("Replicas=%d", replicas), func(t *testing.T) {
+			rec := trace.Start(t)
 			f := runFailover(t, redisFailover(t, replicas))
+			if replicas > 0 {
+				rec.Require(t, failoverOps)
+			} else {
+				requireTraceBroken(t, rec)
+			}
 			t.Logf("Replicas=%d: %s", replicas, f)
 			assert.Equal(t, failoverOps, f.ops, "every operation answered 201")
 			if replicas > 0 {
@@ -87,12 +96,34 @@ func TestFailover(t *testing.T) {
 	t.Run("Postgres", func(t *testing.T) {
 		pool := pgtest.Pool(t)
 		require.NoError(t, server.Migrate(context.Background(), pool))
+		rec := trace.Start(t)
 		f := runFailover(t, failoverSubject{store: server.NewPostgresStore(pool), fail: func() {}})
+		rec.Require(t, failoverOps)
 		t.Logf("Postgres: %s", f)
 		assert.Equal(t, failoverOps, f.ops, "every operation answered 201")
 		assert.Zero(t, f.doubles)
 		assert.Zero(t, f.lost)
 	})
+}
+
+// TestFailoverCatchesSeededFault: with WAIT configured, a completion
+// acknowledged before its replica has it (trace.CompleteNotReplicated
+// seeded into the store's code) is lost by the failover, and the run's
+// trace check catches it.
+func TestFailoverCatchesSeededFault(t *testing.T) {
+	trace.Seed(t, trace.CompleteNotReplicated)
+	rec := trace.Start(t)
+	f := runFailover(t, redisFailover(t, 1))
+	t.Logf("Replicas=1, %s seeded: %s", trace.CompleteNotReplicated, f)
+	requireTraceBroken(t, rec)
+}
+
+// requireTraceBroken requires that rec's trace break the model.
+func requireTraceBroken(t *testing.T, rec *trace.Recorder) {
+	t.Helper()
+	v := trace.Check(rec.Steps())
+	require.NotNil(t, v, "the trace of a run that lost completions passed the model")
+	t.Logf("the model refuses %v: %s (model state %v)", v.Step, v.Why, v.State)
 }
 
 // failoverSubject is a store and the failure injected into it after

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemkit/idem/idemredis/internal/lua"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
 
@@ -53,7 +54,11 @@ func (f *fence) verdict(kind string, reply []any) (server.ClaimResult, error) {
 		return server.ClaimResult{Verdict: server.VerdictClaimed, Attempt: f}, nil
 	case "replay":
 		res, err := decodeResponse(reply[1:])
-		return server.ClaimResult{Verdict: server.VerdictReplay, Response: res}, err
+		out := server.ClaimResult{Verdict: server.VerdictReplay, Response: res}
+		if ex, ok := at(reply, 4).(int64); ok {
+			out.Expires = time.UnixMilli(ex) // the record's expiry, by the store's clock
+		}
+		return out, err
 	case "inflight":
 		left, _ := at(reply, 1).(int64)
 		return server.ClaimResult{Verdict: server.VerdictInFlight, RetryAfter: time.Duration(left) * time.Millisecond}, nil
@@ -61,6 +66,8 @@ func (f *fence) verdict(kind string, reply []any) (server.ClaimResult, error) {
 		return server.ClaimResult{Verdict: server.VerdictMismatch}, nil
 	case "unavailable":
 		return server.ClaimResult{Verdict: server.VerdictUnavailable}, nil
+	case "uncertain":
+		return server.ClaimResult{Verdict: server.VerdictUncertain}, nil
 	}
 	return server.ClaimResult{}, fmt.Errorf("idemredis: the claim script answered %q", kind)
 }
@@ -69,6 +76,15 @@ func (f *fence) verdict(kind string, reply []any) (server.ClaimResult, error) {
 // after the store reads maxmemory-policy again when the record is gone
 // (-1): an eviction takes the records of running operations too.
 func (f *fence) write(ctx context.Context, sc *redis.Script, keys []string, durable bool, args ...any) error {
+	start := trace.Begin()
+	err := f.runFenced(ctx, sc, keys, durable, args...)
+	if trace.On() {
+		f.traceWrite(sc, args, start, err)
+	}
+	return err
+}
+
+func (f *fence) runFenced(ctx context.Context, sc *redis.Script, keys []string, durable bool, args ...any) error {
 	v, err := f.s.run(ctx, sc, keys, durable, append([]any{f.s.millis(), f.token}, args...)...)
 	if n, _ := v.(int64); n <= 0 && err == nil {
 		if n < 0 {
@@ -90,7 +106,7 @@ func (f *fence) Complete(ctx context.Context, res *server.Response) error {
 	// The header field holds the whole response in its stored form, the
 	// body field nothing: see decodeResponse.
 	stored, _ := res.MarshalBinary() // never fails
-	return f.write(ctx, lua.Complete, []string{f.k.record, f.k.due, f.k.running}, true,
+	return f.write(ctx, lua.Complete, []string{f.k.record, f.k.due, f.k.running}, completeDurable(),
 		state, status, stored, "", f.k.dueMember, f.k.runMember)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemkit/idem/idemredis/internal/lua"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
 
@@ -77,6 +78,7 @@ func (s *Store) due(ctx context.Context, route string, b, limit int) ([]candidat
 // take takes one operation over; nil when it was not due after all.
 func (s *Store) take(ctx context.Context, k keys, lease time.Duration) (*server.Taken, error) {
 	f := &fence{s: s, k: k, token: uuid.NewString()}
+	start := trace.Begin()
 	v, err := lua.Take.Run(ctx, s.c, []string{k.record, k.due}, s.millis(), f.token, lease.Milliseconds(), k.dueMember).Slice()
 	if err == redis.Nil {
 		return nil, nil
@@ -93,6 +95,9 @@ func (s *Store) take(ctx context.Context, k keys, lease time.Duration) (*server.
 		t.Recovery.Data = json.RawMessage(data)
 	}
 	f.n = int(n)
+	if trace.On() {
+		emitRedis(k, trace.Step{Op: trace.Take, New: uuid.MustParse(f.token), OK: true}, start, nil)
+	}
 	return t, nil
 }
 

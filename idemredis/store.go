@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemkit/idem/idemredis/internal/lua"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
 
@@ -103,9 +104,12 @@ func (s *Store) Claim(ctx context.Context, c *server.Claim) (server.ClaimResult,
 		Lease: c.Lease.Milliseconds(), Retention: c.Retention.Milliseconds(), DueMember: k.dueMember, RunMember: k.runMember,
 		Tenant: c.Tenant, Principal: c.Principal, Route: c.Route, Key: c.Key, Request: c.Request, Touch: s.cfg.Replicas > 0}
 	for range 2 {
+		start := trace.Begin()
 		v, err := s.run(ctx, lua.Claim, []string{k.record, k.due, k.running}, true, args.Argv()...)
 		reply, _ := v.([]any)
 		kind, _ := at(reply, 0).(string)
+		n, _ := at(reply, 1).(int64)
+		f.traceClaim(kind, n, start, err)
 		switch {
 		case errors.Is(err, ErrNotReplicated) && kind == "claimed":
 			return s.notReplicated(err, f)

@@ -86,9 +86,8 @@
 //
 // Store is a [server.RecordStore]: server.NewOperator(store, ...) looks
 // records up, lists the operations in flight and evicts, and package
-// admin serves its page on that Operator; idemctl reads them with -mysql
-// DSN. A lookup with its payload decodes a Leased record's stored request
-// (Record.Request) through [server.ParseStoredRequest].
+// admin serves its page on that Operator, a Leased record's stored request
+// included; idemctl reads them with -mysql DSN.
 //
 // # What was tested
 //

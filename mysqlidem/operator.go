@@ -22,7 +22,8 @@ func epochMicros(col string) string {
 
 // operatorColumns are a server.Record's columns without payload, then the
 // store's clock (one offset argument), then the stored response and the
-// stored request when the payload argument (the next, given twice) is true.
+// stored request when the payload arguments (the next two, both the same)
+// are true.
 var operatorColumns = `tenant, principal, route, idem_key, attempt, state, request IS NOT NULL, status, ` +
 	epochMicros("created_at") + `, ` + epochMicros("expires_at") + `, ` + epochMicros("locked_until") + `, ` +
 	epochMicros("reconcile_at") + `, recovery_point, recovery_data, fp_alg, ` + epochMicros(now) + `,
@@ -68,11 +69,11 @@ func scanRecord(row interface{ Scan(...any) error }) (server.Record, error) {
 		rec.Header, rec.Body = res.Header, res.Body
 	}
 	if len(request) > 0 {
-		req, err := server.ParseStoredRequest(request)
+		r, err := server.ParseStoredRequest(request)
 		if err != nil {
-			return server.Record{}, fmt.Errorf("stored request: %w", err)
+			return server.Record{}, err
 		}
-		rec.Request = req
+		rec.Request = r
 	}
 	return rec, nil
 }
@@ -82,7 +83,7 @@ func utcMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 // ReadRecord returns the record of op's scope (see [server.RecordStore])
 // in one primary-key lookup, a plain read that waits for no lock. With
 // payload it returns the stored response's headers and body, and a Leased
-// record's stored request (Record.Request).
+// record's stored request.
 func (s *Store) ReadRecord(ctx context.Context, op server.Operation, payload bool) (server.Record, error) {
 	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
 	q := `SELECT ` + operatorColumns + ` FROM idem_records WHERE scope_hash = ?`
@@ -111,44 +112,38 @@ func (s *Store) ListRunning(ctx context.Context, q server.InFlightQuery) ([]serv
 WHERE state = 'running' AND (? = 0 OR locked_until <= ` + now + `) AND (? = '' OR route = ?)
     AND (` + epochMicros("created_at") + `, tenant, principal, route, idem_key) > (?, ?, ?, ?, ?)
 ORDER BY created_at, tenant, principal, route, idem_key LIMIT ?`
-	rows, err := s.db.QueryContext(ctx, query, off, false, false, q.Stuck, off, q.Route, q.Route,
+	recs, err := s.queryRecords(ctx, query, off, false, false, q.Stuck, off, q.Route, q.Route,
 		created, after.Tenant, after.Principal, after.Route, after.Key, q.Limit)
-	if err != nil {
-		return nil, wrap("list running records", err)
-	}
-	defer rows.Close()
-	var recs []server.Record
-	for rows.Next() {
-		rec, err := scanRecord(rows)
-		if err != nil {
-			return nil, wrap("list running records", err)
-		}
-		recs = append(recs, rec)
-	}
-	return recs, wrap("list running records", rows.Err())
+	return recs, wrap("list running records", err)
 }
 
-// FindKey returns the records of key in every scope (see
-// [server.RecordStore]), oldest first, without payload, in one statement
-// that reads the table (no index leads with the key), as server's
-// PostgresStore does.
+// FindKey returns at most limit records whose key is key, in every scope
+// (see [server.RecordStore]), oldest first, without payload. No index has
+// the key first: it reads the table, as an operator's rare lookup may.
 func (s *Store) FindKey(ctx context.Context, key string, limit int) ([]server.Record, error) {
 	query := `SELECT ` + operatorColumns + ` FROM idem_records WHERE idem_key = ?
 ORDER BY created_at, tenant, principal, route LIMIT ?`
-	rows, err := s.db.QueryContext(ctx, query, s.clock(), false, false, []byte(key), limit)
+	recs, err := s.queryRecords(ctx, query, s.clock(), false, false, key, limit)
+	return recs, wrap("find key", err)
+}
+
+// queryRecords runs query, whose columns are operatorColumns, and reads
+// its rows.
+func (s *Store) queryRecords(ctx context.Context, query string, args ...any) ([]server.Record, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, wrap("find key", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var recs []server.Record
 	for rows.Next() {
 		rec, err := scanRecord(rows)
 		if err != nil {
-			return nil, wrap("find key", err)
+			return nil, err
 		}
 		recs = append(recs, rec)
 	}
-	return recs, wrap("find key", rows.Err())
+	return recs, rows.Err()
 }
 
 // evictWait bounds an eviction's wait for a request that holds the
@@ -192,22 +187,36 @@ func (s *Store) DeleteRecord(ctx context.Context, op server.Operation, force boo
 	return rec, wrap("evict", tx.Commit())
 }
 
-// CountRecords counts the records (see [server.RecordCounts]): the
-// table's size from InnoDB's estimate (information_schema), the running
+// exactCountLimit is the most records CountRecords counts exactly.
+const exactCountLimit = 10_000
+
+// CountRecords counts the records (see [server.RecordCounts]): exactly up
+// to 10,000, past that InnoDB's estimate of the table's size
+// (information_schema) when it is larger, else "at least"; the running
 // and stuck ones exactly, through their index.
 func (s *Store) CountRecords(ctx context.Context) (server.RecordCounts, error) {
 	var c server.RecordCounts
+	var estimate sql.NullInt64
 	var oldest, oldestStuck int64
 	off := s.clock()
-	q := `SELECT COALESCE((SELECT table_rows FROM information_schema.tables
-        WHERE table_schema = DATABASE() AND table_name = 'idem_records'), 0),
+	q := `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM idem_records LIMIT ?) AS head),
+    (SELECT table_rows FROM information_schema.tables
+        WHERE table_schema = DATABASE() AND table_name = 'idem_records'),
     COUNT(*), COALESCE(SUM(locked_until <= ` + now + `), 0),
     COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(created_at), ` + now + `), 0),
     COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(CASE WHEN locked_until <= ` + now + ` THEN created_at END), ` + now + `), 0)
 FROM idem_records WHERE state = 'running'`
-	err := s.db.QueryRowContext(ctx, q, off, off, off, off).Scan(&c.Records, &c.Running, &c.Stuck, &oldest, &oldestStuck)
+	err := s.db.QueryRowContext(ctx, q, exactCountLimit+1, off, off, off, off).
+		Scan(&c.Records, &estimate, &c.Running, &c.Stuck, &oldest, &oldestStuck)
 	if err != nil {
 		return server.RecordCounts{}, wrap("count records", err)
+	}
+	c.RecordsAre = server.CountExact
+	if c.Records > exactCountLimit {
+		c.RecordsAre = server.CountAtLeast
+		if estimate.Valid && estimate.Int64 > c.Records {
+			c.Records, c.RecordsAre = estimate.Int64, server.CountEstimate
+		}
 	}
 	c.OldestRunning = max(time.Duration(oldest)*time.Microsecond, 0)
 	c.OldestStuck = max(time.Duration(oldestStuck)*time.Microsecond, 0)

@@ -219,6 +219,9 @@ type settings struct {
 	// hold is how long, over Timeout, a delivery that its client refused
 	// may hold its worker while it waits for its pace (see refusals).
 	hold time.Duration
+	// where names the outbox in traces (internal/trace): its database
+	// and schema, or its memory queue.
+	where string
 }
 
 func newSettings(cfg Config) (*settings, error) {

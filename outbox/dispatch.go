@@ -40,7 +40,9 @@ type turn struct {
 func (s *settings) dispatch(ctx context.Context, sh *share, id int64, msg *Message, n int, win record) turn {
 	dest := destinationOf(msg.URL)
 	s.refusals.woken(dest, id)
+	msg = s.mutantKey(msg, win)
 	t := turn{d: Delivery{ID: id, Name: msg.Name, Key: msg.Key, Attempt: n}, v: retry, rec: win}
+	at := s.traceAt()
 	if reason := s.overdue(n, win); reason != "" {
 		// Dispatchers died delivering it, or it waited too long: park it
 		// with its last record.
@@ -64,6 +66,7 @@ func (s *settings) dispatch(ctx context.Context, sh *share, id int64, msg *Messa
 		t.putOff = true // its destination is back: due at once, not counted
 		return t
 	}
+	s.traceDelivery(id, msg.Key, at, started, r.acted)
 	win = win.tried(r, started)
 	reason, wait := s.decide(r, n, win)
 	switch {

@@ -57,7 +57,9 @@ type memMsg struct {
 func NewMemory(cfg Config) *Memory {
 	cfg.RescueAfter = 0
 	s, _ := newSettings(cfg) // cannot fail without RescueAfter
-	return &Memory{s: s, share: s.newShare(), msgs: make(map[int64]*memMsg), byKey: make(map[string]int64), wake: make(chan struct{}, 1)}
+	q := &Memory{s: s, share: s.newShare(), msgs: make(map[int64]*memMsg), byKey: make(map[string]int64), wake: make(chan struct{}, 1)}
+	s.where = fmt.Sprintf("mem:%p", q)
+	return q
 }
 
 // Enqueue stores m, due at once, and returns its ID. Like
@@ -254,7 +256,7 @@ func (q *Memory) redrive(id int64, force bool) error {
 	if m == nil || m.state != memParked {
 		return fmt.Errorf("%w: %d", ErrNotParked, id)
 	}
-	rec, err := q.s.redriven(m.rec, m.attempts, force)
+	rec, err := q.s.redriven(id, m.rec, m.attempts, force)
 	if err != nil {
 		return fmt.Errorf("%w: %d", err, id)
 	}

@@ -37,11 +37,11 @@ func isParkReason(outcome string) bool {
 // dispatcher (rescued by River, attempt Base+2, its record not yet
 // rewritten) is reset again: its window starts at the rescue, which costs
 // it nothing but the rescued attempt's count.
-func (s *settings) reopened(win record, attempt int) record {
+func (s *settings) reopened(id int64, win record, attempt int) record {
 	if !isParkReason(win.Outcome) || attempt <= win.Base+1 {
 		return win
 	}
-	rec, err := s.redriven(win, attempt-1, false)
+	rec, err := s.redriven(id, win, attempt-1, false)
 	if err != nil { // ErrPastRetention: overdue parks it again, for that reason
 		win.Base = attempt - 1
 		return win

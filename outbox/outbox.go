@@ -71,6 +71,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Outbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	cc := pool.Config().ConnConfig
+	s.where = "pg:" + cc.Host + "/" + cc.Database + "/" + cc.RuntimeParams["search_path"]
 	names := s.queueNames()
 	o := &Outbox{s: s, pool: pool, lanes: newLanes(s, names), served: map[string]bool{}}
 	queues := map[string]river.QueueConfig{}

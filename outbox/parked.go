@@ -110,7 +110,7 @@ func (o *Outbox) redrive(ctx context.Context, id int64, force bool) error {
 		if job.State != rivertype.JobStateCancelled && job.State != rivertype.JobStateDiscarded {
 			return ErrNotParked
 		}
-		rec, err := o.s.redriven(decodeRecord(job.Metadata), job.Attempt, force)
+		rec, err := o.s.redriven(job.ID, decodeRecord(job.Metadata), job.Attempt, force)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 	"unicode/utf8"
+
+	"github.com/idemkit/idem/internal/trace"
 )
 
 // decide applies the parking rules to a classified delivery, the n-th of
@@ -29,7 +31,7 @@ func (s *settings) decide(r result, n int, w record) (Reason, time.Duration) {
 	switch {
 	case n >= s.MaxAttempts, r.verdict == localRefusal && now.Sub(w.Since) >= s.span:
 		return ReasonAttempts, 0
-	case !w.First.IsZero() && now.Add(wait).Sub(w.First) >= s.KeyRetention:
+	case !w.First.IsZero() && now.Add(wait).Sub(w.First) >= s.KeyRetention && !trace.Seeded(trace.OutboxIgnoresRetention):
 		return ReasonRetention, 0
 	case now.Add(wait).Sub(w.Since) >= s.MaxAge:
 		return ReasonAge, 0
@@ -45,7 +47,7 @@ func (s *settings) overdue(n int, w record) Reason {
 	switch {
 	case n > s.MaxAttempts:
 		return ReasonAttempts
-	case !w.First.IsZero() && now.Sub(w.First) >= s.KeyRetention:
+	case !w.First.IsZero() && now.Sub(w.First) >= s.KeyRetention && !trace.Seeded(trace.OutboxIgnoresRetention):
 		return ReasonRetention
 	case now.Sub(w.Since) >= s.MaxAge:
 		return ReasonAge
@@ -192,12 +194,15 @@ func (s *settings) parked(p ParkedMessage, rec record) ParkedMessage {
 // when the downstream may have forgotten the key, unless force, which
 // forgets the first attempt (the caller takes the retention as starting
 // anew).
-func (s *settings) redriven(rec record, attempts int, force bool) (record, error) {
+func (s *settings) redriven(id int64, rec record, attempts int, force bool) (record, error) {
 	now := s.now()
-	if !force && !rec.First.IsZero() && now.Sub(rec.First) >= s.KeyRetention {
+	mutant := trace.Seeded(trace.OutboxRedrivePastRetention)
+	if !force && !mutant && !rec.First.IsZero() && now.Sub(rec.First) >= s.KeyRetention {
+		s.traceRedrive(id, now, "redrive-refused", force)
 		return rec, ErrPastRetention
 	}
-	if force {
+	s.traceRedrive(id, now, "redrive", force)
+	if force || mutant {
 		rec.First = time.Time{}
 	}
 	rec.Since, rec.Base = now, attempts

@@ -94,7 +94,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[jobArgs]) error {
 	if job.Args.Conflict != 0 && win.Outcome == "" {
 		return w.finish(ctx, w.conflict(job, win))
 	}
-	win = w.o.s.reopened(win, job.Attempt) // parked, then retried from River UI: see operator_retry.go
+	win = w.o.s.reopened(job.ID, win, job.Attempt) // parked, then retried from River UI: see operator_retry.go
 	msg := job.Args.message()
 	t := w.o.s.dispatch(ctx, w.o.lanes.of(job.Queue), job.ID, &msg, job.Attempt-win.Base, win)
 	t.d.ID = job.Args.messageID(job.ID)

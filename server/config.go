@@ -182,6 +182,17 @@ type Config struct {
 	// Config.KeyHeader). [Middleware] panics on a name that is not a valid
 	// header field name. Empty: "Idempotency-Key".
 	KeyHeader string
+
+	// AuthorizeReplay, when set, is asked before a stored response is
+	// replayed, with the retry's request and the operation it names, and
+	// must return nil only when the caller may still receive it: a non-nil
+	// error answers 403 replay-forbidden and sends nothing stored, so that a
+	// caller whose rights were revoked since the first request learns
+	// nothing of its result (docs/CONTRACT.md §4). It runs on the request's
+	// goroutine, must be safe for concurrent use, and should be quick. Nil:
+	// every retry that reaches the middleware (past the service's own
+	// authentication) gets the replay.
+	AuthorizeReplay func(r *http.Request, op Operation) error
 }
 
 // settings is a [Config] with its defaults resolved once, by [Middleware].

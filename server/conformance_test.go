@@ -15,12 +15,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/internal/pgtest"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 	"github.com/idemkit/idem/server/storetest"
 )
 
 // TestMemoryStoreConformance runs the store suite on MemoryStore.
 func TestMemoryStoreConformance(t *testing.T) {
+	rec := trace.Start(t)
+	t.Cleanup(func() { rec.Require(t, 100) })
 	var mu sync.Mutex
 	waiters := map[server.Store]*atomic.Int64{}
 	storetest.Run(t, storetest.Harness{
@@ -52,6 +55,8 @@ type pgNode struct {
 // TestPostgresStoreConformance runs the store suite on PostgresStore, each
 // test in a schema of its own, the handlers' effects in their transaction.
 func TestPostgresStoreConformance(t *testing.T) {
+	rec := trace.Start(t)
+	t.Cleanup(func() { rec.Require(t, 100) })
 	monitor := pgtest.NewPool(t, pgtest.DatabaseURL(t))
 	var mu sync.Mutex
 	nodes := map[server.Store]pgNode{}

@@ -79,8 +79,9 @@
 // [ReconcileFunc], which looks the effect up downstream, and stores the
 // answer: [Completed] (the response every later retry replays), [NotHappened]
 // (the record is deleted; a later retry runs afresh) or [NotKnown] (looked at
-// again after a backoff, and settled as result-unavailable at
-// [ReconcileConfig.MaxAge]). Several nodes may run reconcilers over one
+// again after a backoff, and left uncertain at [ReconcileConfig.MaxAge]:
+// its retries get 409 outcome-uncertain until an operator resolves it,
+// [Operator.Resolve]). Several nodes may run reconcilers over one
 // database: each operation is taken by one of them at a time. A Leased
 // claim stores its request for this (method, path and query, pattern, path
 // values, Content-Type, Content-Language and [Config.FingerprintHeaders], and

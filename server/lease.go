@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -36,6 +37,7 @@ type Lease struct {
 	recovery *Recovery // nil on a first attempt
 	ttl      time.Duration
 	ops      LeasedAttempt
+	pointed  atomic.Bool // Checkpoint was called: the record may hold a point
 }
 
 // newLease is the handler's view of a [Leased] attempt whose lease is ttl.
@@ -85,6 +87,7 @@ func (l *Lease) Checkpoint(ctx context.Context, point string, data json.RawMessa
 	if data != nil && (len(data) > maxRecoveryBytes || !json.Valid(data)) {
 		return fmt.Errorf("%w (got %d bytes)", ErrRecoveryData, len(data))
 	}
+	l.pointed.Store(true)
 	return l.ops.Checkpoint(ctx, point, data)
 }
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/idemkit/idem/internal/trace"
 )
 
 // MemoryStore keeps idempotency records in process memory: the default for
@@ -50,6 +52,7 @@ type memRecord struct {
 	resp        []byte    // the stored response: Response.MarshalBinary's form
 	expiresAt   time.Time
 	done        chan struct{} // Transactional mode: closed when the attempt ends
+	resolved    *Resolved     // who resolved it, when an operator did
 }
 
 func (r *memRecord) found(now time.Time) (*found, error) {
@@ -58,6 +61,7 @@ func (r *memRecord) found(now time.Time) (*found, error) {
 		expired:   !now.Before(r.expiresAt),
 		open:      r.state == stateRunning && r.mode == Transactional,
 		leaseLeft: r.lockedUntil.Sub(now),
+		expiresAt: r.expiresAt,
 	}
 	var err error
 	f.resp, err = r.response()
@@ -149,9 +153,12 @@ func (m *MemoryStore) tryClaim(c *Claim) (ClaimResult, <-chan struct{}, error) {
 	case vReclaim:
 		return m.insert(c, now), nil, nil
 	case vWait:
+		m.traceRead(c.Scope, rec)
 		return ClaimResult{}, rec.done, nil
 	case vTakeover:
+		old := rec.token
 		rec.token = uuid.New()
+		m.traceTakeover(c.Scope, old, rec)
 		rec.attempt++
 		rec.lockedUntil = now.Add(c.Lease)
 		rec.expiresAt = later(rec.expiresAt, now.Add(c.Retention))
@@ -161,6 +168,7 @@ func (m *MemoryStore) tryClaim(c *Claim) (ClaimResult, <-chan struct{}, error) {
 		}
 		return m.claimed(c, rec, g), nil, nil
 	default:
+		m.traceRead(c.Scope, rec)
 		return f.result(v), nil, nil
 	}
 }
@@ -178,6 +186,7 @@ func (m *MemoryStore) insert(c *Claim, now time.Time) ClaimResult {
 	} else {
 		rec.done = make(chan struct{})
 	}
+	m.traceInsert(c.Scope, rec)
 	m.recs[c.Scope] = rec
 	return m.claimed(c, rec, grant{attempt: 1})
 }
@@ -210,7 +219,8 @@ func (m *MemoryStore) sweepLocked(now time.Time, limit, scan int) int {
 			break
 		}
 		scan--
-		if !now.Before(rec.expiresAt) && !rec.held(now) {
+		if !now.Before(rec.expiresAt) && !rec.held(now) && rec.state != stateUncertain {
+			m.traceGone(trace.Sweep, scope)
 			delete(m.recs, scope)
 			deleted++
 		}
@@ -232,9 +242,11 @@ func (f memFence) locked(op func(rec *memRecord, now time.Time)) error {
 	defer f.m.mu.Unlock()
 	rec := f.m.recs[f.scope]
 	if rec == nil || rec.token != f.token || rec.state != stateRunning {
+		f.trace(false)
 		return ErrLeaseLost
 	}
 	op(rec, f.m.now())
+	f.trace(true)
 	return nil
 }
 

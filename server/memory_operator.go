@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/internal/fingerprint"
+	"github.com/idemkit/idem/internal/trace"
 )
 
 // ReadRecord returns the record of op's scope (see [RecordStore]).
@@ -41,7 +42,7 @@ func (m *MemoryStore) ListRunning(ctx context.Context, q InFlightQuery) ([]Recor
 	now := m.now()
 	var out []Record
 	for _, rec := range m.recs {
-		if rec.state != stateRunning || q.Route != "" && rec.op.Route != q.Route {
+		if rec.state != stateRunning && rec.state != stateUncertain || q.Route != "" && rec.op.Route != q.Route {
 			continue
 		}
 		r := rec.record(now)
@@ -80,6 +81,7 @@ func (m *MemoryStore) DeleteRecord(ctx context.Context, op Operation, force bool
 	if rec.held(now) && !force {
 		return rec.record(now), fmt.Errorf("%w (%s)", ErrLeaseLive, describe(op))
 	}
+	m.traceGone(trace.Evict, scope)
 	delete(m.recs, scope)
 	if rec.state == stateRunning && rec.done != nil {
 		close(rec.done)
@@ -135,7 +137,7 @@ func (m *MemoryStore) FindKey(ctx context.Context, key string, limit int) ([]Rec
 func (r *memRecord) record(now time.Time) Record {
 	out := Record{Operation: r.op, State: string(r.state), Mode: r.mode, CreatedAt: r.createdAt,
 		ExpiresAt: r.expiresAt, ReconcileAt: r.reconcileAt, FingerprintAlg: r.fpAlg, ReadAt: now}
-	out.Attempt = r.attempt
+	out.Attempt, out.Resolved = r.attempt, r.resolved
 	if r.state == stateRunning && r.mode == Leased {
 		out.LeaseEnds = r.lockedUntil
 	}

@@ -32,6 +32,7 @@ func (m *MemoryStore) TakeAbandoned(ctx context.Context, routes []string, lease 
 	for _, d := range found[:min(limit, len(found))] {
 		rec := d.rec
 		rec.token, rec.attempt = uuid.New(), rec.attempt+1
+		m.traceTake(d.scope, rec)
 		rec.lockedUntil, rec.reconcileAt = now.Add(lease), time.Time{}
 		rec.expiresAt = later(rec.expiresAt, now.Add(2*lease))
 		t := &Taken{Operation: rec.op, Request: rec.request, Age: now.Sub(rec.createdAt),

@@ -80,16 +80,18 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, ex Exchange) (an
 		ev.Err = err
 		h.refuse(w, r, ev, storeUnavailable())
 	case res.Verdict == VerdictClaimed:
-		h.run(w, r, ev, c, res.Attempt, ex)
+		h.run(w, r, ev, c, res.Attempt, ex, expiresOf(res, start, c))
 		return false
 	case res.Verdict == VerdictReplay:
-		h.replay(w, r, ev, res.Response)
+		h.replayAuthorized(w, r, ev, res)
 	case res.Verdict == VerdictInFlight:
 		h.refuse(w, r, ev, keyInFlight(res.RetryAfter))
 	case res.Verdict == VerdictMismatch:
 		h.refuse(w, r, ev, keyReused())
 	case res.Verdict == VerdictUnavailable:
 		h.refuse(w, r, ev, resultUnavailable())
+	case res.Verdict == VerdictUncertain:
+		h.refuse(w, r, ev, outcomeUncertain())
 	default:
 		panic(fmt.Sprintf("server: a store answered a claim with verdict %d", res.Verdict))
 	}
@@ -240,11 +242,13 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, ev Event, p pro
 		level = slog.LevelWarn
 	}
 	h.s.log(r.Context(), level, "idem: refused", ev)
+	p.st.ref = refOfEvent(ev)
 	h.s.writeRefusal(w, r, p)
 }
 
-// replay answers with a stored response.
-func (h *handler) replay(w http.ResponseWriter, r *http.Request, ev Event, res *Response) {
+// replay answers with a stored response, which expires at expires (zero:
+// not told).
+func (h *handler) replay(w http.ResponseWriter, r *http.Request, ev Event, res *Response, expires time.Time) {
 	ev.Status = res.Status
 	call(h.s.Hooks.Replayed, r.Context(), ev)
 	h.s.log(r.Context(), slog.LevelDebug, "idem: replayed", ev)
@@ -255,6 +259,7 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request, ev Event, res *
 		}
 	}
 	header.Set(wire.HeaderReplayed, "true")
+	standing{state: wire.StateCompleted, ref: refOfEvent(ev), expires: expires}.write(header)
 	if bodyAllowed(res.Status) {
 		header.Set("Content-Length", strconv.Itoa(len(res.Body)))
 	}

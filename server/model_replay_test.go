@@ -25,7 +25,7 @@ import (
 // refused by the real store and change nothing.
 func TestModelCounterexamplesAreRefused(t *testing.T) {
 	for _, name := range []string{"complete-ignores-token", "takeover-keeps-token", "reconciler-ignores-token",
-		"sweep-ignores-lease", "takeover-trusts-read"} {
+		"sweep-ignores-lease", "takeover-trusts-read", "sweep-ignores-uncertain"} {
 		m, ok := model.MutantNamed(name)
 		require.True(t, ok, "no mutant %s", name)
 		t.Run(name, func(t *testing.T) {
@@ -77,6 +77,7 @@ type replayer struct {
 	fps   map[int]int
 	taken map[int]*Taken
 	reads map[int]read
+	recFp int // the fingerprint of the request the record stores
 }
 
 // read is what a claim's sqlRead found, for its sqlTakeover (steal).
@@ -150,7 +151,9 @@ func (r *replayer) step(e model.Event) string {
 	case "rcomplete":
 		return fenced(r.taken[e.Pid].Settler.Complete(ctx, modelResponse(r.fps[e.Pid])))
 	case "rpark":
-		return fenced(r.taken[e.Pid].Settler.Complete(ctx, &Response{Unavailable: true}))
+		return fenced(r.taken[e.Pid].Settler.(UncertainSettler).Uncertain(ctx))
+	case "resolve":
+		return r.resolve(e.Args[0] == "applied")
 	case "rfree":
 		return fenced(r.taken[e.Pid].Settler.Free(ctx))
 	case "rpostpone":
@@ -253,6 +256,9 @@ func (r *replayer) claim(pid, fp int) string {
 	switch res.Verdict {
 	case VerdictClaimed:
 		r.atts[pid], r.fps[pid] = res.Attempt, fp
+		if res.Attempt.Number() == 1 {
+			r.recFp = fp
+		}
 		rec, took := res.Attempt.(LeasedAttempt).Recovery()
 		return fmt.Sprintf("claimed %d %d", b2i(res.Attempt.Number() == 1), b2i(took && rec.Point != ""))
 	case VerdictReplay:
@@ -264,6 +270,8 @@ func (r *replayer) claim(pid, fp int) string {
 		return "mismatch 0 0"
 	case VerdictUnavailable:
 		return "unavailable 0 0"
+	case VerdictUncertain:
+		return "uncertain 0 0"
 	}
 	r.t.Fatalf("claim verdict %d", res.Verdict)
 	return ""
@@ -347,4 +355,19 @@ func (r *replayer) snapshot() string {
 	}
 	r.t.Fatalf("no snapshot of a %T", r.k.store)
 	return ""
+}
+
+// resolve is an operator's resolution of the uncertain record: applied
+// (with the response of the request it stores) or not: "applied" or
+// "notapplied" as the model prints it.
+func (r *replayer) resolve(applied bool) string {
+	res := Resolution{Applied: applied, By: "model", Reason: "replay", Retention: modelRetention}
+	outcome := "notapplied"
+	if applied {
+		res.Response, outcome = modelResponse(r.recFp), "applied"
+	}
+	op := Operation{Tenant: "t", Principal: "p", Route: modelRoute, Key: "k-model"}
+	_, err := r.k.store.(Resolver).Resolve(context.Background(), op, res)
+	require.NoError(r.t, err)
+	return outcome
 }

@@ -121,8 +121,11 @@ type Record struct {
 	// last attempt (1, or n after n-1 takeovers).
 	Operation
 	// State is "running" (claimed, no outcome yet), "done" (a response is
-	// stored and replayed) or "unavailable" (effects committed, response
-	// not stored: retries get 500 result-unavailable).
+	// stored and replayed), "unavailable" (effects committed, response
+	// not stored: retries get 500 result-unavailable), "uncertain" (not
+	// known at the reconciler's MaxAge: retries get 409 outcome-uncertain
+	// until an operator resolves it) or "not-applied" (resolved as not
+	// applied: the key is free).
 	State string
 	// Mode is [Leased] for a record claimed under a lease, else
 	// [Transactional].
@@ -159,6 +162,10 @@ type Record struct {
 	Header   http.Header
 	Body     []byte
 	Withheld []string
+
+	// Resolved is who resolved an uncertain operation, when and why; nil
+	// when no one did.
+	Resolved *Resolved
 }
 
 // StoredRequest is the request that a [Leased] record keeps for a
@@ -192,13 +199,14 @@ func (r Record) Stuck() bool {
 
 // Expired reports a record past its retention at ReadAt: a retry runs the
 // handler again, even before the record is swept. A record whose lease is
-// live never counts as expired.
+// live, or that is uncertain, never counts as expired.
 func (r Record) Expired() bool {
-	return !r.ReadAt.Before(r.ExpiresAt) && !(r.State == string(stateRunning) && r.LeaseLeft() > 0)
+	return !r.ReadAt.Before(r.ExpiresAt) && !(r.State == string(stateRunning) && r.LeaseLeft() > 0) &&
+		r.State != string(stateUncertain)
 }
 
 // InFlightQuery selects a page of the operations in flight (records in
-// state running), oldest first.
+// state running, and the uncertain ones), oldest first.
 type InFlightQuery struct {
 	// Stuck keeps only the operations whose lease has ended (see
 	// [Record.Stuck]).

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/internal/trace"
 )
 
 // DB is what [PostgresStore] needs of a connection pool; *pgxpool.Pool has
@@ -194,17 +196,19 @@ func (s *PostgresStore) settle(ctx context.Context, q querier, c *Claim, token u
 // ([Transactional]).
 func (s *PostgresStore) steal(ctx context.Context, q querier, c *Claim, token uuid.UUID, f *found, v Verdict) (grant, bool, error) {
 	var row pgx.Row
+	start := trace.Begin()
 	if v == vReclaim {
 		row = q.QueryRow(ctx, sqlReclaim, s.claimValues(c, token)...)
 	} else {
 		lockA, lockB := c.lockKeys()
-		row = q.QueryRow(ctx, sqlTakeover, c.Scope[:], [16]byte(token), leaseArg(c), s.offset(), [16]byte(f.token),
+		row = q.QueryRow(ctx, takeoverSQL(), c.Scope[:], [16]byte(token), leaseArg(c), s.offset(), [16]byte(f.token),
 			boundArg(c), lockA, lockB, c.Retention)
 	}
 	var g grant
 	var point *string
 	var data []byte
 	err := row.Scan(&g.attempt, &point, &data)
+	s.traceClaim(c, stealOp(v), f.token, token, err == nil, start, err)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return grant{}, false, nil
 	}
@@ -262,6 +266,9 @@ func lockTimeout(wait time.Duration) string {
 // Sweep deletes at most limit records whose retention has passed, oldest
 // first, in one statement that skips records a request holds.
 func (s *PostgresStore) Sweep(ctx context.Context, limit int) (int, error) {
+	if trace.On() {
+		return s.sweepTraced(ctx, limit)
+	}
 	tag, err := s.db.Exec(ctx, sqlSweep, limit, s.offset())
 	if err != nil {
 		return 0, fmt.Errorf("server: sweep: %w", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem/internal/fingerprint"
+	"github.com/idemkit/idem/internal/trace"
 )
 
 // The SQL of PostgresStore's RecordStore methods. Like the claims, they
@@ -22,7 +23,7 @@ import (
 // record keeps a request (only Leased claims store one).
 const recordColumns = `r.tenant, r.principal, r.route, r.idem_key, r.attempt, r.state, r.request IS NOT NULL,
     r.status, r.created_at, r.expires_at, r.locked_until, r.reconcile_at, r.recovery_point, r.recovery_data,
-    r.fp_alg, statement_timestamp() + %[1]s::interval`
+    r.fp_alg, statement_timestamp() + %[1]s::interval, r.resolved_by, r.resolved_at, r.resolve_reason`
 
 // sqlReadRecord reads one record: $1 scope_hash, $2 clock, $3 payload.
 var sqlReadRecord = `SELECT ` + fmt.Sprintf(recordColumns, "$2") + `,
@@ -35,7 +36,7 @@ FROM idem_records AS r WHERE r.scope_hash = $1`
 // principal, route, key; compared as bytes, COLLATE "C"), $9 limit.
 var sqlListRunning = `SELECT ` + fmt.Sprintf(recordColumns, "$1") + `
 FROM idem_records AS r
-WHERE r.state = 'running'
+WHERE (r.state = 'running' OR r.state = 'uncertain')
     AND (NOT $2 OR r.locked_until <= statement_timestamp() + $1::interval)
     AND ($3 = '' OR r.route = $3)
     AND (r.created_at, r.tenant COLLATE "C", r.principal COLLATE "C", r.route COLLATE "C", r.idem_key COLLATE "C")
@@ -125,6 +126,7 @@ func (s *PostgresStore) DeleteRecord(ctx context.Context, op Operation, force bo
 	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
 	var rec Record
 	var deleted bool
+	start := trace.Begin()
 	err := s.withConn(ctx, func(conn *pgxpool.Conn) error {
 		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+evictLockTimeout+"'"); err != nil {
@@ -140,6 +142,9 @@ func (s *PostgresStore) DeleteRecord(ctx context.Context, op Operation, force bo
 		})
 	})
 	var pgErr *pgconn.PgError
+	if trace.On() && !(errors.As(err, &pgErr) && pgErr.Code == "55P03") {
+		s.emitPG(scope, trace.Step{Op: trace.Evict, OK: deleted}, start, err)
+	}
 	switch {
 	case errors.As(err, &pgErr) && pgErr.Code == "55P03":
 		return Record{}, fmt.Errorf("%w: a request's transaction holds the record (%s)", ErrLeaseLive, describe(op))
@@ -229,11 +234,17 @@ func scanRecord(row pgx.Row, extra ...any) (Record, error) {
 		point        *string
 		data         []byte
 		lease, recon *time.Time
+		by, why      *string
+		resolvedAt   *time.Time
 	)
 	dest := []any{&rec.Tenant, &rec.Principal, &rec.Route, &rec.Key, &rec.Attempt, &rec.State, &leased,
-		&status, &rec.CreatedAt, &rec.ExpiresAt, &lease, &recon, &point, &data, &rec.FingerprintAlg, &rec.ReadAt}
+		&status, &rec.CreatedAt, &rec.ExpiresAt, &lease, &recon, &point, &data, &rec.FingerprintAlg, &rec.ReadAt,
+		&by, &resolvedAt, &why}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return Record{}, err
+	}
+	if by != nil && resolvedAt != nil && why != nil {
+		rec.Resolved = &Resolved{By: *by, Reason: *why, At: *resolvedAt, Applied: rec.State == string(stateDone)}
 	}
 	if leased {
 		rec.Mode = Leased

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/idemkit/idem/internal/trace"
 )
 
 // sqlTakeAbandoned takes over at most $2 abandoned operations of the
@@ -50,11 +52,16 @@ func (s *PostgresStore) TakeAbandoned(ctx context.Context, routes []string, leas
 		return nil, err
 	}
 	defer conn.Release()
+	start := trace.Begin()
 	rows, err := conn.Query(ctx, sqlTakeAbandoned, routes, limit, lease, s.offset())
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, s.scanTaken)
+	taken, err := pgx.CollectRows(rows, s.scanTaken)
+	if trace.On() {
+		s.traceTaken(taken, start)
+	}
+	return taken, err
 }
 
 func (s *PostgresStore) scanTaken(row pgx.CollectableRow) (*Taken, error) {

@@ -26,6 +26,7 @@ type recordRow struct {
 	leftMicros   *int64 // NULL: no lease
 	status       *int   // NULL: running
 	header, body []byte
+	expiresAt    time.Time
 }
 
 // readColumn is a column of sqlRead ($1 scope_hash, $2 clock offset): its
@@ -48,6 +49,7 @@ var readColumns = []readColumn{
 	{"r.status", pgtype.Int4OID, func(r *recordRow) any { return &r.status }},
 	{"r.headers", pgtype.ByteaOID, func(r *recordRow) any { return &r.header }},
 	{"r.body", pgtype.ByteaOID, func(r *recordRow) any { return &r.body }},
+	{"r.expires_at", pgtype.TimestamptzOID, func(r *recordRow) any { return &r.expiresAt }},
 }
 
 // sqlRead reads a record, no row when there is none, in a plain index
@@ -103,7 +105,7 @@ func decodeRecordRow(m *pgtype.Map, v [][]byte) (recordRow, error) {
 // found is the record of r.
 func (r *recordRow) found() (*found, error) {
 	f := &found{fpAlg: r.fpAlg, fp: r.fp, state: recordState(r.state), token: uuid.UUID(r.token),
-		expired: r.expired}
+		expired: r.expired, expiresAt: r.expiresAt}
 	if r.leftMicros != nil {
 		f.leaseLeft = time.Duration(*r.leftMicros) * time.Microsecond
 	}

@@ -96,9 +96,9 @@ var sqlReclaim = `UPDATE idem_records AS r SET tenant = $2, principal = $3, rout
     fp_alg = $6, fingerprint = $7, state = 'running', token = $8, attempt = 1,
     locked_until = clock.t + $9::interval, recovery_point = NULL, recovery_data = NULL,
     status = NULL, headers = NULL, body = NULL, created_at = clock.t, expires_at = clock.t + $10::interval,
-    request = $15, reconcile_at = NULL
+    request = $15, reconcile_at = NULL, resolved_by = NULL, resolved_at = NULL, resolve_reason = NULL
 FROM ` + fmt.Sprintf(boundedClock, "$13", "$14", "$12", "$11") + `
-WHERE r.scope_hash = $1 AND r.expires_at <= clock.t
+WHERE r.scope_hash = $1 AND r.expires_at <= clock.t AND r.state <> 'uncertain'
 RETURNING 1, NULL::text, NULL::jsonb`
 
 // sqlTakeover takes over an expired lease held by token $5: $1 scope_hash,
@@ -150,11 +150,12 @@ const sqlEndLease = `UPDATE idem_records SET locked_until = statement_timestamp(
 WHERE scope_hash = $1 AND token = $2 AND state = 'running'`
 
 // sqlSweep deletes at most $1 expired records, oldest first, skipping any a
-// request holds and any whose lease is live: $2 clock.
+// request holds, any whose lease is live and any uncertain one: $2 clock.
 const sqlSweep = `DELETE FROM idem_records WHERE scope_hash IN (
     SELECT scope_hash FROM idem_records
     WHERE expires_at <= statement_timestamp() + $2::interval
         AND (locked_until IS NULL OR locked_until <= statement_timestamp() + $2::interval)
+        AND state <> 'uncertain'
     ORDER BY expires_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED)`

@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem/internal/trace"
 )
 
 // errPoolBusy is returned by a claim that got no pool connection within
@@ -207,7 +209,11 @@ func (a *pgTxAttempt) store(ctx context.Context, res *Response) error {
 	if err := b.queue(ctx, wireCommit, nil, nil); err != nil {
 		return err
 	}
+	start := trace.Begin()
 	tags, err := b.send(ctx)
+	if trace.On() {
+		a.traceCommit(res, tags, start, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ func recordRowValues() [][]byte {
 	return [][]byte{
 		[]byte(fingerprint.Alg), []byte("fp"), []byte("done"), token, {0}, nil,
 		binary.BigEndian.AppendUint32(nil, 201), []byte("headers"), []byte("body"),
+		binary.BigEndian.AppendUint64(nil, 0), // 2000-01-01, the epoch of Postgres
 	}
 }
 

@@ -17,6 +17,7 @@ const (
 	problemUnreadable       = "request-unreadable" // 400: reading the body failed
 	problemStoreUnavailable = "store-unavailable"  // 503: the claim failed; nothing ran
 	problemCommitFailed     = "commit-failed"      // 500, or 503 when the store was lost: the outcome did not commit (or is unknown)
+	problemReplayForbidden  = "replay-forbidden"   // 403: Config.AuthorizeReplay refused the caller a stored response
 )
 
 // problem is a problem the middleware answers with.
@@ -26,10 +27,17 @@ type problem struct {
 	title      string
 	detail     string
 	retryAfter int64 // seconds, sent as Retry-After and retry_after when > 0
+	// st is where the operation stands (state and safe set by the
+	// problem's constructor, the reference by the caller), sent as
+	// headers and as the members operation_state, operation_ref and
+	// safe_new_key.
+	st standing
 }
 
 func (s *settings) writeProblem(w http.ResponseWriter, p problem) {
-	doc := wire.Problem{Type: s.ProblemPrefix + p.name, Title: p.title, Status: p.status, Detail: p.detail}
+	doc := wire.Problem{Type: s.ProblemPrefix + p.name, Title: p.title, Status: p.status, Detail: p.detail,
+		OperationState: p.st.state, OperationRef: p.st.ref, SafeNewKey: &p.st.safe}
+	p.st.write(w.Header())
 	if p.retryAfter > 0 {
 		doc.RetryAfter = p.retryAfter
 		w.Header().Set(wire.HeaderRetryAfter, strconv.FormatInt(p.retryAfter, 10))
@@ -38,44 +46,44 @@ func (s *settings) writeProblem(w http.ResponseWriter, p problem) {
 }
 
 func keyMissing(route string) problem {
-	return problem{status: http.StatusBadRequest, name: wire.ProblemKeyMissing, title: "Idempotency-Key required",
+	return problem{st: nothingDone(""), status: http.StatusBadRequest, name: wire.ProblemKeyMissing, title: "Idempotency-Key required",
 		detail: route + " requires an Idempotency-Key header: one key (a UUID) per operation, the same on every retry"}
 }
 
 func keyInvalid(why string) problem {
-	return problem{status: http.StatusBadRequest, name: wire.ProblemKeyInvalid, title: "Invalid Idempotency-Key", detail: why}
+	return problem{st: nothingDone(""), status: http.StatusBadRequest, name: wire.ProblemKeyInvalid, title: "Invalid Idempotency-Key", detail: why}
 }
 
 func keyReused() problem {
-	return problem{status: http.StatusUnprocessableEntity, name: wire.ProblemKeyReused, title: "Idempotency-Key reused",
+	return problem{st: nothingDone(""), status: http.StatusUnprocessableEntity, name: wire.ProblemKeyReused, title: "Idempotency-Key reused",
 		detail: "this key was already used for a different request (method, path, body or selected headers); use a new key for a new operation"}
 }
 
 // keyInFlight is the 409 answer, to retry after the given time in whole
 // seconds, at least one.
 func keyInFlight(retryAfter time.Duration) problem {
-	return problem{status: http.StatusConflict, name: wire.ProblemKeyInFlight, title: "Request in progress",
+	return problem{st: standing{state: wire.StateInFlight}, status: http.StatusConflict, name: wire.ProblemKeyInFlight, title: "Request in progress",
 		detail:     "a request with this key is still being processed; retry after Retry-After seconds with the same key",
 		retryAfter: wire.RetryAfterSeconds(retryAfter)}
 }
 
 func resultUnavailable() problem {
-	return problem{status: http.StatusInternalServerError, name: wire.ProblemResultUnavailable, title: "Result unavailable",
+	return problem{st: standing{state: wire.StateUnavailable}, status: http.StatusInternalServerError, name: wire.ProblemResultUnavailable, title: "Result unavailable",
 		detail: "the operation with this key completed, but its response was too large or streamed and was not stored; it will not run again"}
 }
 
 func tooLarge(limit int64) problem {
-	return problem{status: http.StatusRequestEntityTooLarge, name: problemTooLarge, title: "Request body too large",
+	return problem{st: nothingDone(""), status: http.StatusRequestEntityTooLarge, name: problemTooLarge, title: "Request body too large",
 		detail: "the request body is larger than " + strconv.FormatInt(limit, 10) + " bytes"}
 }
 
 func unreadable(err error) problem {
-	return problem{status: http.StatusBadRequest, name: problemUnreadable, title: "Request body unreadable",
+	return problem{st: nothingDone(""), status: http.StatusBadRequest, name: problemUnreadable, title: "Request body unreadable",
 		detail: "the request body could not be read: " + err.Error()}
 }
 
 func storeUnavailable() problem {
-	return problem{status: http.StatusServiceUnavailable, name: problemStoreUnavailable, title: "Idempotency store unavailable",
+	return problem{st: standing{state: wire.StateUnknown}, status: http.StatusServiceUnavailable, name: problemStoreUnavailable, title: "Idempotency store unavailable",
 		detail: "the request was not processed; retry with the same key", retryAfter: 1}
 }
 
@@ -86,7 +94,7 @@ func storeUnavailable() problem {
 // out; 500 for anything else. The name is commit-failed either way: the
 // outcome is unknown, unlike store-unavailable's.
 func commitFailed(err error) problem {
-	p := problem{status: http.StatusInternalServerError, name: problemCommitFailed, title: "Outcome not committed",
+	p := problem{st: standing{state: wire.StateUnknown}, status: http.StatusInternalServerError, name: problemCommitFailed, title: "Outcome not committed",
 		detail: "the operation's outcome could not be committed; retry with the same key to learn it or run it again"}
 	if dberr.Unreachable(err) { // the commit's own bound passing included
 		p.status, p.retryAfter = http.StatusServiceUnavailable, 1
@@ -94,4 +102,22 @@ func commitFailed(err error) problem {
 			"retry after Retry-After seconds with the same key to learn it or run it again"
 	}
 	return p
+}
+
+// outcomeUncertain is the 409 of an operation whose outcome no one could
+// tell, which waits for an operator: no Retry-After, since waiting does not
+// settle it (docs/CONTRACT.md §6).
+func outcomeUncertain() problem {
+	return problem{st: standing{state: wire.StateUncertain}, status: http.StatusConflict,
+		name: wire.ProblemOutcomeUncertain, title: "Outcome uncertain",
+		detail: "the operation with this key may or may not have taken effect, and an operator must settle it; " +
+			"do not send it again under a new key: quote the operation reference to support"}
+}
+
+// replayForbidden is the answer to a retry whose caller [Config.AuthorizeReplay]
+// refused: no stored response is sent, and the operation's state is not told.
+func replayForbidden() problem {
+	return problem{st: standing{state: wire.StateUnknown}, status: http.StatusForbidden,
+		name: problemReplayForbidden, title: "Replay not authorized",
+		detail: "the caller is not authorized to receive this operation's stored response"}
 }

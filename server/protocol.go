@@ -40,8 +40,10 @@ func protocolUnsupported() problem {
 func (s *settings) writeRefusal(w http.ResponseWriter, r *http.Request, p problem) {
 	switch {
 	case grpcProtocol(r):
+		p.st.write(w.Header())
 		writeGRPCStatus(w, r, p)
 	case connectUnary(r):
+		p.st.write(w.Header())
 		writeConnectError(w, p)
 	default:
 		s.writeProblem(w, p)

@@ -40,8 +40,8 @@ const (
 	// NotKnown, the zero [Answer]: the effect cannot be told yet (the
 	// provider is down, or has not settled it). The operation is looked at
 	// again after a backoff; a client retry meanwhile takes it over as
-	// usual. After [ReconcileConfig.MaxAge] it is settled as
-	// result-unavailable.
+	// usual. After [ReconcileConfig.MaxAge] it becomes uncertain, for an
+	// operator to resolve ([Operator.Resolve]).
 	NotKnown Answer = iota
 	// Completed: the effect happened; [Settlement]'s Status, Header and Body
 	// are the response the operation would have returned. It is stored,
@@ -115,9 +115,11 @@ type ReconcileHooks struct {
 	// stored), [NotHappened] (the record is deleted) or [NotKnown] (looked at
 	// again later); Err says when it could not be.
 	Settled func(context.Context, ReconcileEvent)
-	// Parked runs after an operation still [NotKnown] at MaxAge was settled
-	// as result-unavailable: a retry gets 500 result-unavailable and the
-	// operation never runs again. An operator must resolve it by hand.
+	// Parked runs after an operation still [NotKnown] at MaxAge was left
+	// uncertain: a retry gets 409 outcome-uncertain, the operation never
+	// runs again, and an operator must resolve it ([Operator.Resolve]). A
+	// store without [UncertainSettler] settles it as result-unavailable
+	// instead.
 	Parked func(context.Context, ReconcileEvent)
 }
 
@@ -157,7 +159,7 @@ type ReconcileConfig struct {
 	Grace time.Duration
 
 	// MaxAge is how long after its first claim an operation may stay
-	// [NotKnown] before it is settled as result-unavailable. Keep it well
+	// [NotKnown] before it becomes uncertain (see [ReconcileHooks.Parked]). Keep it well
 	// under the routes' Retention: a record swept before it is settled
 	// takes its evidence with it. Zero or negative: one hour.
 	MaxAge time.Duration

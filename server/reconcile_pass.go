@@ -117,15 +117,25 @@ func (rc *reconciler) settle(ctx context.Context, t *Taken) {
 	rc.log(ctx, settledLevel(ev), "idem: reconciled", ev, true)
 }
 
-// park settles an operation still not known at MaxAge as result-unavailable.
+// park leaves an operation still not known at MaxAge uncertain, for an
+// operator to resolve; a store that cannot hold it so ([UncertainSettler])
+// settles it as result-unavailable.
 func (rc *reconciler) park(ctx, wctx context.Context, t *Taken, ev ReconcileEvent) {
-	if err := t.Settler.Complete(wctx, &Response{Unavailable: true}); err != nil {
+	msg := "idem: operation still not known at its maximum age: uncertain until an operator resolves it"
+	var err error
+	if u, ok := t.Settler.(UncertainSettler); ok {
+		err = u.Uncertain(wctx)
+	} else {
+		msg = "idem: operation still not known at its maximum age: settled as result-unavailable (the store cannot hold it uncertain)"
+		err = t.Settler.Complete(wctx, &Response{Unavailable: true})
+	}
+	if err != nil {
 		ev.Err = errors.Join(ev.Err, err)
 		rc.log(ctx, slog.LevelError, "idem: reconciler could not park an operation", ev, false)
 		return
 	}
 	call(rc.cfg.Hooks.Parked, ctx, ev)
-	rc.log(ctx, slog.LevelError, "idem: operation still not known at its maximum age: settled as result-unavailable", ev, true)
+	rc.log(ctx, slog.LevelError, msg, ev, true)
 }
 
 func settledLevel(ev ReconcileEvent) slog.Level {

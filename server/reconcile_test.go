@@ -163,28 +163,6 @@ func TestReconcileNotKnownBacksOff(t *testing.T) {
 	})
 }
 
-func TestReconcileParksAtMaxAge(t *testing.T) {
-	eachStore(t, func(t *testing.T, k *kit) {
-		h := &abandoning{k: k}
-		srv := abandoningServer(t, k, h)
-		require.Equal(t, http.StatusBadGateway, post(t, srv, "/v1/accounts/a-1/charges", "k-old", `{}`).status)
-		parked := make(chan ReconcileEvent, 1)
-		rc := testReconciler(t, k, ReconcileConfig{Interval: time.Minute, MaxAge: 10 * time.Minute,
-			Routes: answer(Settlement{}), Hooks: ReconcileHooks{Parked: func(_ context.Context, e ReconcileEvent) { parked <- e }}})
-		assert.Equal(t, 1, runPass(t, rc))
-		k.clock.Advance(10 * time.Minute)
-		assert.Equal(t, 1, runPass(t, rc))
-		e := recv(t, parked)
-		assert.Equal(t, "k-old", e.Key)
-
-		retry := post(t, srv, "/v1/accounts/a-1/charges", "k-old", `{}`)
-		assert.Equal(t, http.StatusInternalServerError, retry.status, retry.body)
-		assert.Equal(t, wire.ProblemResultUnavailable, problemName(t, retry))
-		assert.EqualValues(t, 1, h.runs.Load(), "never a second charge")
-		assert.Zero(t, runPass(t, rc))
-	})
-}
-
 func TestReconcileLeavesLiveLeasesAndOtherRoutes(t *testing.T) {
 	eachStore(t, func(t *testing.T, k *kit) {
 		live := leasedClaim(t, k, "k-live", 30*time.Second, time.Hour)

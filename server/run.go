@@ -23,12 +23,13 @@ type runner struct {
 	c       *Claim
 	ctx     context.Context
 	ev      Event
-	settled bool  // att completed or aborted: never touch it again
-	joined  *sent // the response the app's transaction stored (StoreInTx)
+	settled bool      // att completed or aborted: never touch it again
+	expires time.Time // when the record's retention ends, if it is kept
+	joined  *sent     // the response the app's transaction stored (StoreInTx)
 }
 
-func (h *handler) run(w http.ResponseWriter, r *http.Request, ev Event, c *Claim, att Attempt, ex Exchange) {
-	x := &runner{h: h, w: w, att: att, c: c, ev: ev}
+func (h *handler) run(w http.ResponseWriter, r *http.Request, ev Event, c *Claim, att Attempt, ex Exchange, expires time.Time) {
+	x := &runner{h: h, w: w, att: att, c: c, ev: ev, expires: expires}
 	if c.Mode == Leased {
 		x.ls = newLease(leasedOf(att), c.Lease)
 	}
@@ -59,7 +60,8 @@ func (x *runner) finish() {
 	x.cw.finish()
 	x.ev.Status, x.ev.Elapsed = x.cw.status, 0
 	call(x.h.s.Hooks.Handled, x.ctx, x.ev)
-	switch x.h.s.outcome(x.cw.status) {
+	o := x.h.s.outcome(x.cw.status)
+	switch o {
 	case outcomeStore:
 		if err := x.complete(stateDone); err != nil {
 			x.commitFailed(err)
@@ -70,6 +72,7 @@ func (x *runner) finish() {
 	case outcomeFail:
 		x.release(false, nil)
 	}
+	x.standing(o).write(x.w.Header())
 	x.cw.send(true)
 }
 
@@ -84,7 +87,9 @@ func (x *runner) settleEarly() error {
 	}
 	x.ev.Status, x.ev.Elapsed = x.cw.status, 0
 	call(x.h.s.Hooks.Handled, x.ctx, x.ev)
-	switch x.h.s.outcome(x.cw.status) {
+	o := x.h.s.outcome(x.cw.status)
+	st := x.standing(o)
+	switch o {
 	case outcomeReject:
 		x.release(true, nil)
 	case outcomeFail:
@@ -95,7 +100,9 @@ func (x *runner) settleEarly() error {
 			x.commitFailed(err)
 			return err
 		}
+		st.state = wire.StateUnavailable
 	}
+	st.write(x.w.Header())
 	return nil
 }
 
@@ -121,13 +128,17 @@ func (x *runner) commitFailed(err error) {
 		x.ev.Problem = wire.ProblemKeyInFlight
 		call(x.h.s.Hooks.StaleCompletion, x.ctx, x.ev)
 		x.h.s.log(x.ctx, slog.LevelWarn, "idem: stale completion refused: another attempt owns the key", x.ev)
-		x.h.s.writeProblem(x.w, keyInFlight(time.Second))
+		p := keyInFlight(time.Second)
+		p.st.ref = refOf(x.c.Scope)
+		x.h.s.writeProblem(x.w, p)
 		return
 	}
 	x.ev.Problem = problemCommitFailed
 	call(x.h.s.Hooks.Released, x.ctx, x.ev)
 	x.h.s.log(x.ctx, slog.LevelError, "idem: commit failed", x.ev)
-	x.h.s.writeProblem(x.w, commitFailed(err))
+	p := commitFailed(err)
+	p.st.ref = refOf(x.c.Scope)
+	x.h.s.writeProblem(x.w, p)
 }
 
 // release rolls the attempt back ([Transactional]), or releases the key or

@@ -5,8 +5,8 @@
 -- (CREATE TABLE IF NOT EXISTS takes none; the block below changes nothing). There are no
 -- CHECK constraints: Postgres parses and plans them again for every
 -- statement that writes a row, a cost on every request, and only the store
--- writes this table (32-byte scope hashes; states running, done and
--- unavailable).
+-- writes this table (32-byte scope hashes; states running, done,
+-- unavailable, uncertain and not-applied).
 CREATE TABLE IF NOT EXISTS idem_records (
     -- SHA-256 of (tenant, principal, route, key): index keys stay 32 bytes.
     scope_hash     bytea       PRIMARY KEY,
@@ -21,7 +21,9 @@ CREATE TABLE IF NOT EXISTS idem_records (
     fp_alg         text        NOT NULL,
     fingerprint    bytea       NOT NULL,
     -- running: claimed (Leased mode); done: response stored; unavailable:
-    -- effects committed, response not stored (too large or streamed).
+    -- effects committed, response not stored (too large or streamed);
+    -- uncertain: not known at the reconciler's MaxAge, kept until an
+    -- operator resolves it; not-applied: so resolved, the key is free.
     state          text        NOT NULL,
     -- Fencing token of the current attempt; attempt counts takeovers.
     token          uuid        NOT NULL,
@@ -48,7 +50,11 @@ CREATE TABLE IF NOT EXISTS idem_records (
     request        bytea,
     -- Leased mode: when a reconciler looks at an abandoned operation next
     -- (NULL: as soon as its lease has ended).
-    reconcile_at   timestamptz
+    reconcile_at   timestamptz,
+    -- Who resolved an uncertain operation, when and why.
+    resolved_by    text,
+    resolved_at    timestamptz,
+    resolve_reason text
 ) WITH (fillfactor = 90);
 
 -- The rest brings an existing table up to date, and returns at once when
@@ -62,7 +68,8 @@ CREATE TABLE IF NOT EXISTS idem_records (
 -- The steps: the expiry index of the sweeper; the columns of the
 -- reconciler (request, reconcile_at) and the index by which reconcilers
 -- find abandoned operations (only running records, which Transactional
--- requests never commit); and the headers of versions before the binary
+-- requests never commit); the columns of a resolution and the index of
+-- the uncertain records, which operators list; and the headers of versions before the binary
 -- block, stored as jsonb, which become bytea holding that JSON's text
 -- (decodeHeader still reads it), so that their records keep replaying.
 DO $$
@@ -71,8 +78,10 @@ DECLARE
 BEGIN
     IF to_regclass(format('%I.idem_records_expires_at', current_schema())) IS NOT NULL
         AND to_regclass(format('%I.idem_records_running', current_schema())) IS NOT NULL
+        AND to_regclass(format('%I.idem_records_uncertain', current_schema())) IS NOT NULL
         AND (SELECT count(*) FROM pg_attribute
-             WHERE attrelid = tbl AND attname IN ('request', 'reconcile_at') AND NOT attisdropped) = 2
+             WHERE attrelid = tbl AND attname IN ('request', 'reconcile_at', 'resolved_by', 'resolved_at', 'resolve_reason')
+                 AND NOT attisdropped) = 5
         AND (SELECT atttypid FROM pg_attribute
              WHERE attrelid = tbl AND attname = 'headers') = 'bytea'::regtype THEN
         RETURN;
@@ -82,6 +91,10 @@ BEGIN
     ALTER TABLE idem_records ADD COLUMN IF NOT EXISTS request bytea;
     ALTER TABLE idem_records ADD COLUMN IF NOT EXISTS reconcile_at timestamptz;
     CREATE INDEX IF NOT EXISTS idem_records_running ON idem_records (locked_until) WHERE state = 'running';
+    ALTER TABLE idem_records ADD COLUMN IF NOT EXISTS resolved_by text;
+    ALTER TABLE idem_records ADD COLUMN IF NOT EXISTS resolved_at timestamptz;
+    ALTER TABLE idem_records ADD COLUMN IF NOT EXISTS resolve_reason text;
+    CREATE INDEX IF NOT EXISTS idem_records_uncertain ON idem_records (created_at) WHERE state = 'uncertain';
     IF (SELECT atttypid FROM pg_attribute WHERE attrelid = tbl AND attname = 'headers') = 'jsonb'::regtype THEN
         ALTER TABLE idem_records ALTER COLUMN headers TYPE bytea USING convert_to(headers::text, 'UTF8');
     END IF;

@@ -183,6 +183,9 @@ const (
 	// VerdictUnavailable: the operation's effects happened, its response
 	// was not stored (500 result-unavailable).
 	VerdictUnavailable
+	// VerdictUncertain: no one could tell whether the operation acted; it
+	// waits for an operator (409 outcome-uncertain, see [UncertainSettler]).
+	VerdictUncertain
 )
 
 // The judgements of decide that are not a final [Verdict].
@@ -206,6 +209,12 @@ type ClaimResult struct {
 	// Waited reports a claim that waited for a running duplicate (see
 	// [Event.Waited]).
 	Waited bool
+	// Expires is when the record's retention ends, by the store's clock, as
+	// the claim found or made it; zero when the store does not tell (the
+	// middleware then says its own start of the claim plus the retention
+	// for a claimed key, and nothing for a replay). An uncertain record
+	// has none: it is kept until an operator resolves it.
+	Expires time.Time
 }
 
 // inFlight is the 409 answer, to retry after left (at least a second).
@@ -334,6 +343,8 @@ const (
 	stateRunning     recordState = "running"     // claimed; the handler runs
 	stateDone        recordState = "done"        // the response is stored
 	stateUnavailable recordState = "unavailable" // effects committed, response not stored
+	stateUncertain   recordState = "uncertain"   // not known at MaxAge: an operator settles it
+	stateNotApplied  recordState = "not-applied" // an operator said it did not act: the key is free
 )
 
 // found is an existing record as a store read it, judged at the store's now.
@@ -346,6 +357,7 @@ type found struct {
 	leaseLeft time.Duration // running under a lease: time left (<= 0: expired)
 	token     uuid.UUID
 	resp      *Response
+	expiresAt time.Time // the end of its retention; zero when unknown
 }
 
 // leased reports a running record whose lease is live: its attempt may be
@@ -362,7 +374,7 @@ func (f *found) leased() bool {
 // processed instead of refused with 422 (docs/CONTRACT.md §4).
 func decide(f *found, c *Claim) Verdict {
 	switch {
-	case f.expired && !f.open && !f.leased():
+	case (f.expired || f.state == stateNotApplied) && !f.open && !f.leased() && f.state != stateUncertain:
 		return vReclaim
 	case f.open:
 		return vWait
@@ -372,6 +384,8 @@ func decide(f *found, c *Claim) Verdict {
 		return VerdictReplay
 	case f.state == stateUnavailable:
 		return VerdictUnavailable
+	case f.state == stateUncertain:
+		return VerdictUncertain
 	case f.leaseLeft > 0:
 		return VerdictInFlight
 	default:
@@ -383,7 +397,7 @@ func decide(f *found, c *Claim) Verdict {
 func (f *found) result(v Verdict) ClaimResult {
 	switch v {
 	case VerdictReplay:
-		return ClaimResult{Verdict: VerdictReplay, Response: f.resp}
+		return ClaimResult{Verdict: VerdictReplay, Response: f.resp, Expires: f.expiresAt}
 	case VerdictInFlight:
 		return inFlight(f.leaseLeft)
 	default:

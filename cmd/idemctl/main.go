@@ -8,6 +8,8 @@
 //	key      [-route R [-tenant T] [-principal P] [-payload]] KEY look a record up; the key alone lists every scope that holds it
 //	inflight [-stuck] [-route R] [-limit N] [-after POS]          the operations in flight, oldest first
 //	evict    -route R [-tenant T] [-principal P] [-force] [-yes] KEY
+//	resolve  -route R [-tenant T] [-principal P] -by WHO -reason WHY (-applied -status N [-body B] | -not-applied) [-yes] KEY
+//	                                                              settle an uncertain operation
 //	parked   [-after ID] [-limit N]                               the outbox's parked messages
 //	message  ID | -key K                                          one outbox message, in any state
 //	redrive  [-past-retention] [-yes] ID                          send a parked message again
@@ -115,6 +117,7 @@ var commands = []command{
 	{"key", "[-route R [-tenant T] [-principal P] [-payload]] KEY", runKey, noRecords},
 	{"inflight", "[-stuck] [-route R] [-limit N] [-after POS]", runInFlight, noRecords},
 	{"evict", "-route R [-tenant T] [-principal P] [-force] [-yes] KEY", runEvict, noRecords},
+	{"resolve", "-route R [-tenant T] [-principal P] -by WHO -reason WHY (-applied -status N [-body B] | -not-applied) [-yes] KEY", runResolve, noRecords},
 	{"parked", "[-after ID] [-limit N]", runParked, noOutbox},
 	{"message", "ID | -key K", runMessage, noOutbox},
 	{"redrive", "[-past-retention] [-yes] ID", runRedrive, noOutbox},

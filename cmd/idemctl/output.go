@@ -122,6 +122,12 @@ func (t *tool) printRecord(r server.Record) error {
 	if r.Expired() {
 		state += " (expired: a retry runs the handler again)"
 	}
+	if r.State == "uncertain" {
+		state += " (retries get 409 outcome-uncertain until an operator resolves it: idemctl resolve)"
+	}
+	if v := r.Resolved; v != nil {
+		state += fmt.Sprintf(" (resolved by %s at %s: %s)", v.By, opsview.Time(v.At), v.Reason)
+	}
 	lease, recovery, status := "-", "none", "none stored"
 	if !r.LeaseEnds.IsZero() {
 		lease = opsview.Duration(r.LeaseLeft()) + " left"
@@ -181,6 +187,8 @@ func (t *tool) printInFlight(page server.InFlightPage) error {
 	for _, r := range page.Records {
 		lease := opsview.Duration(r.LeaseLeft()) + " left"
 		switch {
+		case r.State == "uncertain":
+			lease = "UNCERTAIN: idemctl resolve"
 		case r.Stuck():
 			lease = "STUCK " + opsview.Duration(-r.LeaseLeft()) + " ago"
 		case r.LeaseEnds.IsZero():

@@ -39,7 +39,7 @@ func exitStatus(err error) int {
 	case errors.Is(err, server.ErrUnknownKey), errors.Is(err, outbox.ErrUnknownMessage):
 		return exitNotFound
 	case errors.Is(err, server.ErrLeaseLive), errors.Is(err, outbox.ErrNotParked),
-		errors.Is(err, outbox.ErrPastRetention), errors.Is(err, errDeclined):
+		errors.Is(err, outbox.ErrPastRetention), errors.Is(err, errDeclined), errors.Is(err, server.ErrNotUncertain):
 		return exitRefused
 	}
 	return exitFailed

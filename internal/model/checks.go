@@ -19,6 +19,9 @@ var Checks = []Config{
 	{Name: "leased-legacy-record", Defines: []string{"LEGACY=1", "CLIENTS=1", "REQS=3"}},
 	// Three clients of a Transactional route, three requests each.
 	{Name: "transactional", Defines: []string{"MODE=TX", "CLIENTS=3", "REQS=3"}},
+	// An outbox message: two dispatchers (one may die mid-delivery), three
+	// deliveries per window, a key retention of 3 ticks, two re-drives.
+	{Name: "outbox", File: "outbox.pml"},
 }
 
 // Mutant is a seeded fault of the model, and the property whose violation
@@ -46,10 +49,20 @@ var Mutants = []Mutant{
 	// the state and the lease again as it writes: the orphan recovery of
 	// aws-powertools/powertools-lambda-typescript#5714.
 	{Config{Name: "takeover-trusts-read", Defines: []string{"M_TAKEOVER_TRUSTS_READ"}}, "completed"},
+	// sqlSweep without its state condition: it deletes an uncertain record
+	// past its retention, before an operator resolved it.
+	{Config{Name: "sweep-ignores-uncertain", Defines: []string{"M_SWEEP_IGNORES_UNCERTAIN"}}, "uncertain kept"},
 	// A configuration, not a statement: ReconcileConfig.MaxAge at the
 	// retention instead of under it. An abandoned operation then expires
 	// before it is parked.
 	{Config{Name: "maxage-at-retention", Defines: []string{"OVERRUN=0", "MAXAGE=4"}, Liveness: true}, "settled"},
+	// The outbox (outbox.pml): Redrive without its ErrPastRetention
+	// check, forgetting the first delivery as RedrivePastRetention does.
+	{Config{Name: "outbox-redrive-past-retention", File: "outbox.pml", Defines: []string{"M_REDRIVE_PAST_RETENTION"}}, "once"},
+	// settings.decide and settings.overdue without the key retention.
+	{Config{Name: "outbox-retry-past-retention", File: "outbox.pml", Defines: []string{"M_RETRY_PAST_RETENTION"}}, "once"},
+	// A re-drive under a new key.
+	{Config{Name: "outbox-redrive-new-key", File: "outbox.pml", Defines: []string{"M_REDRIVE_NEW_KEY"}}, "once"},
 }
 
 // MutantNamed returns the mutant named name, and false when there is none.

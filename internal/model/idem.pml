@@ -33,6 +33,9 @@
  *                    it stored (sqlRead_decide, txRead, sqlTakeover);
  *   lease margin     a live lease ends before the record's retention, so
  *                    a retry after a lease ended finds the record (margin);
+ *   uncertain kept   an operation left uncertain at MaxAge is never swept
+ *                    or reclaimed until an operator resolves it
+ *                    (uncertain_kept);
  *   settled (ltl)    under weak fairness, every abandoned operation is
  *                    eventually settled, by a retry or the reconciler, and
  *                    none is swept unsettled.
@@ -42,7 +45,7 @@
  * what the statements wrote. The properties compare the two, so a mutant
  * that weakens a statement shows up as a broken property. Mutants (-D):
  * M_COMPLETE_NO_TOKEN, M_SWEEP_IGNORES_LEASE, M_TAKEOVER_SAME_TOKEN,
- * M_RECONCILER_NO_TOKEN, M_TAKEOVER_TRUSTS_READ.
+ * M_RECONCILER_NO_TOKEN, M_TAKEOVER_TRUSTS_READ, M_SWEEP_IGNORES_UNCERTAIN.
  *
  * Every statement that reaches the store prints "EV pid op ...", before
  * the assertions of its step, so that a counterexample trail can be
@@ -97,8 +100,10 @@
 #define RUNNING 1
 #define DONE 2
 #define UNAVAIL 3
+#define UNCERTAIN 4      /* not known at MaxAge: kept until an operator resolves it */
+#define NOTAPPLIED 5     /* resolved as not applied: expired at once, the key is free */
 
-mtype = { claimed, replay, inflight, mismatch, unavailable, contention, reclaim, takeover, pending };
+mtype = { claimed, replay, inflight, mismatch, unavailable, uncertain, contention, reclaim, takeover, pending };
 mtype = { ok, lost, released, ended };
 
 typedef Record {
@@ -136,6 +141,7 @@ bit  gdone;        /* the record holds a stored completion */
 byte gans;         /* ticks left of the last stored completion's retention, kept past its deletion */
 bit  gsettled = 1; /* the current operation was settled (none pending: 1) */
 bit  gforgot;      /* an unsettled operation was swept or reclaimed */
+bit  guncertain;   /* the record is uncertain, waiting for an operator */
 
 #define dec(x) if :: x > 0 && x != OPEN -> x-- :: else fi
 #define abandoned (rec.state == RUNNING && rec.lease == 0 && MODE == LEASED)
@@ -169,6 +175,9 @@ inline store_completion(st, f) {
 	rec.due = 0; rec.age = 0;
 	gans = rec.exp; gdone = 1; gsettled = 1; unhold()
 }
+/* uncertain kept: an uncertain record is never swept, reclaimed or
+   taken over before an operator resolves it */
+inline uncertain_kept() { assert(!guncertain) }
 /* lease margin: a live lease ends before the record expires; checked
    where a lease is granted (a legacy record comes without the margin, and
    any grant on it restores the margin) */
@@ -205,6 +214,7 @@ proctype Clock() {
 /* sqlInsert and sqlReclaim write the first attempt of a new operation */
 inline claim_new(fp) {
 	printf("EV %d claim %d claimed 1 0\n", ME, fp);
+	uncertain_kept();
 	if :: rec.state == RUNNING && !LEGACY -> gforgot = 1 :: else fi; /* reclaimed unsettled */
 	fresh(); grant(LEASE);
 	rec.state = RUNNING; rec.first = 1; rec.fp = fp; rec.lease = LEASE; rec.exp = RETENTION;
@@ -221,12 +231,13 @@ inline sqlRead_decide(fp, v) {
 	atomic {
 		if
 		:: rec.state == NONE -> v = pending
-		:: rec.state != NONE && rec.exp == 0 && !(rec.state == RUNNING && rec.lease > 0) -> v = reclaim
+		:: rec.state != NONE && rec.exp == 0 && !(rec.state == RUNNING && rec.lease > 0) && rec.state != UNCERTAIN -> v = reclaim
 		:: else ->
 			if
 			:: rec.fp != fp -> v = mismatch
 			:: rec.fp == fp && rec.state == DONE -> v = replay
 			:: rec.fp == fp && rec.state == UNAVAIL -> v = unavailable
+			:: rec.fp == fp && rec.state == UNCERTAIN -> v = uncertain
 			:: rec.fp == fp && rec.state == RUNNING && rec.lease > 0 -> v = inflight
 			:: rec.fp == fp && rec.state == RUNNING && rec.lease == 0 -> v = takeover; readtok[ME] = 1
 			fi;
@@ -242,7 +253,7 @@ inline sqlRead_decide(fp, v) {
 inline sqlReclaim(fp, v) {
 	atomic {
 		if
-		:: rec.state != NONE && rec.exp == 0 -> claim_new(fp); v = claimed
+		:: rec.state != NONE && rec.exp == 0 && rec.state != UNCERTAIN -> claim_new(fp); v = claimed
 		:: else -> v = pending
 		fi
 	}
@@ -538,11 +549,13 @@ proctype Reconciler() {
 		fi;
 		settled_by_rc(holding, rfp, old)
 	   }
-	:: holding && old -> atomic { /* NotKnown at MaxAge: park (sqlComplete, unavailable) */
+	:: holding && old -> atomic { /* NotKnown at MaxAge: uncertain (sqlUncertain) */
 		if
 		:: SETTLE_WHERE ->
 			printf("EV %d rpark ok\n", ME);
-			not_completed(); owner_writes(); store_completion(UNAVAIL, 0)
+			not_completed(); owner_writes();
+			rec.state = UNCERTAIN; rec.lease = 0; rec.due = 0; rec.age = 0;
+			gsettled = 1; guncertain = 1; unhold()
 		:: !SETTLE_WHERE -> printf("EV %d rpark lost\n", ME)
 		fi;
 		settled_by_rc(holding, rfp, old)
@@ -553,9 +566,11 @@ proctype Reconciler() {
 /* ---- the sweeper: sqlSweep (postgres_sql.go) ---- */
 
 #ifdef M_SWEEP_IGNORES_LEASE
-#define SWEEP_WHERE (rec.state != NONE && rec.exp == 0 && rowlock == 0)
-#else
+#define SWEEP_WHERE (rec.state != NONE && rec.exp == 0 && rowlock == 0 && rec.state != UNCERTAIN)
+#elif defined(M_SWEEP_IGNORES_UNCERTAIN)
 #define SWEEP_WHERE (rec.state != NONE && rec.exp == 0 && rec.lease == 0 && rowlock == 0)
+#else
+#define SWEEP_WHERE (rec.state != NONE && rec.exp == 0 && rec.lease == 0 && rowlock == 0 && rec.state != UNCERTAIN)
 #endif
 
 proctype Sweeper() {
@@ -564,8 +579,32 @@ proctype Sweeper() {
 		SWEEP_WHERE ->
 		printf("EV %d sweep 1\n", ME);
 		assert(glease == 0); /* live lease */
+		uncertain_kept();
 		if :: rec.state == RUNNING && !LEGACY -> gforgot = 1 :: else fi;
 		forget()
+	   }
+	od
+}
+
+/* ---- an operator: Resolve (postgres_uncertain.go, sqlResolve) ----
+   It resolves an uncertain operation at any time, or never: applied (the
+   stored request's response, kept at least a retention) or not applied
+   (expired at once: the next claim reclaims it, the sweeper deletes it).
+   Its write is fenced by the state, and draws a new token. */
+proctype Operator() {
+	byte ofp;
+	do
+	:: atomic {
+		rec.state == UNCERTAIN ->
+		printf("EV %d resolve applied\n", ME);
+		not_completed(); stale_all(); gowner = ME; guncertain = 0;
+		max_exp(RETENTION); ofp = rec.fp; store_completion(DONE, ofp); gowner = 0; ofp = 0
+	   }
+	:: atomic {
+		rec.state == UNCERTAIN ->
+		printf("EV %d resolve notapplied\n", ME);
+		not_completed(); stale_all(); guncertain = 0;
+		rec.state = NOTAPPLIED; rec.exp = 0
 	   }
 	od
 }
@@ -581,7 +620,7 @@ proctype Legacy() {
 init {
 	atomic {
 #if LEGACY
-		hi = 3 + CLIENTS + (MODE == LEASED); /* the Legacy process's pid */
+		hi = 3 + CLIENTS + 2 * (MODE == LEASED); /* the Legacy process's pid (after the Reconciler and the Operator) */
 		rec.state = RUNNING; rec.first = 1; rec.fp = 1; rec.lease = LEASE; rec.exp = 1;
 		owntok[hi] = 1; gowner = hi; gheld = hi; glease = LEASE; gsettled = 0;
 		printf("EV %d legacy\n", hi);
@@ -591,6 +630,7 @@ init {
 		run Sweeper();
 #if MODE == LEASED
 		run Reconciler();
+		run Operator();
 		rc_budget = INTERVAL;
 #endif
 		for (hi : 1 .. CLIENTS) { run Client(1 + (hi == CLIENTS)) }

@@ -15,7 +15,7 @@ package model
 import (
 	"bytes"
 	"context"
-	_ "embed"
+	"embed"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,13 +25,16 @@ import (
 	"time"
 )
 
-//go:embed idem.pml
-var source []byte
+//go:embed idem.pml outbox.pml
+var sources embed.FS
 
 // Config is one run of spin over the model.
 type Config struct {
 	// Name names the run in logs and subtests.
 	Name string
+	// File is the model: "" for idem.pml (the record lifecycle), or
+	// "outbox.pml" (an outbox message's lifecycle).
+	File string
 	// Defines are spin's -D flags: a bound ("REQS=3") or a mutant
 	// ("M_COMPLETE_NO_TOKEN"); idem.pml documents them.
 	Defines []string
@@ -56,11 +59,9 @@ func Verify(tb testing.TB, cfg Config, shortest bool) *Result {
 	tb.Helper()
 	spin := spinPath(tb)
 	dir := tb.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "idem.pml"), source, 0o644); err != nil {
-		tb.Fatal(err)
-	}
+	file := writeModel(tb, dir, cfg)
 	ctx := context.Background()
-	run(tb, ctx, dir, spin, append(defines(cfg), "-a", "idem.pml")...)
+	run(tb, ctx, dir, spin, append(defines(cfg), "-a", file)...)
 	run(tb, ctx, dir, "gcc", append(panFlags(cfg, shortest), "-o", "pan", "pan.c")...)
 	args := []string{fmt.Sprintf("-m%d", maxDepth)}
 	if cfg.Liveness {
@@ -127,4 +128,25 @@ func spinPath(tb testing.TB) string {
 	}
 	tb.Skipf("%v; skipping the model check (apt-get install spin, or bash .ci/run)", err)
 	return ""
+}
+
+// file is cfg's model file.
+func (cfg Config) file() string {
+	if cfg.File == "" {
+		return "idem.pml"
+	}
+	return cfg.File
+}
+
+// writeModel writes cfg's model into dir and returns its name.
+func writeModel(tb testing.TB, dir string, cfg Config) string {
+	tb.Helper()
+	src, err := sources.ReadFile(cfg.file())
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, cfg.file()), src, 0o644)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cfg.file()
 }

@@ -79,7 +79,9 @@ var properties = []struct{ expr, name string }{
 	{"(rec.fp==fp)", "fingerprint"},
 	{"(rec.exp>rec.lease)", "lease margin"},
 	{"(rec.state!=1)", "live lease"},
+	{"!(guncertain)", "uncertain kept"},
 	{"acceptance cycle", "settled"},
+	{"(effects<=1)", "once"}, // outbox.pml
 }
 
 // Property names the property that Violation broke, "" when there is none.
@@ -118,7 +120,12 @@ func (r *Result) Trail(tb testing.TB) []Event {
 	if r.Violation == "" {
 		tb.Fatalf("%s: no counterexample to replay", r.cfg.Name)
 	}
-	out := run(tb, context.Background(), r.dir, r.spin, append(defines(r.cfg), "-t", "idem.pml")...)
+	out := run(tb, context.Background(), r.dir, r.spin, append(defines(r.cfg), "-t", r.cfg.file())...)
+	return events(out)
+}
+
+// events are the EV lines of spin's output.
+func events(out string) []Event {
 	var evs []Event
 	for _, line := range strings.Split(out, "\n") {
 		m := reEvent.FindStringSubmatch(line)

@@ -23,16 +23,24 @@ const (
 	ProblemKeyMissing        = "key-missing"
 	ProblemKeyInvalid        = "key-invalid"
 	ProblemResultUnavailable = "result-unavailable"
+	// ProblemOutcomeUncertain is the 409 of an operation whose outcome no
+	// one could tell, which waits for an operator (StateUncertain).
+	ProblemOutcomeUncertain = "outcome-uncertain"
 )
 
-// Problem is an RFC 9457 problem document with the contract's one extension
-// member, retry_after (seconds), sent with 409 key-in-flight.
+// Problem is an RFC 9457 problem document with the contract's extension
+// members: retry_after (seconds), sent with 409 key-in-flight, and the
+// operation's outcome (operation_state, operation_ref, safe_new_key; see
+// HeaderOperationState), which the server sets on every problem it writes.
 type Problem struct {
-	Type       string `json:"type"`
-	Title      string `json:"title"`
-	Status     int    `json:"status"`
-	Detail     string `json:"detail,omitempty"`
-	RetryAfter int64  `json:"retry_after,omitempty"`
+	Type           string `json:"type"`
+	Title          string `json:"title"`
+	Status         int    `json:"status"`
+	Detail         string `json:"detail,omitempty"`
+	RetryAfter     int64  `json:"retry_after,omitempty"`
+	OperationState string `json:"operation_state,omitempty"`
+	OperationRef   string `json:"operation_ref,omitempty"`
+	SafeNewKey     *bool  `json:"safe_new_key,omitempty"`
 }
 
 // Name returns the problem name: the part of Type after its last ':' or '/'.

@@ -18,6 +18,7 @@ var (
 	CodeUnimplemented      = RPCCode{12, "unimplemented"}
 	CodeInternal           = RPCCode{13, "internal"}
 	CodeUnavailable        = RPCCode{14, "unavailable"}
+	CodePermissionDenied   = RPCCode{7, "permission_denied"}
 )
 
 // ProblemProtocolUnsupported names the refusal of a request in a protocol
@@ -31,8 +32,12 @@ func RefusalCode(name string, status int) RPCCode {
 	switch name {
 	case ProblemKeyMissing, ProblemKeyInvalid, "request-unreadable":
 		return CodeInvalidArgument
-	case ProblemKeyReused:
+	case ProblemKeyReused, ProblemOutcomeUncertain:
+		// FAILED_PRECONDITION: not to be retried until the state is fixed
+		// (another key; an operator's resolution).
 		return CodeFailedPrecondition
+	case "replay-forbidden":
+		return CodePermissionDenied
 	case ProblemKeyInFlight:
 		return CodeAborted
 	case ProblemResultUnavailable:

@@ -50,6 +50,10 @@
 // rolling back, a handler that ends the transaction, a lost connection, a
 // 100-way race of one key on two nodes), sweeps and
 // stats, and the reconciler's side of the store (TakeAbandoned and the
-// Settler: disjoint takers, due times, fencing, age). Each test runs in
+// Settler: disjoint takers, due times, fencing, age), and, for a store
+// that implements the optional [server.UncertainSettler] and
+// [server.Resolver] (the areas skip, saying so, on one that does not), an
+// uncertain operation: kept past its retention and a sweep, never taken
+// again, resolved applied or not applied, refused on anything else. Each test runs in
 // parallel with the others, each on a store of its own.
 package storetest

@@ -153,7 +153,7 @@ func supports(ms []mode, m mode) bool {
 // when the handler's effects go in the store's transaction (h.Effect), the
 // operator areas only for a [server.RecordStore] (records).
 func areas(t *testing.T, h Harness, records bool) []area {
-	groups := [][]area{replayAreas, responseAreas, leaseAreas, waitAreas, sweepAreas, reconcileAreas}
+	groups := [][]area{replayAreas, responseAreas, leaseAreas, waitAreas, sweepAreas, reconcileAreas, uncertainAreas}
 	if h.Effect != nil {
 		groups = append(groups, txAreas)
 	} else {

@@ -21,7 +21,9 @@
 // outbox.Config fields of the same names (zero: the outbox's defaults,
 // which -h prints); -attempt-timeout bounds each HTTP
 // attempt of the idem client; -name adds "X-Dispatcher: <name>" to its
-// deliveries, so that tests can tell the dispatchers apart.
+// deliveries, so that tests can tell the dispatchers apart. A test switch,
+// never to set in production: IDEM_TRACE_FILE appends each delivery and
+// re-drive of the outbox to that file (internal/trace).
 package main
 
 import (
@@ -41,6 +43,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/internal/dbflag"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/outbox"
 )
 
@@ -93,6 +96,10 @@ func main() {
 	case errors.Is(err, flag.ErrHelp):
 		return
 	case err != nil:
+		os.Exit(2)
+	}
+	if err := trace.FromEnv(os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "payments dispatcher:", err)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -25,7 +25,7 @@
 //	-reconcile  run a reconciler every so often (e.g. 10s; default 0: none)
 //	-reconcile-max-age
 //	            how long a charge may stay unknown before the reconciler
-//	            settles it as result-unavailable (default 1h; under -retention)
+//	            leaves it uncertain for an operator (default 1h; under -retention)
 //	-read-timeout  how long a client may take to send a whole request,
 //	            header and body (default 15s): a slow or stalled body is cut
 //	            off (400 request-unreadable, then the connection closes)
@@ -107,7 +107,13 @@
 //	                  SIGUSR1, and then goes on (Unix only)
 //
 // "committed" is the interesting one: the outcome is durable, the client
-// has not heard of it. Never set these in production.
+// has not heard of it.
+//
+//	IDEM_TRACE_FILE   append each step of a record's lifecycle that the
+//	                  stores perform to this file, for the tests that check
+//	                  a run against the lifecycle's model (internal/trace)
+//
+// Never set these in production.
 package main
 
 import (
@@ -126,6 +132,7 @@ import (
 	"github.com/idemkit/idem/examples/payments/internal/mysqlopen"
 	"github.com/idemkit/idem/internal/dbflag"
 	"github.com/idemkit/idem/internal/exampleserver"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/mysqlidem"
 	"github.com/idemkit/idem/server"
 )
@@ -162,7 +169,7 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 60*time.Second, "how long a kept-alive connection may wait for its next request")
 	fs.DurationVar(&o.reconcile, "reconcile", 0, "run a reconciler at this `interval` (0: none)")
 	fs.DurationVar(&o.reconcileMaxAge, "reconcile-max-age", time.Hour,
-		"how long a charge may stay unknown before the reconciler settles it as result-unavailable")
+		"how long a charge may stay unknown before the reconciler leaves it uncertain for an operator")
 	fs.StringVar(&o.notify, "notify", "", "receiver base `URL`: payments notify it through the outbox")
 	fs.BoolVar(&o.requireDurable, "require-durable", false, "refuse to start unless the database's durability report is clean")
 	fs.StringVar(&o.adminToken, "admin-token", "", "serve the operators' pages (/admin/, and /riverui/ on Postgres) to HTTP Basic auth with this `password`")
@@ -206,6 +213,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	crash, err := crashSwitchFromEnv(getenv, log)
 	if err != nil {
+		fmt.Fprintln(stderr, "server:", err)
+		return errUsage
+	}
+	if err := trace.FromEnv(getenv); err != nil {
 		fmt.Fprintln(stderr, "server:", err)
 		return errUsage
 	}

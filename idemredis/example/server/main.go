@@ -37,6 +37,9 @@
 //	payments server: listening on http://127.0.0.1:8080
 //
 // to stdout once it accepts connections; SIGINT or SIGTERM shuts it down.
+// A test switch, never to set in production: IDEM_TRACE_FILE appends each
+// step of a record's lifecycle that the stores perform to that file
+// (internal/trace).
 package main
 
 import (
@@ -55,6 +58,7 @@ import (
 	"github.com/idemkit/idem/idemredis"
 	"github.com/idemkit/idem/internal/dbflag"
 	"github.com/idemkit/idem/internal/exampleserver"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
 
@@ -100,6 +104,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	o, err := parseFlags(args, stderr, getenv)
 	if err != nil {
 		return err
+	}
+	if err := trace.FromEnv(getenv); err != nil {
+		fmt.Fprintln(stderr, "server:", err)
+		return exampleserver.ErrUsage
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg := api.Config{Lease: o.lease, GatewayURL: o.gateway, Logger: log}

@@ -16,7 +16,7 @@ local st = r[1]
 if st then
   local ex, lu = tonumber(r[2]), tonumber(r[3])
   local live = st == 'running' and lu > now
-  if ex > now or live then
+  if ex > now or live or st == 'uncertain' then
     local match
     if r[4] == alg then
       match = r[5] == digest
@@ -32,9 +32,11 @@ if st then
       if touch == '1' then
         keep(record, ex, 0, now)
       end
-      return {'replay', r[9], r[10], r[11]}
+      return {'replay', r[9], r[10], r[11], ex}
     elseif st == 'unavailable' then
       return {'unavailable'}
+    elseif st == 'uncertain' then
+      return {'uncertain'}
     elseif live then
       return {'inflight', lu - now}
     end

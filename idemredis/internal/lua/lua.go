@@ -51,6 +51,12 @@ var read string
 //go:embed evict.lua
 var evict string
 
+//go:embed uncertain.lua
+var uncertain string
+
+//go:embed resolve.lua
+var resolve string
+
 // The scripts, each with the prelude's clock and helpers after a shebang
 // that declares its flags (Redis 7.0 and later). Redis refuses a script
 // with a shebang as a whole, before it runs, when it is at maxmemory and
@@ -73,6 +79,8 @@ var (
 	Prune      = script("allow-oom", prune)
 	Read       = script("no-writes,allow-oom", read)
 	Evict      = script("allow-oom", evict)
+	Uncertain  = script("allow-oom", uncertain)
+	Resolve    = script("allow-oom", resolve)
 )
 
 // script is body after the shebang declaring flags (none: "") and the
