@@ -23,17 +23,29 @@ import (
 
 const route = "POST /v1/charges"
 
-// fixture is a memory store with a Leased route whose handler does what
-// the key says, and the admin page over it.
+// fixture is a store (memory, unless newFixtureOn says) with a Leased
+// route whose handler does what the key says, and the admin page over it.
 type fixture struct {
-	store   *server.MemoryStore
+	store   recordStore
 	api     *httptest.Server
 	release chan struct{} // ends the handler of "live-*" keys
 }
 
+// recordStore is a store whose records the page reads.
+type recordStore interface {
+	server.Store
+	server.RecordStore
+}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{store: server.NewMemoryStore(), release: make(chan struct{})}
+	return newFixtureOn(t, server.NewMemoryStore())
+}
+
+// newFixtureOn is newFixture on store.
+func newFixtureOn(t *testing.T, store recordStore) *fixture {
+	t.Helper()
+	f := &fixture{store: store, release: make(chan struct{})}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ls, _ := server.LeaseFrom(r.Context())
 		_ = ls.Checkpoint(r.Context(), "gateway-called", json.RawMessage(`{"charge":"ch_1"}`))

@@ -3,12 +3,16 @@ module github.com/idemkit/idem/admin
 go 1.26.0
 
 require (
+	github.com/go-sql-driver/mysql v1.9.3
 	github.com/idemkit/idem v0.0.0
 	github.com/stretchr/testify v1.12.1
 )
 
+require filippo.io/edwards25519 v1.1.0 // indirect
+
 require (
-	github.com/google/uuid v1.6.0 // indirect
+	github.com/google/uuid v1.6.0
+	github.com/idemkit/idem/mysqlidem v0.0.0
 	github.com/idemkit/idem/outbox v0.0.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -33,3 +37,5 @@ require (
 replace github.com/idemkit/idem => ..
 
 replace github.com/idemkit/idem/outbox => ../outbox
+
+replace github.com/idemkit/idem/mysqlidem => ../mysqlidem

@@ -36,3 +36,5 @@ replace github.com/idemkit/idem => ..
 replace github.com/idemkit/idem/examples => ../examples
 
 replace github.com/idemkit/idem/outbox => ../outbox
+
+replace github.com/idemkit/idem/mysqlidem => ../mysqlidem

@@ -3,6 +3,7 @@ module github.com/idemkit/idem/examples
 go 1.26.0
 
 require (
+	github.com/go-sql-driver/mysql v1.9.3
 	github.com/google/uuid v1.6.0
 	github.com/idemkit/idem v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
@@ -12,12 +13,15 @@ require (
 	riverqueue.com/riverui v0.22.0
 )
 
+require filippo.io/edwards25519 v1.1.0 // indirect
+
 require (
 	github.com/gabriel-vasile/mimetype v1.4.12 // indirect
 	github.com/go-playground/locales v0.14.1 // indirect
 	github.com/go-playground/universal-translator v0.18.1 // indirect
 	github.com/go-playground/validator/v10 v10.30.1 // indirect
 	github.com/idemkit/idem/admin v0.0.0
+	github.com/idemkit/idem/mysqlidem v0.0.0
 	github.com/idemkit/idem/outbox v0.0.0
 	github.com/jackc/pgerrcode v0.0.0-20250907135507-afb5586c32a6 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -46,3 +50,5 @@ replace github.com/idemkit/idem => ..
 replace github.com/idemkit/idem/admin => ../admin
 
 replace github.com/idemkit/idem/outbox => ../outbox
+
+replace github.com/idemkit/idem/mysqlidem => ../mysqlidem

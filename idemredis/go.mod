@@ -43,3 +43,5 @@ replace github.com/idemkit/idem/examples => ../examples
 replace github.com/idemkit/idem/outbox => ../outbox
 
 replace github.com/idemkit/idem/admin => ../admin
+
+replace github.com/idemkit/idem/mysqlidem => ../mysqlidem

@@ -92,7 +92,7 @@
 // Store is a [server.RecordStore]: server.NewOperator(store, ...) looks
 // records up, lists the operations in flight and evicts, and package
 // admin serves its page on that Operator, a Leased record's stored request
-// included. idemctl opens Postgres and Redis only.
+// included; idemctl reads them with -mysql DSN.
 //
 // # What was tested
 //

@@ -71,6 +71,14 @@ func TestOperator(t *testing.T) {
 	assert.True(t, stuck.Records[0].Stuck())
 	assert.Equal(t, "charged", stuck.Records[0].Recovery.Point)
 
+	found, err := ops.LookupKey(ctx, "k-run-1")
+	require.NoError(t, err)
+	require.Len(t, found, 1, "the key alone finds its scope")
+	assert.Equal(t, "POST /x", found[0].Route)
+	found, err = ops.LookupKey(ctx, "k-none")
+	require.NoError(t, err)
+	assert.Empty(t, found)
+
 	counts, err := ops.Counts(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 3, counts.Running)
@@ -108,4 +116,33 @@ func TestEvictWaitsBoundedForAHeldRecord(t *testing.T) {
 	rec, err := ops.Lookup(ctx, op, false)
 	require.NoError(t, err)
 	assert.Equal(t, "done", rec.State, "the claim committed its record")
+}
+
+// TestLookupDecodesTheStoredRequest looks up, with its payload, a Leased
+// record that a request left stuck (a 502 after a recovery point): its
+// stored request comes back decoded, as server's own stores give it.
+func TestLookupDecodesTheStoredRequest(t *testing.T) {
+	s, _ := newTestStore(t, 4)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ls, _ := server.LeaseFrom(r.Context())
+		_ = ls.Checkpoint(r.Context(), "gateway-called", nil)
+		w.WriteHeader(http.StatusBadGateway)
+	})
+	srv := httptest.NewServer(server.Middleware(s, server.Config{Mode: server.Leased, Logger: slog.New(slog.DiscardHandler)})(h))
+	defer srv.Close()
+	code, _ := postKey(t, srv.URL, "k-stuck")
+	require.Equal(t, http.StatusBadGateway, code)
+
+	ops := server.NewOperator(s, server.OperatorConfig{Logger: slog.New(slog.DiscardHandler)})
+	rec, err := ops.Lookup(context.Background(), server.Operation{Route: "POST /", Key: "k-stuck"}, true)
+	require.NoError(t, err)
+	assert.Equal(t, server.Leased, rec.Mode)
+	require.NotNil(t, rec.Request, "the stored request, decoded")
+	assert.Equal(t, http.MethodPost, rec.Request.Method)
+	assert.Equal(t, "/", rec.Request.URI)
+	assert.Equal(t, "{}", string(rec.Request.Body))
+	assert.Equal(t, "application/json", rec.Request.Header.Get("Content-Type"))
+	rec, err = ops.Lookup(context.Background(), server.Operation{Route: "POST /", Key: "k-stuck"}, false)
+	require.NoError(t, err)
+	assert.Nil(t, rec.Request, "no payload, no request")
 }

@@ -3,6 +3,7 @@ module github.com/idemkit/idem/cmd/idemctl
 go 1.26.0
 
 require (
+	github.com/go-sql-driver/mysql v1.9.3
 	github.com/idemkit/idem v0.0.0
 	github.com/idemkit/idem/idemredis v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
@@ -11,6 +12,7 @@ require (
 )
 
 require (
+	filippo.io/edwards25519 v1.1.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
@@ -18,6 +20,7 @@ require (
 
 require (
 	github.com/google/uuid v1.6.0
+	github.com/idemkit/idem/mysqlidem v0.0.0
 	github.com/idemkit/idem/outbox v0.0.0
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -47,3 +50,5 @@ replace github.com/idemkit/idem/idemredis => ../../idemredis
 replace github.com/idemkit/idem/examples => ../../examples
 
 replace github.com/idemkit/idem/admin => ../../admin
+
+replace github.com/idemkit/idem/mysqlidem => ../../mysqlidem

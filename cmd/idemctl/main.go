@@ -17,8 +17,10 @@
 //
 // The database is -db, or DATABASE_URL; the tables are those of the URL's
 // search_path ([server.Migrate]'s idem_records, River's river_job). With
-// -redis, the records are an [idemredis.Store]'s (under -redis-prefix),
-// and -db is needed only by the outbox's commands.
+// -redis, the records are an [idemredis.Store]'s (under -redis-prefix);
+// with -mysql DSN, a [mysqlidem.Store]'s on MySQL or MariaDB (the DSN's
+// database holds its idem_records table); either way -db is needed only
+// by the outbox's commands.
 // -key-retention must be the dispatchers' [outbox.Config.KeyRetention]
 // (default 24h): redrive refuses a message a delivery of which may have
 // taken effect longer ago. -replay-headers names the routes'
@@ -93,6 +95,7 @@ type globals struct {
 	replayHeaders string
 	redis         string // the records' Redis URL; "" reads them from -db
 	redisPrefix   string
+	mysql         string // the records' MySQL DSN; "" reads them from -db
 }
 
 // command is one of idemctl's commands: it parses its flags from args and
@@ -106,7 +109,9 @@ type command struct {
 
 // needsDB reports whether c reads the Postgres database whatever store
 // keeps the records: the outbox's commands.
-func (c *command) needsDB() bool { return c.name == "parked" || c.name == "message" || c.name == "redrive" }
+func (c *command) needsDB() bool {
+	return c.name == "parked" || c.name == "message" || c.name == "redrive"
+}
 
 var commands = []command{
 	{"key", "[-route R [-tenant T] [-principal P] [-payload]] KEY", runKey, noRecords},
@@ -140,7 +145,7 @@ func run(ctx context.Context, args []string, e env) int {
 		usage(e.stderr)
 		return exitUsage
 	}
-	if g.db == "" && (g.redis == "" || cmd.needsDB()) {
+	if g.db == "" && (g.redis == "" && g.mysql == "" || cmd.needsDB()) {
 		fmt.Fprintln(e.stderr, "idemctl: no database: set -db or DATABASE_URL")
 		return exitUsage
 	}
@@ -172,8 +177,13 @@ func parseGlobals(args []string, e env) (globals, []string, error) {
 	fs.StringVar(&g.replayHeaders, "replay-headers", "", "comma-separated server.Config.ReplayHeaders of the routes")
 	fs.StringVar(&g.redis, "redis", "", "read the records from this Redis `URL` (redis://host:6379/0), an idemredis.Store's, instead of -db")
 	fs.StringVar(&g.redisPrefix, "redis-prefix", "", "the idemredis.Config.Prefix of the records (default idem)")
+	fs.StringVar(&g.mysql, "mysql", "", "read the records from this MySQL or MariaDB `DSN` (user:pass@tcp(host:3306)/db), a mysqlidem.Store's, instead of -db")
 	if err := fs.Parse(args); err != nil {
 		return g, nil, err
+	}
+	if g.redis != "" && g.mysql != "" {
+		fmt.Fprintln(e.stderr, "idemctl: -redis and -mysql name two stores of records: pass one")
+		return g, nil, errUsage
 	}
 	if g.timeout <= 0 || g.keyRetention <= 0 {
 		fmt.Fprintln(e.stderr, "idemctl: -timeout and -key-retention must be positive")

@@ -53,12 +53,13 @@ type tool struct {
 	ops    *server.Operator
 	outbox *outbox.Outbox // nil without -db
 	in     *bufio.Reader
-	// closeRedis closes -redis's client; nil without it.
-	closeRedis func() error
+	// closeRecords closes -redis's client or -mysql's pool; nil without
+	// them.
+	closeRecords func() error
 }
 
 // connect opens the pool (when -db is set) and the records' store (the
-// pool's, or -redis's), and checks that they are reachable.
+// pool's, -redis's or -mysql's), and checks that they are reachable.
 func connect(ctx context.Context, g globals, e env) (*tool, error) {
 	quiet := slog.New(slog.DiscardHandler)
 	var replay []string
@@ -74,15 +75,18 @@ func connect(ctx context.Context, g globals, e env) (*tool, error) {
 		}
 	}
 	var records server.RecordStore
-	if g.redis != "" {
-		rs, closer, err := openRedis(ctx, g)
-		if err != nil {
-			t.close()
-			return nil, err
-		}
-		records, t.closeRedis = rs, closer
-	} else {
+	var err error
+	switch {
+	case g.redis != "":
+		records, t.closeRecords, err = openRedis(ctx, g)
+	case g.mysql != "":
+		records, t.closeRecords, err = openMySQL(ctx, g.mysql)
+	default:
 		records = server.NewPostgresStore(t.pool)
+	}
+	if err != nil {
+		t.close()
+		return nil, err
 	}
 	t.ops = server.NewOperator(records, server.OperatorConfig{ReplayHeaders: replay, Logger: quiet})
 	return t, nil
@@ -132,8 +136,8 @@ func (t *tool) close() {
 	if t.pool != nil {
 		t.pool.Close()
 	}
-	if t.closeRedis != nil {
-		_ = t.closeRedis()
+	if t.closeRecords != nil {
+		_ = t.closeRecords()
 	}
 }
 
@@ -144,13 +148,14 @@ func (t *tool) close() {
 
 // missingTable returns the database's message when err says that a table
 // or a type it names does not exist (SQLSTATE 42P01 undefined_table, or
-// 42704 undefined_object: River's job state type), and "" otherwise.
+// 42704 undefined_object: River's job state type; MySQL's error 1146),
+// and "" otherwise.
 func missingTable(err error) string {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "42704") {
 		return pgErr.Message
 	}
-	return ""
+	return mysqlMissingTable(err)
 }
 
 // noRecords is err, or a clear error when err says that the database has
@@ -158,7 +163,7 @@ func missingTable(err error) string {
 // idem_records.
 func noRecords(err error) error {
 	if msg := missingTable(err); msg != "" {
-		return fmt.Errorf("no idempotency records here: the database has no idem_records table in its search_path (%s; server.Migrate creates it; check -db)", msg)
+		return fmt.Errorf("no idempotency records here: the database has no idem_records table in its search_path or -mysql's database (%s; server.Migrate or mysqlidem.Migrate creates it; check -db or -mysql)", msg)
 	}
 	return err
 }

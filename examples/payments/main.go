@@ -35,6 +35,9 @@
 //	-faults            the share of attempts that meet a fault, 0 to 1, or
 //	                   none, light (0.05), default (0.12), heavy (0.3)
 //	-db                Postgres URL (default $DATABASE_URL; empty: in memory)
+//	-mysql             a MySQL or MariaDB DSN (user:pass@tcp(host:3306)/db): the
+//	                   payments and their records go there (mysqlidem), instead
+//	                   of -db; no outbox runs there, so no notifications
 //	-attempt-timeout   the clients' bound on each attempt (default 500ms)
 //	-store-latency     make each payment's store call take about this long
 //	                   (0.8x to 1.2x), as a loaded machine's store does (default 0)
@@ -57,6 +60,7 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/idemkit/idem/examples/payments/internal/mysqlopen"
 	"github.com/idemkit/idem/internal/dbflag"
 )
 
@@ -84,6 +88,8 @@ type options struct {
 	seed           uint64
 	faults         string
 	db             string
+	// mysql is the DSN of MySQL or MariaDB storage; it replaces db.
+	mysql          string
 	attemptTimeout time.Duration
 	// storeLatency, when positive, makes every payment's store call take
 	// about that long: a slow store, as on a loaded machine.
@@ -101,6 +107,9 @@ func (o options) command() string {
 		o.n, o.seed, o.concurrency, o.faults, o.attemptTimeout)
 	if o.storeLatency > 0 {
 		cmd += " -store-latency " + o.storeLatency.String()
+	}
+	if o.mysql != "" {
+		return cmd + " -mysql '" + mysqlopen.Redact(o.mysql) + "'"
 	}
 	if o.db != "" {
 		db := o.db
@@ -123,11 +132,14 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	dbflag.Var(fs, &o.db, getenv, dbflag.Memory)
 	fs.DurationVar(&o.attemptTimeout, "attempt-timeout", 500*time.Millisecond, "the clients' bound on each attempt")
 	fs.DurationVar(&o.storeLatency, "store-latency", 0, "make each payment's store call take about this long (0.8x to 1.2x), as a loaded machine's store does; 0: as fast as it is")
+	fs.StringVar(&o.mysql, "mysql", "", "MySQL or MariaDB `DSN` (user:pass@tcp(host:3306)/db) of the payments and their records, instead of -db; no notifications there")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	_, err := parseFaults(o.faults)
 	switch {
+	case o.mysql != "" && o.db != "" && explicit(fs, "db"):
+		err = errors.New("-db and -mysql name two databases: pass one")
 	case fs.NArg() > 0:
 		err = errors.New("no arguments are taken")
 	case o.n < 1 || o.concurrency < 1 || o.attemptTimeout <= 0:
@@ -139,5 +151,15 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 		fmt.Fprintln(stderr, "payments:", err)
 		fs.Usage()
 	}
+	if o.mysql != "" {
+		o.db = "" // $DATABASE_URL's default: the payments go to MySQL
+	}
 	return o, err
+}
+
+// explicit reports whether the flag name was set on the command line.
+func explicit(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -27,6 +27,8 @@ type notes struct {
 	// messages the outbox gave up on; attempts counts the requests that
 	// reached the fault proxy in front of the Receiver.
 	delivered, twice, lost, parked, attempts int
+	// off says that no outbox ran (on MySQL): the counts are all zero.
+	off bool
 }
 
 // violated reports whether the notifications broke the outbox's promise.

@@ -38,12 +38,16 @@ func printReport(w io.Writer, r result) {
 	num("other violations", func(c column) int {
 		return c.report.WrongResults + c.report.FailedApplied + c.report.OrphanEffects
 	})
-	num("notifications enqueued (one per payment)", func(c column) int { return c.notes.enqueued })
-	num("  delivered (outbox)", func(c column) int { return c.notes.delivered })
-	num("  DELIVERED TWICE", func(c column) int { return c.notes.twice })
-	num("  lost (never delivered, not parked)", func(c column) int { return c.notes.lost })
-	num("  parked (given up, kept for an operator)", func(c column) int { return c.notes.parked })
-	num("  delivery attempts (event log)", func(c column) int { return c.notes.attempts })
+	if a.notes.off {
+		row("notifications (no outbox on MySQL)", "-", "-")
+	} else {
+		num("notifications enqueued (one per payment)", func(c column) int { return c.notes.enqueued })
+		num("  delivered (outbox)", func(c column) int { return c.notes.delivered })
+		num("  DELIVERED TWICE", func(c column) int { return c.notes.twice })
+		num("  lost (never delivered, not parked)", func(c column) int { return c.notes.lost })
+		num("  parked (given up, kept for an operator)", func(c column) int { return c.notes.parked })
+		num("  delivery attempts (event log)", func(c column) int { return c.notes.attempts })
+	}
 	row("retry budget denials", optional(a.budgetDenied), optional(b.budgetDenied))
 	row("circuit breaker trips", optional(a.breakerTrips), optional(b.breakerTrips))
 	row("  open or probing, in all", optionalDuration(a), optionalDuration(b))
@@ -146,6 +150,10 @@ func printWhySlower(w io.Writer, idemc, naive column) {
 // printNotesVerdict says whether the outbox kept its promise in both
 // columns: every payment notified exactly once (or parked).
 func printNotesVerdict(w io.Writer, cs ...column) {
+	if cs[0].notes.off {
+		fmt.Fprintln(w, "outbox: not run (package outbox keeps its messages in Postgres, with River): no notifications checked.")
+		return
+	}
 	for _, c := range cs {
 		if c.notes.violated() {
 			fmt.Fprintf(w, "outbox (%s): VIOLATION: %d notifications delivered twice, %d lost.\n", c.name, c.notes.twice, c.notes.lost)

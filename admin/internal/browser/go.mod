@@ -39,3 +39,5 @@ require (
 replace github.com/idemkit/idem/admin => ../../../admin
 
 replace github.com/idemkit/idem/outbox => ../../../outbox
+
+replace github.com/idemkit/idem/mysqlidem => ../../../mysqlidem

@@ -11,7 +11,7 @@ import (
 // An account's currency never changes: a PUT without one keeps it, a PUT
 // with another one is a 409 that changes nothing.
 func TestPutAccountKeepsTheCurrency(t *testing.T) {
-	for _, backend := range backends {
+	for _, backend := range apiBackends {
 		t.Run(backend, func(t *testing.T) {
 			h := New(newConfig(t, backend))
 			put := func(body string) int {

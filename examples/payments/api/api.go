@@ -29,7 +29,9 @@ type Config struct {
 	// together), or a server.MemoryStore with a MemoryBackend. Nil: a
 	// server.PostgresStore on the database of a PostgresBackend (whose DB
 	// must then be a server.DB too, as *pgxpool.Pool is: New panics
-	// otherwise), and a new server.MemoryStore with any other Backend. Never
+	// otherwise), and a new server.MemoryStore with a MemoryBackend. With
+	// a MySQLBackend it must be a mysqlidem.Store on the same *sql.DB: New
+	// panics when it is nil (the API imports no MySQL driver). Never
 	// pair a durable Backend with a MemoryStore: after a restart the
 	// payments remain but their stored responses are gone, and a retry pays
 	// again.
@@ -121,8 +123,8 @@ type api struct {
 // GET /healthz answers 503 store-unavailable with Retry-After: 1, never 500
 // internal; /healthz says that the process is alive. The
 // handler is safe for concurrent use. New panics when
-// Config.Store is nil and the Backend is a PostgresBackend whose DB is not
-// a server.DB (see Config.Store).
+// Config.Store is nil and the Backend is a MySQLBackend, or a
+// PostgresBackend whose DB is not a server.DB (see Config.Store).
 func New(cfg Config) http.Handler {
 	if cfg.Backend == nil {
 		cfg.Backend = NewMemoryBackend()
@@ -165,6 +167,10 @@ func New(cfg Config) http.Handler {
 // where the Backend keeps its data, so that both survive a restart, or
 // neither does.
 func defaultStore(b Backend) server.Store {
+	if _, ok := b.(*MySQLBackend); ok {
+		panic("api: Config.Store is nil and the Backend is a MySQLBackend: " +
+			"set Config.Store to a mysqlidem.Store on the same database")
+	}
 	pb, ok := b.(*PostgresBackend)
 	if !ok {
 		return server.NewMemoryStore()

@@ -17,7 +17,7 @@ import (
 const charge3000 = `{"account_id":"acc-1","amount_cents":3000,"currency":"EUR"}`
 
 func TestChargeIsMadeOnceAndReplayed(t *testing.T) {
-	for _, backend := range backends {
+	for _, backend := range apiBackends {
 		t.Run(backend, func(t *testing.T) {
 			gw, url := newGatewayServer(t)
 			cfg := newConfig(t, backend)
@@ -78,7 +78,7 @@ func TestChargeRefusals(t *testing.T) {
 type errCrash string
 
 func TestChargeTakeoverNeverChargesTwice(t *testing.T) {
-	for _, backend := range backends {
+	for _, backend := range apiBackends {
 		for _, crashAt := range []string{StepGatewayCalled, StepGatewayAnswered, StepRecorded} {
 			t.Run(backend+"/"+crashAt, func(t *testing.T) {
 				gw, url := newGatewayServer(t)

@@ -48,5 +48,9 @@
 // everything when the process ends. PostgresBackend (with a
 // server.PostgresStore on the same pool, after Migrate; New makes one when
 // Config.Store is nil) survives crashes: a restarted server answers the
-// retries of finished operations with replays.
+// retries of finished operations with replays. MySQLBackend (with a
+// mysqlidem.Store on the same *sql.DB, after MigrateMySQL and
+// mysqlidem.Migrate) does the same on MySQL or MariaDB: its writes run on
+// the *sql.Tx that server.SQLTx hands the handler. The Receiver and the
+// outbox run on Postgres only.
 package api

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -11,17 +12,25 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql" // the "mysql" driver
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/examples/payments/internal/mysqltest"
 	"github.com/idemkit/idem/internal/pgtest"
 	"github.com/idemkit/idem/internal/wire"
+	"github.com/idemkit/idem/mysqlidem"
 	"github.com/idemkit/idem/server"
 )
 
-// backends are the two ways to run the API; every behaviour test runs
-// over both.
+// backends are the two ways to run the API and its Receiver; every
+// behaviour test runs over both.
 var backends = []string{"memory", "postgres"}
+
+// apiBackends add MySQL (MariaDB here), which the API runs on and the
+// Receiver does not: the behaviour tests of the API's routes run over
+// all three.
+var apiBackends = []string{"memory", "postgres", "mysql"}
 
 // newConfig returns a Config over the named backend (set in Backend), with
 // a quiet logger.
@@ -34,6 +43,14 @@ func newConfig(t *testing.T, backend string) Config {
 		pool := pgtest.Pool(t)
 		require.NoError(t, Migrate(context.Background(), pool))
 		cfg.Backend, cfg.Store = NewPostgresBackend(pool), server.NewPostgresStore(pool)
+	}
+	if backend == "mysql" {
+		db, err := sql.Open("mysql", mysqltest.Database(t))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		require.NoError(t, mysqlidem.Migrate(context.Background(), db))
+		require.NoError(t, MigrateMySQL(context.Background(), db))
+		cfg.Backend, cfg.Store = NewMySQLBackend(db), mysqlidem.New(db)
 	}
 	return cfg
 }

@@ -16,7 +16,7 @@ import (
 const pay2500 = `{"account_id":"acc-1","amount_cents":2500,"currency":"EUR","reference":"order-17"}`
 
 func TestPaymentIsMadeOnceAndReplayed(t *testing.T) {
-	for _, backend := range backends {
+	for _, backend := range apiBackends {
 		t.Run(backend, func(t *testing.T) {
 			cfg := newConfig(t, backend)
 			h := New(cfg)
@@ -56,7 +56,7 @@ func TestRefusedPaymentStoresNothing(t *testing.T) {
 		{"other currency than the account's", `{"account_id":"acc-1","amount_cents":100,"currency":"USD"}`},
 		{"bad account id", `{"account_id":"a b","amount_cents":100,"currency":"EUR"}`},
 	}
-	for _, backend := range backends {
+	for _, backend := range apiBackends {
 		t.Run(backend, func(t *testing.T) {
 			h := New(newConfig(t, backend))
 			putAccount(t, h, "acc-1", 100000)
@@ -78,7 +78,7 @@ func TestRefusedPaymentStoresNothing(t *testing.T) {
 }
 
 func TestInsufficientFundsIsAStoredOutcome(t *testing.T) {
-	for _, backend := range backends {
+	for _, backend := range apiBackends {
 		t.Run(backend, func(t *testing.T) {
 			h := New(newConfig(t, backend))
 			putAccount(t, h, "acc-1", 1000)
@@ -99,7 +99,7 @@ func TestInsufficientFundsIsAStoredOutcome(t *testing.T) {
 }
 
 func TestKeyPolicy(t *testing.T) {
-	for _, backend := range backends {
+	for _, backend := range apiBackends {
 		t.Run(backend, func(t *testing.T) {
 			required := New(newConfig(t, backend))
 			putAccount(t, required, "acc-1", 10000)
@@ -125,7 +125,7 @@ func TestKeyPolicy(t *testing.T) {
 }
 
 func TestTenantsAreIsolated(t *testing.T) {
-	for _, backend := range backends {
+	for _, backend := range apiBackends {
 		t.Run(backend, func(t *testing.T) {
 			h := New(newConfig(t, backend))
 			putAccount(t, h, "acc-1", 10000)
@@ -162,7 +162,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestAccounts(t *testing.T) {
-	for _, backend := range backends {
+	for _, backend := range apiBackends {
 		t.Run(backend, func(t *testing.T) {
 			h := New(newConfig(t, backend))
 			rec := do(t, h, call{method: "PUT", path: "/v1/accounts/acc-9", body: `{"balance_cents":700,"currency":"CHF"}`})

@@ -86,7 +86,7 @@ func TestReconcileAbandonedCharge(t *testing.T) {
 		{StepGatewayAnswered, server.Completed}, // the lookup finds the charge
 		{StepRecorded, server.Completed},        // the point names the charge
 	}
-	for _, backend := range backends {
+	for _, backend := range apiBackends {
 		for _, c := range cases {
 			t.Run(backend+"/"+c.crashAt, func(t *testing.T) {
 				gw, url := newGatewayServer(t)
@@ -136,7 +136,7 @@ func assertHandlersCharge(t *testing.T, cfg Config, replay *httptest.ResponseRec
 // is stored: the reconciler stores the 402 the handler writes, byte for
 // byte, and a retry replays it without calling the gateway.
 func TestReconcileDeclinedCharge(t *testing.T) {
-	for _, backend := range backends {
+	for _, backend := range apiBackends {
 		t.Run(backend, func(t *testing.T) {
 			gw, url := newGatewayServer(t)
 			cfg := reconcileConfig(t, backend, url)

@@ -3,11 +3,15 @@
 //
 //	go run ./examples/payments/server                                  # in memory
 //	go run ./examples/payments/server -db 'postgres://localhost/test'  # survives crashes
+//	go run ./examples/payments/server -mysql 'root@tcp(127.0.0.1:3306)/test'  # on MySQL or MariaDB
 //
 // Flags:
 //
 //	-addr       listen address (default 127.0.0.1:8080)
 //	-db         Postgres URL; empty (the default) keeps everything in memory
+//	-mysql      a MySQL or MariaDB DSN instead of -db: the payments in an
+//	            api.MySQLBackend, their records in a mysqlidem.Store on the
+//	            same pool (no -notify there: the outbox is on Postgres)
 //	-retention  how long stored responses answer retries (default 24h)
 //	-lease      the lease of a POST /v1/charges attempt (default 30s)
 //	-gateway    base URL of the card gateway; empty starts one in this
@@ -125,9 +129,11 @@ import (
 
 	"github.com/idemkit/idem/examples/payments/api"
 	"github.com/idemkit/idem/examples/payments/internal/httpserve"
+	"github.com/idemkit/idem/examples/payments/internal/mysqlopen"
 	"github.com/idemkit/idem/internal/dbflag"
 	"github.com/idemkit/idem/internal/exampleserver"
 	"github.com/idemkit/idem/internal/trace"
+	"github.com/idemkit/idem/mysqlidem"
 	"github.com/idemkit/idem/server"
 )
 
@@ -139,6 +145,7 @@ var errUsage = exampleserver.ErrUsage
 // options are the program's flags.
 type options struct {
 	addr, db, gateway, notify  string
+	mysql                      string // replaces db
 	retention, lease           time.Duration
 	grace                      time.Duration
 	readTimeout, idleTimeout   time.Duration
@@ -167,17 +174,26 @@ func parseFlags(args []string, stderr io.Writer, getenv func(string) string) (op
 	fs.BoolVar(&o.requireDurable, "require-durable", false, "refuse to start unless the database's durability report is clean")
 	fs.StringVar(&o.adminToken, "admin-token", "", "serve the operators' pages (/admin/, and /riverui/ on Postgres) to HTTP Basic auth with this `password`")
 	fs.BoolVar(&o.adminWrite, "admin-write", false, "let /admin/ evict records and re-drive messages")
+	fs.StringVar(&o.mysql, "mysql", "", "MySQL or MariaDB `DSN` (user:pass@tcp(host:3306)/db) of the payments and their records, instead of -db")
 	if err := exampleserver.Parse(fs, args); err != nil {
 		return o, err
 	}
+	dbSet := false // -db given on the command line, and not empty
+	fs.Visit(func(f *flag.Flag) { dbSet = dbSet || f.Name == "db" && o.db != "" })
+	if o.mysql != "" {
+		o.db = "" // $DATABASE_URL's default gives way
+	}
 	switch {
+	case o.mysql != "" && (dbSet || o.notify != ""):
+		fmt.Fprintln(stderr, "server: -mysql takes neither -db (two databases) nor -notify (the outbox is on Postgres)")
+		return o, errUsage
 	case fs.NArg() > 0 || o.retention <= 0 || o.lease <= 0 || o.grace <= 0 || o.readTimeout <= 0 || o.idleTimeout <= 0 || o.reconcile < 0:
 		fmt.Fprintln(stderr, "server: no arguments are taken, the durations must be positive, and -reconcile not negative")
 		return o, errUsage
 	case o.adminWrite && o.adminToken == "":
 		fmt.Fprintln(stderr, "server: -admin-write needs -admin-token: the operators' pages are served only behind it")
 		return o, errUsage
-	case o.requireDurable && o.db == "":
+	case o.requireDurable && o.db == "" && o.mysql == "":
 		fmt.Fprintln(stderr, "server: -require-durable needs -db: in memory, a restart loses every payment and its record")
 		return o, errUsage
 	case o.reconcile > 0 && (o.reconcileMaxAge <= 0 || o.reconcileMaxAge >= o.retention):
@@ -213,9 +229,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	defer ln.Close() // when a step below fails; serving closes it otherwise
 	cfg := api.Config{Retention: o.retention, Lease: o.lease, GatewayURL: o.gateway,
 		Hooks: crash.hooks(), OnStep: crash.onStep, Logger: log}
-	closeDB, err := api.OpenBackend(ctx, o.db, &cfg, func(ctx context.Context, pool *pgxpool.Pool) error {
-		return reportDurability(ctx, pool, o.requireDurable, cfg.Logger)
-	})
+	closeDB, err := openBackend(ctx, o, &cfg)
 	if err != nil {
 		return err
 	}
@@ -246,7 +260,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	}
 	defer stopAdmin()
 	fmt.Fprintf(stdout, "payments server: listening on http://%s\n", ln.Addr())
-	log.Info("payments server started", "addr", ln.Addr().String(), "store", storeName(o.db),
+	log.Info("payments server started", "addr", ln.Addr().String(), "store", storeName(o),
 		"gateway", cfg.GatewayURL, "retention", o.retention, "lease", o.lease, "admin", o.adminToken != "")
 	return httpserve.Run(ctx, ln, h, o.grace, o.timeouts(), log)
 }
@@ -258,11 +272,32 @@ func (o options) timeouts() httpserve.Timeouts {
 	return httpserve.Timeouts{Read: o.readTimeout, Write: o.readTimeout + o.lease + 30*time.Second, Idle: o.idleTimeout}
 }
 
-// reportDurability logs the database's durability report, one line per
-// setting, a warning for each risk; with requireClean, a report that is not
-// clean (or cannot be read) is an error.
-func reportDurability(ctx context.Context, pool *pgxpool.Pool, requireClean bool, log *slog.Logger) error {
-	d, err := server.CheckDurability(ctx, pool)
+// openBackend sets cfg's Backend and Store from -mysql, or -db (see
+// api.OpenBackend), after the database's durability report.
+func openBackend(ctx context.Context, o options, cfg *api.Config) (closeDB func(), err error) {
+	if o.mysql == "" {
+		return api.OpenBackend(ctx, o.db, cfg, func(ctx context.Context, pool *pgxpool.Pool) error {
+			d, err := server.CheckDurability(ctx, pool)
+			return reportDurability(ctx, d, err, o.requireDurable, cfg.Logger)
+		})
+	}
+	db, store, err := mysqlopen.Open(ctx, o.mysql, 0)
+	if err != nil {
+		return nil, err
+	}
+	d, err := mysqlidem.CheckDurability(ctx, db)
+	if err := reportDurability(ctx, d, err, o.requireDurable, cfg.Logger); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	cfg.Backend, cfg.Store = api.NewMySQLBackend(db), store
+	return func() { _ = db.Close() }, nil
+}
+
+// reportDurability logs the database's durability report d (err: it could
+// not be read), one line per setting, a warning for each risk; with
+// requireClean, a report that is not clean (or cannot be read) is an error.
+func reportDurability(ctx context.Context, d server.Durability, err error, requireClean bool, log *slog.Logger) error {
 	switch {
 	case err != nil && requireClean:
 		return fmt.Errorf("-require-durable: %w", err)
@@ -283,8 +318,11 @@ func reportDurability(ctx context.Context, pool *pgxpool.Pool, requireClean bool
 	return nil
 }
 
-func storeName(url string) string {
-	if url == "" {
+func storeName(o options) string {
+	switch {
+	case o.mysql != "":
+		return "mysql"
+	case o.db == "":
 		return "memory"
 	}
 	return "postgres"
