@@ -61,3 +61,5 @@ replace github.com/idemkit/idem/examples => ../examples
 replace github.com/idemkit/idem/outbox => ../outbox
 
 replace github.com/idemkit/idem/mysqlidem => ../mysqlidem
+
+replace github.com/idemkit/idem/admin => ../admin
