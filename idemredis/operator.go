@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemkit/idem/idemredis/internal/lua"
 	"github.com/idemkit/idem/internal/fingerprint"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
 
@@ -71,8 +72,13 @@ func (s *Store) DeleteRecord(ctx context.Context, op server.Operation, force boo
 		flag = "1"
 	}
 	args := append([]any{s.millis(), flag, k.dueMember, k.runMember}, recordFields...)
+	start := trace.Begin()
 	v, err := s.run(ctx, lua.Evict, []string{k.record, k.due, k.running}, true, args...)
 	reply, _ := v.([]any)
+	if trace.On() {
+		kind, _ := at(reply, 0).(string)
+		emitRedis(k, trace.Step{Op: trace.Evict, OK: kind == "deleted"}, start, err)
+	}
 	if err != nil {
 		return server.Record{}, fmt.Errorf("idemredis: evict: %w", err)
 	}

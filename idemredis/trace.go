@@ -52,6 +52,8 @@ func (f *fence) traceClaim(kind string, n int64, start time.Time, err error) {
 		st = trace.Step{Op: trace.Read, Saw: trace.State{Kind: "done"}}
 	case kind == "unavailable":
 		st = trace.Step{Op: trace.Read, Saw: trace.State{Kind: "unavailable"}}
+	case kind == "uncertain":
+		st = trace.Step{Op: trace.Read, Saw: trace.State{Kind: "uncertain"}}
 	case err == nil && kind != "claimed": // mismatch: any record
 		return
 	}
@@ -77,10 +79,22 @@ func (f *fence) traceWrite(sc *redis.Script, args []any, start time.Time, err er
 		st.Op, st.Wrote = trace.Settle, trace.None
 	case lua.Postpone:
 		st.Op, st.Wrote = trace.Settle, trace.State{Kind: "running"}
+	case lua.Uncertain:
+		st.Op, st.Wrote = trace.Settle, trace.State{Kind: "uncertain"}
 	default:
 		return
 	}
 	emitRedis(f.k, st, start, err)
+}
+
+// traceResolve emits an operator's resolution of k from the script's
+// reply kind: ok when it wrote state under token, refused on "not" or no
+// record, unknown on an error (the script may have run).
+func traceResolve(k keys, kind, state, token string, start time.Time, err error) {
+	if trace.On() {
+		emitRedis(k, trace.Step{Op: trace.Resolve, New: uuid.MustParse(token), OK: kind == "ok",
+			Wrote: trace.State{Kind: state}}, start, err)
+	}
 }
 
 // completeDurable is whether a completion waits for the replicas: always,

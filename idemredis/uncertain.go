@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemkit/idem/idemredis/internal/lua"
 	"github.com/idemkit/idem/internal/fingerprint"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
 
@@ -31,15 +32,18 @@ func (f *fence) Uncertain(ctx context.Context) error {
 // a [server.Record] is not read.
 func (s *Store) Resolve(ctx context.Context, op server.Operation, r server.Resolution) (server.Record, error) {
 	k := keysOf(s.cfg.Prefix, fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key), op.Route)
-	applied, status, stored := "0", "", []byte(nil)
+	applied, status, stored, wrote := "0", "", []byte(nil), "not-applied"
 	if r.Applied {
-		applied, status = "1", fmt.Sprint(r.Response.Status)
+		applied, status, wrote = "1", fmt.Sprint(r.Response.Status), "done"
 		stored, _ = r.Response.MarshalBinary() // never fails
 	}
-	v, err := s.run(ctx, lua.Resolve, []string{k.record, k.running}, true, s.millis(), uuid.NewString(), applied,
+	token, start := uuid.NewString(), trace.Begin()
+	v, err := s.run(ctx, lua.Resolve, []string{k.record, k.running}, true, s.millis(), token, applied,
 		status, r.Retention.Milliseconds(), stored, r.By, r.Reason, k.runMember)
 	reply, _ := v.([]any)
-	switch kind, _ := at(reply, 0).(string); {
+	kind, _ := at(reply, 0).(string)
+	traceResolve(k, kind, wrote, token, start, err)
+	switch {
 	case (err == nil || errors.Is(err, redis.Nil)) && reply == nil: // the script's false
 		return server.Record{}, fmt.Errorf("%w (%s %q)", server.ErrUnknownKey, op.Route, op.Key)
 	case err != nil && kind == "":

@@ -74,3 +74,16 @@ func (f memFence) trace(ok bool) {
 		f.m.memStep(f.scope, trace.Step{Op: trace.Fenced, Token: f.token, OK: ok, Wrote: memState(f.m.recs[f.scope])})
 	}
 }
+
+// traceResolve emits an operator's resolution of rec, with what it left
+// when it took effect.
+func (m *MemoryStore) traceResolve(scope [32]byte, rec *memRecord, ok bool) {
+	if !trace.On() {
+		return
+	}
+	st := trace.Step{Op: trace.Resolve, OK: ok}
+	if ok {
+		st.New, st.Wrote = rec.token, memState(rec)
+	}
+	m.memStep(scope, st)
+}

@@ -25,8 +25,12 @@ func (m *MemoryStore) Resolve(ctx context.Context, op Operation, r Resolution) (
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	rec := m.recs[fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)]
+	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
+	rec := m.recs[scope]
 	now := m.now()
+	if rec == nil || rec.state != stateUncertain {
+		m.traceResolve(scope, rec, false)
+	}
 	switch {
 	case rec == nil:
 		return Record{}, fmt.Errorf("%w (%s)", ErrUnknownKey, describe(op))
@@ -41,5 +45,6 @@ func (m *MemoryStore) Resolve(ctx context.Context, op Operation, r Resolution) (
 	} else {
 		rec.state, rec.expiresAt = stateNotApplied, now
 	}
+	m.traceResolve(scope, rec, true)
 	return rec.record(now), nil
 }

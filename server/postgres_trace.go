@@ -84,10 +84,20 @@ func (f pgFence) trace(sql string, args []any, start time.Time, err error) {
 		st.Op, st.Wrote = trace.Settle, trace.None
 	case sqlPostpone:
 		st.Op, st.Wrote = trace.Settle, trace.State{Kind: "running"}
+	case sqlUncertain:
+		st.Op, st.Wrote = trace.Settle, trace.State{Kind: string(stateUncertain)}
 	default:
 		return
 	}
 	f.s.emitPG(f.scope, st, start, err)
+}
+
+// traceResolve emits an operator's resolution of scope, which wrote state
+// under token when it took effect.
+func (s *PostgresStore) traceResolve(scope [32]byte, state string, token uuid.UUID, start time.Time, err error) {
+	if trace.On() {
+		s.emitPG(scope, trace.Step{Op: trace.Resolve, New: token, OK: err == nil, Wrote: trace.State{Kind: state}}, start, err)
+	}
 }
 
 // traceTaken emits the reconciler's takes.

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem/internal/fingerprint"
+	"github.com/idemkit/idem/internal/trace"
 )
 
 // sqlUncertain leaves an operation uncertain under the reconciler's token
@@ -20,12 +22,12 @@ WHERE scope_hash = $1 AND token = $2 AND state = 'running'`
 // sqlResolve settles an uncertain record, checking the state as it writes:
 // $1 scope_hash, $2 clock, $3 state ('done' or 'not-applied'), $4 status,
 // $5 headers (responseValues; NULL when not applied), $6 retention of an
-// applied record, $7 who, $8 why. A record not applied expires now: it
-// counts as absent, the next claim reclaims it (clearing the resolution),
-// and the sweep deletes it. A new token fences out anything that still
-// held the old one.
+// applied record, $7 who, $8 why, $9 the new token. A record not applied
+// expires now: it counts as absent, the next claim reclaims it (clearing
+// the resolution), and the sweep deletes it. The new token fences out
+// anything that still held the old one.
 var sqlResolve = `UPDATE idem_records AS r SET state = $3::text, status = $4, headers = $5, body = NULL,
-    token = gen_random_uuid(), locked_until = NULL, reconcile_at = NULL,
+    token = $9, locked_until = NULL, reconcile_at = NULL,
     expires_at = CASE WHEN $3::text = 'done'
         THEN greatest(r.expires_at, statement_timestamp() + $2::interval + $6::interval)
         ELSE statement_timestamp() + $2::interval END,
@@ -46,12 +48,14 @@ func (s *PostgresStore) Resolve(ctx context.Context, op Operation, r Resolution)
 		state, status, headers = responseValues(r.Response)
 	}
 	var rec Record
+	token, start := uuid.New(), trace.Begin()
 	err := s.withConn(ctx, func(conn *pgxpool.Conn) error {
 		var err error
 		rec, err = scanRecord(conn.QueryRow(ctx, sqlResolve, scope[:], s.offset(), state, status, headers,
-			r.Retention, r.By, r.Reason))
+			r.Retention, r.By, r.Reason, token))
 		return err
 	})
+	s.traceResolve(scope, state, token, start, err)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		rec, err = s.ReadRecord(ctx, op, false)

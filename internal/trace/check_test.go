@@ -23,6 +23,10 @@ func TestCheck(t *testing.T) {
 	readDoneA := Step{Op: Read, Saw: State{Kind: "done", Token: a}}
 	takeoverB := Step{Op: Takeover, Token: a, New: b, OK: true}
 	staleA := doneA
+	c := uuid.New()
+	parkA := Step{Op: Settle, Token: a, OK: true, Wrote: State{Kind: "uncertain"}}
+	resolveB := Step{Op: Resolve, New: b, OK: true, Wrote: State{Kind: "done"}}
+	readDoneB := Step{Op: Read, Saw: State{Kind: "done", Token: b}}
 	tests := []struct {
 		name  string
 		steps []Step
@@ -38,6 +42,14 @@ func TestCheck(t *testing.T) {
 		{"a completion of unknown outcome, read done", []Step{at(insertA, 0, 1), at(Step{Op: Complete, Token: a, Unknown: true, Wrote: State{Kind: "done"}}, 2, 3), at(readDoneA, 4, 5)}, ""},
 		{"a takeover of a completed record", []Step{at(insertA, 0, 1), at(doneA, 2, 3), at(takeoverB, 4, 5)}, Takeover},
 		{"a second insert", []Step{at(insertA, 0, 1), at(Step{Op: Insert, New: b, OK: true}, 2, 3)}, Insert},
+		{"resolved applied, read done", []Step{at(insertA, 0, 1), at(parkA, 2, 3), at(resolveB, 4, 5), at(readDoneB, 6, 7)}, ""},
+		{"resolved not applied, reclaimed", []Step{at(insertA, 0, 1), at(parkA, 2, 3), at(Step{Op: Resolve, New: b, OK: true, Wrote: State{Kind: "not-applied"}}, 4, 5), at(Step{Op: Reclaim, New: c, OK: true}, 6, 7)}, ""},
+		{"a read done of an unresolved record", []Step{at(insertA, 0, 1), at(parkA, 2, 3), at(readDoneB, 4, 5)}, Read},
+		{"a resolve of a running record", []Step{at(insertA, 0, 1), at(resolveB, 2, 3)}, Resolve},
+		{"a resolve refused on an uncertain record", []Step{at(insertA, 0, 1), at(parkA, 2, 3), at(Step{Op: Resolve, New: b, Wrote: State{Kind: "done"}}, 4, 5)}, Resolve},
+		{"a sweep of an uncertain record", []Step{at(insertA, 0, 1), at(parkA, 2, 3), at(Step{Op: Sweep, OK: true}, 4, 5)}, Sweep},
+		{"a reclaim of an uncertain record", []Step{at(insertA, 0, 1), at(parkA, 2, 3), at(Step{Op: Reclaim, New: c, OK: true}, 4, 5)}, Reclaim},
+		{"a claim of an uncertain record", []Step{at(insertA, 0, 1), at(parkA, 2, 3), at(Step{Op: Claim, New: c, OK: true}, 4, 5)}, Claim},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 // checker's transitions. With TestTransitionsRefuseTheMutants, this holds
 // transitions.go equal to the model on the statements both judge.
 func TestTransitionsAcceptTheModel(t *testing.T) {
+	seen := map[string]int{}
 	for _, cfg := range []model.Config{{Name: "leased", Defines: []string{"REQS=3"}}, {Name: "three-clients", Defines: []string{"CLIENTS=3"}}} {
 		for seed := 1; seed <= 40; seed++ {
 			evs := model.Simulate(t, cfg, seed, 3000)
@@ -25,7 +26,14 @@ func TestTransitionsAcceptTheModel(t *testing.T) {
 			if v := Check(steps); v != nil {
 				t.Fatalf("%s seed %d: the model allows %v, the checker refuses: %v", cfg.Name, seed, evs, v)
 			}
+			for _, s := range steps {
+				seen[string(s.Op)+" "+s.Wrote.Kind+s.Saw.Kind]++
+			}
 		}
+	}
+	// the simulations reach the uncertain state and both resolutions
+	for _, want := range []string{"settle uncertain", "resolve done", "resolve not-applied", "read uncertain"} {
+		require.Positive(t, seen[want], "no %q step in the simulations: %v", want, seen)
 	}
 }
 
@@ -34,7 +42,7 @@ func TestTransitionsAcceptTheModel(t *testing.T) {
 // which a trace does not judge) is refused by the checker at its last
 // step, the one the mutant let through.
 func TestTransitionsRefuseTheMutants(t *testing.T) {
-	for _, name := range []string{"complete-ignores-token", "takeover-keeps-token", "reconciler-ignores-token", "takeover-trusts-read"} {
+	for _, name := range []string{"complete-ignores-token", "takeover-keeps-token", "reconciler-ignores-token", "takeover-trusts-read", "sweep-ignores-uncertain"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			m, ok := model.MutantNamed(name)
@@ -85,6 +93,9 @@ func (c *converter) steps(e model.Event) []Step {
 	mine := c.tok[e.Pid]
 	switch e.Op {
 	case "claim":
+		if arg(1) == "uncertain" { // a claim refused on what it read
+			return []Step{{Op: Read, Saw: State{Kind: "uncertain"}}}
+		}
 		return c.claim(e.Pid, arg(1), arg(2))
 	case "read":
 		c.read[e.Pid] = c.cur
@@ -97,11 +108,15 @@ func (c *converter) steps(e model.Event) []Step {
 	case "abort":
 		return c.abort(mine, arg(0) == "1", arg(1))
 	case "rcomplete", "rfree", "rpostpone", "rpark":
-		wrote := map[string]string{"rcomplete": "done", "rfree": "none", "rpostpone": "running", "rpark": "unavailable"}[e.Op]
+		wrote := map[string]string{"rcomplete": "done", "rfree": "none", "rpostpone": "running", "rpark": "uncertain"}[e.Op]
 		if ok && wrote == "none" {
 			c.exists = false
 		}
 		return []Step{{Op: Settle, Token: mine, OK: ok, Wrote: State{Kind: wrote}}}
+	case "resolve": // "resolve applied|notapplied": a new token
+		c.cur = uuid.New()
+		wrote := map[string]string{"applied": "done", "notapplied": "not-applied"}[arg(0)]
+		return []Step{{Op: Resolve, New: c.cur, OK: true, Wrote: State{Kind: wrote}}}
 	case "sweep":
 		c.exists = false
 		return []Step{{Op: Sweep, OK: true}}

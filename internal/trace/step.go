@@ -43,8 +43,12 @@ const (
 	// Take is the reconciler's take of an abandoned operation.
 	Take Op = "take"
 	// Settle is the reconciler's fenced settlement (complete, free,
-	// postpone or park): Wrote says which.
+	// postpone, park or leave uncertain): Wrote says which.
 	Settle Op = "settle"
+	// Resolve is an operator's resolution of an uncertain operation
+	// (sqlResolve), fenced by the state: Wrote is done (applied) or
+	// not-applied, under the new token New.
+	Resolve Op = "resolve"
 	// Commit is a Transactional attempt's commit (txCommit): it writes the
 	// record done under New, a new key's (Token nil) or a reclaimed
 	// expired record's (Token is New); its claim's statements are not
@@ -57,9 +61,10 @@ const (
 )
 
 // State is a record's state as the model abstracts it: whether there is
-// one, running, done or unavailable, and its fencing token.
+// one, its state, and its fencing token.
 type State struct {
-	// Kind is "none", "running", "done" or "unavailable".
+	// Kind is "none", "running", "done", "unavailable", "uncertain" or
+	// "not-applied".
 	Kind  string
 	Token uuid.UUID
 }

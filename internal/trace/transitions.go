@@ -14,7 +14,10 @@ import (
 // guard on the record's state and token is judged, both ways for the
 // fenced writes, whose guards have no time in them: a fenced write takes
 // effect exactly when the record is running under its token
-// (FENCE_WHERE, COMPLETE_WHERE, SETTLE_WHERE). model_test.go holds these
+// (FENCE_WHERE, COMPLETE_WHERE, SETTLE_WHERE), and an operator's
+// resolution exactly when the record is uncertain. An uncertain record is
+// never reclaimed, swept or taken over (uncertain_kept): a store that did
+// any of these is refused whatever the time. model_test.go holds these
 // equal to idem.pml: every event sequence spin generates from the model
 // passes, and each token mutant's counterexample fails.
 
@@ -38,10 +41,16 @@ func apply(cur State, s Step) (State, error) {
 		}
 		return claimed(cur, s), nil
 	case Claim: // sqlInsert or sqlReclaim: time not judged, either may hold
+		if s.OK && cur.Kind == "uncertain" {
+			return cur, fmt.Errorf("claim of a record %v", cur)
+		}
 		return claimed(cur, s), nil
 	case Reclaim, Sweep, Evict: // sqlReclaim, sqlSweep: a record whose retention passed
 		if s.OK && cur.Kind == "none" {
 			return cur, fmt.Errorf("%s of an absent record", s.Op)
+		}
+		if s.OK && s.Op != Evict && cur.Kind == "uncertain" { // uncertain kept
+			return cur, fmt.Errorf("%s of a record %v", s.Op, cur)
 		}
 		if s.Op == Reclaim {
 			return claimed(cur, s), nil
@@ -64,7 +73,7 @@ func apply(cur State, s Step) (State, error) {
 		}
 		return cur, nil
 	case Commit: // txCommit: the row is new, or the claim's transaction holds it
-		if s.OK && (s.Token == uuid.Nil) != (cur.Kind == "none") {
+		if s.OK && ((s.Token == uuid.Nil) != (cur.Kind == "none") || cur.Kind == "uncertain") {
 			return cur, fmt.Errorf("commit (new key: %v) on a record %v", s.Token == uuid.Nil, cur)
 		}
 		if s.OK {
@@ -73,6 +82,14 @@ func apply(cur State, s Step) (State, error) {
 		return cur, nil
 	case Complete, Extend, Checkpoint, EndLease, Settle, Fenced:
 		return applyFenced(cur, s)
+	case Resolve: // Operator: applied or not, fenced by the state
+		if s.OK != (cur.Kind == "uncertain") {
+			return cur, fmt.Errorf("resolve ok=%v on a record %v", s.OK, cur)
+		}
+		if s.OK {
+			return State{Kind: s.Wrote.Kind, Token: s.New}, nil
+		}
+		return cur, nil
 	}
 	return cur, fmt.Errorf("unknown step %q", s.Op)
 }
