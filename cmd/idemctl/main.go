@@ -106,10 +106,12 @@ type command struct {
 
 // needsDB reports whether c reads the Postgres database whatever store
 // keeps the records: the outbox's commands.
-func (c *command) needsDB() bool { return c.name == "parked" || c.name == "message" || c.name == "redrive" }
+func (c *command) needsDB() bool {
+	return c.name == "parked" || c.name == "message" || c.name == "redrive"
+}
 
 var commands = []command{
-	{"key", "[-route R [-tenant T] [-principal P] [-payload]] KEY", runKey, noRecords},
+	{"key", "[-route R [-tenant T] [-principal P] [-payload]] KEY | -ref [-payload] REF", runKey, noRecords},
 	{"inflight", "[-stuck] [-route R] [-limit N] [-after POS]", runInFlight, noRecords},
 	{"evict", "-route R [-tenant T] [-principal P] [-force] [-yes] KEY", runEvict, noRecords},
 	{"resolve", "-route R [-tenant T] [-principal P] -by WHO -reason WHY (-applied -status N [-body B] | -not-applied) [-yes] KEY", runResolve, noRecords},
