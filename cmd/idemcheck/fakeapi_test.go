@@ -69,6 +69,9 @@ const (
 	flawSafeInFlight
 	// flawKeyExpired: with quirkOutcome, the key's expiry is an hour ago.
 	flawKeyExpired
+	// quirkNoExpiry is no flaw: with quirkOutcome, no answer tells the
+	// key's expiry (the rest of the outcome is told).
+	quirkNoExpiry
 )
 
 // slowFor is how long a payment of quirkSlow takes to answer.
@@ -296,7 +299,7 @@ func (a *fakeAPI) tell(w http.ResponseWriter, rec *record, state string, first b
 	}
 	h.Set("Idempotency-Operation-Ref", hex.EncodeToString(ref[:]))
 	h.Set("Idempotency-Safe-New-Key", fmt.Sprint(state == "none" || state == "in-flight" && a.has(flawSafeInFlight)))
-	if state != "none" {
+	if state != "none" && !a.has(quirkNoExpiry) {
 		expires := time.Now().Add(24 * time.Hour)
 		if a.has(flawKeyExpired) {
 			expires = time.Now().Add(-time.Hour)

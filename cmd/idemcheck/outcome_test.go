@@ -20,6 +20,8 @@ func TestOutcomeCheck(t *testing.T) {
 	}{
 		{"tells the outcome", quirkOutcome | quirkSlow, conformance.Pass, "409 said in-flight, not safe, same reference"},
 		{"tells nothing", quirkSlow, conformance.Info, "not offered"},
+		{"tells all but the key's expiry", quirkOutcome | quirkSlow | quirkNoExpiry, conformance.Info,
+			"not offered: Idempotency-Key-Expires"},
 		{"a reference that changes between answers", quirkOutcome | quirkSlow | flawRefChanges, conformance.Fail,
 			"a reference must stay the same"},
 		{"a new key safe on an in-flight 409", quirkOutcome | quirkSlow | flawSafeInFlight, conformance.Fail,
