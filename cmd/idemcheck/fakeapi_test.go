@@ -72,6 +72,9 @@ const (
 	// quirkNoExpiry is no flaw: with quirkOutcome, no answer tells the
 	// key's expiry (the rest of the outcome is told).
 	quirkNoExpiry
+	// flawUntoldRefusal: with quirkOutcome, the refusal of a malformed or
+	// missing key tells nothing of the operation.
+	flawUntoldRefusal
 )
 
 // slowFor is how long a payment of quirkSlow takes to answer.
@@ -158,6 +161,9 @@ func (a *fakeAPI) pay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if problem := keyProblem(key); problem != "" && !(a.has(flawKeyLengthOnly) && key != "") {
+		if !a.has(flawUntoldRefusal) {
+			a.tell(w, &record{}, "none", false)
+		}
 		http.Error(w, problem, http.StatusBadRequest)
 		return
 	}
@@ -297,7 +303,9 @@ func (a *fakeAPI) tell(w http.ResponseWriter, rec *record, state string, first b
 	if a.has(flawRefChanges) && !first {
 		ref = sha256.Sum256([]byte(rec.scope + time.Now().String()))
 	}
-	h.Set("Idempotency-Operation-Ref", hex.EncodeToString(ref[:]))
+	if rec.scope != "" { // no reference without a valid key
+		h.Set("Idempotency-Operation-Ref", hex.EncodeToString(ref[:]))
+	}
 	h.Set("Idempotency-Safe-New-Key", fmt.Sprint(state == "none" || state == "in-flight" && a.has(flawSafeInFlight)))
 	if state != "none" && !a.has(quirkNoExpiry) {
 		expires := time.Now().Add(24 * time.Hour)

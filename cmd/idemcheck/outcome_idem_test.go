@@ -17,8 +17,9 @@ import (
 
 // stormBody is in the body of the outcome check's concurrent operation
 // when it runs alone (-checks outcome): baseline's body is the first
-// rendered, the check's own the second and third, the storm's the fourth.
-const stormBody = `"reference": "idemcheck-4-`
+// rendered, then the check's first request, another body, the malformed
+// key's, and the storm's, the fifth.
+const stormBody = `"reference": "idemcheck-5-`
 
 // TestOutcomeCheckOnIdemsOwn409: idem's middleware passes the outcome
 // check with the 409 of its concurrent duplicates seen: the storm's first

@@ -26,6 +26,8 @@ func TestOutcomeCheck(t *testing.T) {
 			"a reference must stay the same"},
 		{"a new key safe on an in-flight 409", quirkOutcome | quirkSlow | flawSafeInFlight, conformance.Fail,
 			"a concurrent duplicate's 409 (409) has Idempotency-Safe-New-Key: true with state in-flight"},
+		{"a refusal of a malformed key that tells nothing", quirkOutcome | quirkSlow | flawUntoldRefusal, conformance.Fail,
+			"the refusal of a malformed key (400) carries no Idempotency-Operation-State"},
 		{"a key expiry in the past", quirkOutcome | quirkSlow | flawKeyExpired, conformance.Fail, "not after the answer's own date"},
 	}
 	for _, tt := range tests {

@@ -16,7 +16,8 @@ var outcomeHeaders = []string{wire.HeaderOperationState, wire.HeaderOperationRef
 // checkOutcome: an API that tells where an operation stands (idem's own
 // extension of the key contract) tells it right on every keyed answer: a
 // state, a reference that stays the same for the key (on a replay, on
-// the refusal of another body, on a concurrent duplicate's 409), a
+// the refusal of another body, on a concurrent duplicate's 409; the
+// refusal of a malformed key says none, safe), a
 // safe-new-key flag that is true only with state none, and a key expiry
 // in the future. An API whose first answer carries none of the headers
 // gets Info, "not offered": no other API owes them.
@@ -37,6 +38,10 @@ func checkOutcome(ctx context.Context, r *runner) Result {
 	x3 := r.send(ctx, call{note: "the same key with another body", key: key, body: r.intent()})
 	if x3.refused() {
 		a.answer(x3, "the refusal of another body", "")
+	}
+	x4 := r.send(ctx, call{note: "a key with a non-ASCII character", key: nonASCIIKey(r.newKey()), body: r.intent()})
+	if x4.refused() {
+		a.answer(x4, "the refusal of a malformed key", wire.StateNone)
 	}
 	waits := a.storm(ctx)
 	if len(a.problems) > 0 {
