@@ -75,6 +75,10 @@ const (
 	// flawUntoldRefusal: with quirkOutcome, the refusal of a malformed or
 	// missing key tells nothing of the operation.
 	flawUntoldRefusal
+	// flawProblemDisagrees: with quirkOutcome, the refusal of another body
+	// is a problem document whose operation_state says completed while its
+	// header says none.
+	flawProblemDisagrees
 )
 
 // slowFor is how long a payment of quirkSlow takes to answer.
@@ -233,6 +237,12 @@ func (a *fakeAPI) replay(w http.ResponseWriter, rec *record, body []byte) {
 	switch {
 	case !a.has(flawNoBodyCompare) && !bytes.Equal(rec.body, body):
 		a.tell(w, rec, "none", false)
+		if a.has(flawProblemDisagrees) {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = w.Write([]byte(`{"type":"urn:x:key-reused","status":422,"operation_state":"completed","safe_new_key":false}`))
+			return
+		}
 		http.Error(w, "key reused with another body", http.StatusUnprocessableEntity)
 	case !done && a.has(quirkSlow):
 		a.tell(w, rec, "in-flight", false)

@@ -28,6 +28,8 @@ func TestOutcomeCheck(t *testing.T) {
 			"a concurrent duplicate's 409 (409) has Idempotency-Safe-New-Key: true with state in-flight"},
 		{"a refusal of a malformed key that tells nothing", quirkOutcome | quirkSlow | flawUntoldRefusal, conformance.Fail,
 			"the refusal of a malformed key (400) carries no Idempotency-Operation-State"},
+		{"a problem whose members disagree with its headers", quirkOutcome | quirkSlow | flawProblemDisagrees, conformance.Fail,
+			`the refusal of another body (422): the problem's operation_state "completed", the header "none"`},
 		{"a key expiry in the past", quirkOutcome | quirkSlow | flawKeyExpired, conformance.Fail, "not after the answer's own date"},
 	}
 	for _, tt := range tests {
