@@ -106,6 +106,7 @@ func Handler(cfg Config) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", h.overview)
 	mux.HandleFunc("GET /key", h.key)
+	mux.HandleFunc("GET /ref", h.ref)
 	mux.HandleFunc("GET /evict", h.confirmEvict)
 	mux.HandleFunc("GET /resolve", h.confirmResolve)
 	mux.HandleFunc("GET /inflight", h.inflight)

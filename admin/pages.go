@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idemkit/idem/internal/opsview"
@@ -24,8 +25,11 @@ var funcs = template.FuncMap{
 	"withheld":   func(h http.Header) []string { _, names := opsview.Header(h); return names },
 	"scope":      func(op server.Operation) template.URL { return template.URL(scopeQuery(op)) },
 	"scopeField": scopeQuery,
-	"ago":        func(d time.Duration) string { return opsview.Duration(-d) },
-	"count":      func(c server.RecordCounts) string { return opsview.Count(c.Records, string(c.RecordsAre)) },
+	"ref": func(op server.Operation) string {
+		return server.OperationRef(op.Tenant, op.Principal, op.Route, op.Key)
+	},
+	"ago":   func(d time.Duration) string { return opsview.Duration(-d) },
+	"count": func(c server.RecordCounts) string { return opsview.Count(c.Records, string(c.RecordsAre)) },
 	"redrive": func(st outbox.MessageStatus) string {
 		return opsview.RedriveNote(st.RedriveBy, st.Attempts, st.Status)
 	},
@@ -88,6 +92,28 @@ func (h *handler) key(w http.ResponseWriter, r *http.Request) {
 	payload := r.URL.Query().Get("payload") == "1"
 	rec, err := h.lookup(r, op, payload)
 	h.renderRecord(w, r, op, rec, err, payload, "")
+}
+
+// ref shows the record whose operation reference (an answer's
+// Idempotency-Operation-Ref) the query names: an operator who holds only
+// what a client or a log showed finds the record with it.
+func (h *handler) ref(w http.ResponseWriter, r *http.Request) {
+	ref := strings.TrimSpace(r.URL.Query().Get("ref"))
+	payload := r.URL.Query().Get("payload") == "1"
+	rec, err := h.cfg.Records.LookupRef(r.Context(), ref, payload)
+	switch {
+	case errors.Is(err, server.ErrBadScope):
+		h.fail(w, r, http.StatusBadRequest, err.Error())
+	case errors.Is(err, errors.ErrUnsupported):
+		h.fail(w, r, http.StatusNotImplemented, err.Error())
+	case errors.Is(err, server.ErrUnknownKey):
+		h.fail(w, r, http.StatusNotFound, "No record has operation reference "+ref+
+			": it was never made, or was swept after its retention, or evicted.")
+	case err != nil:
+		h.fail(w, r, http.StatusInternalServerError, err.Error())
+	default:
+		h.renderRecord(w, r, rec.Operation, rec, nil, payload, "")
+	}
 }
 
 // lookup is the Operator's Lookup, after refusing a route typed without

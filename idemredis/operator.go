@@ -17,10 +17,14 @@ import (
 
 // Store implements the optional [server.RecordStore], so that idemctl's
 // library, the [server.Operator], and the admin page read and evict its
-// records. Lookups and evictions are one script each; the lists read each
+// records, and the optional [server.RefReader] (a lookup by operation
+// reference). Lookups and evictions are one script each; the lists read each
 // bucket's running index; the counts and a lookup by key alone scan the
 // keyspace (see [Store.CountRecords] and [Store.FindKey]).
-var _ server.RecordStore = (*Store)(nil)
+var (
+	_ server.RecordStore = (*Store)(nil)
+	_ server.RefReader   = (*Store)(nil)
+)
 
 // recordFields are the fields of a record an operator reads, in the order
 // of parseRecord; payloadFields follow them when the payload is asked for.
@@ -39,6 +43,19 @@ func (s *Store) ReadRecord(ctx context.Context, op server.Operation, payload boo
 		return server.Record{}, fmt.Errorf("idemredis: read record: %w", err)
 	case !found:
 		return server.Record{}, fmt.Errorf("%w (%s)", server.ErrUnknownKey, describe(op))
+	}
+	return rec, nil
+}
+
+// ReadRef returns the record whose scope hash is scope (see
+// [server.RefReader]), in one script: the record's key is its scope's.
+func (s *Store) ReadRef(ctx context.Context, scope [32]byte, payload bool) (server.Record, error) {
+	rec, found, err := s.read(ctx, keysOf(s.cfg.Prefix, scope, ""), payload)
+	switch {
+	case err != nil:
+		return server.Record{}, fmt.Errorf("idemredis: read record: %w", err)
+	case !found:
+		return server.Record{}, fmt.Errorf("%w (operation reference %x)", server.ErrUnknownKey, scope)
 	}
 	return rec, nil
 }

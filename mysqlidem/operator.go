@@ -11,7 +11,10 @@ import (
 	"github.com/idemkit/idem/server"
 )
 
-var _ server.RecordStore = (*Store)(nil)
+var (
+	_ server.RecordStore = (*Store)(nil)
+	_ server.RefReader   = (*Store)(nil)
+)
 
 // epochMicros renders a DATETIME(6) column (in UTC) as microseconds since
 // the Unix epoch, whatever the session's time_zone and the DSN's
@@ -93,16 +96,30 @@ func utcMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 // payload it returns the stored response's headers and body, and a Leased
 // record's stored request.
 func (s *Store) ReadRecord(ctx context.Context, op server.Operation, payload bool) (server.Record, error) {
-	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
+	rec, err := s.readScope(ctx, fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key), payload)
+	if errors.Is(err, sql.ErrNoRows) {
+		return server.Record{}, fmt.Errorf("%w (%s)", server.ErrUnknownKey, describe(op))
+	}
+	return rec, err
+}
+
+// ReadRef returns the record whose scope hash is scope, an operation's
+// reference (see [server.RefReader]), in the same primary-key lookup as
+// ReadRecord.
+func (s *Store) ReadRef(ctx context.Context, scope [32]byte, payload bool) (server.Record, error) {
+	rec, err := s.readScope(ctx, scope, payload)
+	if errors.Is(err, sql.ErrNoRows) {
+		return server.Record{}, fmt.Errorf("%w (operation reference %x)", server.ErrUnknownKey, scope[:])
+	}
+	return rec, err
+}
+
+// readScope reads the record of scope; the error wraps sql.ErrNoRows when
+// there is none.
+func (s *Store) readScope(ctx context.Context, scope [32]byte, payload bool) (server.Record, error) {
 	q := `SELECT ` + operatorColumns + ` FROM idem_records WHERE scope_hash = ?`
 	rec, err := scanRecord(s.db.QueryRowContext(ctx, q, s.clock(), payload, payload, scope[:]))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return server.Record{}, fmt.Errorf("%w (%s)", server.ErrUnknownKey, describe(op))
-	case err != nil:
-		return server.Record{}, wrap("read record", err)
-	}
-	return rec, nil
+	return rec, wrap("read record", err)
 }
 
 // ListRunning returns a page of running and uncertain records (see

@@ -14,22 +14,40 @@ import (
 
 // ReadRecord returns the record of op's scope (see [RecordStore]).
 func (m *MemoryStore) ReadRecord(ctx context.Context, op Operation, payload bool) (Record, error) {
+	rec, found, err := m.readScope(ctx, fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key), payload)
+	if err == nil && !found {
+		err = fmt.Errorf("%w (%s)", ErrUnknownKey, describe(op))
+	}
+	return rec, err
+}
+
+// ReadRef returns the record whose scope hash is scope (see [RefReader]).
+func (m *MemoryStore) ReadRef(ctx context.Context, scope [32]byte, payload bool) (Record, error) {
+	rec, found, err := m.readScope(ctx, scope, payload)
+	if err == nil && !found {
+		err = unknownRef(scope)
+	}
+	return rec, err
+}
+
+// readScope reads the record of scope; found is false when there is none.
+func (m *MemoryStore) readScope(ctx context.Context, scope [32]byte, payload bool) (Record, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return Record{}, err
+		return Record{}, false, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	rec := m.recs[fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)]
+	rec := m.recs[scope]
 	if rec == nil {
-		return Record{}, fmt.Errorf("%w (%s)", ErrUnknownKey, describe(op))
+		return Record{}, false, nil
 	}
 	out := rec.record(m.now())
 	if payload {
 		if err := rec.setPayload(&out); err != nil {
-			return Record{}, err
+			return Record{}, false, err
 		}
 	}
-	return out, nil
+	return out, true, nil
 }
 
 // ListRunning returns a page of running records (see [RecordStore]); it

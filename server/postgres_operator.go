@@ -74,7 +74,26 @@ const evictLockTimeout = "2s"
 // ReadRecord returns the record of op's scope (see [RecordStore]), in one
 // index lookup.
 func (s *PostgresStore) ReadRecord(ctx context.Context, op Operation, payload bool) (Record, error) {
-	scope := fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key)
+	rec, err := s.readScope(ctx, fingerprint.Scope(op.Tenant, op.Principal, op.Route, op.Key), payload)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Record{}, fmt.Errorf("%w (%s)", ErrUnknownKey, describe(op))
+	}
+	return rec, err
+}
+
+// ReadRef returns the record whose scope hash is scope (see [RefReader]),
+// by its primary key.
+func (s *PostgresStore) ReadRef(ctx context.Context, scope [32]byte, payload bool) (Record, error) {
+	rec, err := s.readScope(ctx, scope, payload)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Record{}, unknownRef(scope)
+	}
+	return rec, err
+}
+
+// readScope reads the record of scope; the error wraps pgx.ErrNoRows when
+// there is none.
+func (s *PostgresStore) readScope(ctx context.Context, scope [32]byte, payload bool) (Record, error) {
 	var request, header, body []byte
 	var rec Record
 	err := s.withConn(ctx, func(conn *pgxpool.Conn) error {
@@ -82,10 +101,7 @@ func (s *PostgresStore) ReadRecord(ctx context.Context, op Operation, payload bo
 		rec, err = scanRecord(conn.QueryRow(ctx, sqlReadRecord, scope[:], s.offset(), payload), &request, &header, &body)
 		return err
 	})
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return Record{}, fmt.Errorf("%w (%s)", ErrUnknownKey, describe(op))
-	case err != nil:
+	if err != nil {
 		return Record{}, fmt.Errorf("server: read record: %w", err)
 	}
 	if payload {

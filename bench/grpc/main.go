@@ -11,6 +11,8 @@
 //     policy and by failsafe-go's gRPC retry (to the bare service): the
 //     calls whose effect ran twice, and the calls completed.
 //
+// Run it as:
+//
 //	go run . -rounds 5 -calls 2000 -drop-calls 2000 -drop 0.2
 package main
 

@@ -18,7 +18,7 @@ func TestUsageErrors(t *testing.T) {
 		want string // in stderr
 	}{
 		{"no url", []string{"-body", "{}"}, "-url is required"},
-		{"unknown check", []string{"-url", "http://127.0.0.1:1/x", "-checks", "replay,nope"}, `unknown check "nope" (valid: baseline, replay, body-mismatch, key-missing, key-invalid, concurrent, scope, faults, equivalent-json)`},
+		{"unknown check", []string{"-url", "http://127.0.0.1:1/x", "-checks", "replay,nope"}, `unknown check "nope" (valid: baseline, replay, body-mismatch, key-missing, key-invalid, concurrent, scope, faults, outcome, equivalent-json)`},
 		{"host not named", []string{"-url", "http://api.example.com/v1/payments"}, "-allow-host api.example.com"},
 		{"count url host not named", []string{"-url", "http://127.0.0.1:1/x", "-count-url", "http://10.0.0.1/c", "-count-field", "n"}, "-allow-host 10.0.0.1"},
 		{"count url without field", []string{"-url", "http://127.0.0.1:1/x", "-count-url", "http://127.0.0.1:1/c"}, "a count URL and a count field go together"},
@@ -105,6 +105,7 @@ func TestChecksNotApplicableWithoutTheirConfiguration(t *testing.T) {
 		"concurrent":      conformance.Pass,
 		"scope":           conformance.NotApplicable, // no -principal2
 		"faults":          conformance.NotApplicable, // no -count-url
+		"outcome":         conformance.Info,          // the fake tells no operation state
 		"equivalent-json": conformance.Info,
 	}, doc.verdicts(), "checks:\n%s", pretty(doc))
 	for _, c := range doc.Checks {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -55,6 +57,28 @@ const (
 	// slowFor to answer (a gateway's call), and a duplicate that arrives
 	// meanwhile gets a plain 409, as one that is still running does.
 	quirkSlow
+	// quirkOutcome is no flaw: every keyed answer tells where the
+	// operation stands, as idem's contract says (docs/CONTRACT.md §4).
+	quirkOutcome
+	// flawRefChanges: with quirkOutcome, every answer after the first
+	// carries a reference of its own, so an operator cannot find the
+	// record by the one a retry showed.
+	flawRefChanges
+	// flawSafeInFlight: with quirkOutcome, a duplicate told to wait (409)
+	// says a new key is safe, while the first attempt runs.
+	flawSafeInFlight
+	// flawKeyExpired: with quirkOutcome, the key's expiry is an hour ago.
+	flawKeyExpired
+	// quirkNoExpiry is no flaw: with quirkOutcome, no answer tells the
+	// key's expiry (the rest of the outcome is told).
+	quirkNoExpiry
+	// flawUntoldRefusal: with quirkOutcome, the refusal of a malformed or
+	// missing key tells nothing of the operation.
+	flawUntoldRefusal
+	// flawProblemDisagrees: with quirkOutcome, the refusal of another body
+	// is a problem document whose operation_state says completed while its
+	// header says none.
+	flawProblemDisagrees
 )
 
 // slowFor is how long a payment of quirkSlow takes to answer.
@@ -88,6 +112,7 @@ type record struct {
 	stuck  bool // flawLockNeverReleased: a duplicate met it running
 	status int
 	resp   []byte
+	scope  string // quirkOutcome: what the reference hashes
 }
 
 // raceGate lets the requests of one key that passed the check go on
@@ -140,6 +165,9 @@ func (a *fakeAPI) pay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if problem := keyProblem(key); problem != "" && !(a.has(flawKeyLengthOnly) && key != "") {
+		if !a.has(flawUntoldRefusal) {
+			a.tell(w, &record{}, "none", false)
+		}
 		http.Error(w, problem, http.StatusBadRequest)
 		return
 	}
@@ -178,7 +206,7 @@ func (a *fakeAPI) once(w http.ResponseWriter, scope string, body []byte) {
 		a.replay(w, rec, body)
 		return
 	}
-	rec = &record{body: body}
+	rec = &record{body: body, scope: scope}
 	if !a.has(flawRacy) {
 		a.records[scope] = rec
 	}
@@ -194,6 +222,7 @@ func (a *fakeAPI) once(w http.ResponseWriter, scope string, body []byte) {
 	rec.done, rec.status, rec.resp = !rec.stuck, http.StatusCreated, resp
 	a.records[scope] = rec
 	a.mu.Unlock()
+	a.tell(w, rec, "completed", true)
 	a.respond(w, http.StatusCreated, resp, false)
 }
 
@@ -207,13 +236,23 @@ func (a *fakeAPI) replay(w http.ResponseWriter, rec *record, body []byte) {
 	a.mu.Unlock()
 	switch {
 	case !a.has(flawNoBodyCompare) && !bytes.Equal(rec.body, body):
+		a.tell(w, rec, "none", false)
+		if a.has(flawProblemDisagrees) {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = w.Write([]byte(`{"type":"urn:x:key-reused","status":422,"operation_state":"completed","safe_new_key":false}`))
+			return
+		}
 		http.Error(w, "key reused with another body", http.StatusUnprocessableEntity)
 	case !done && a.has(quirkSlow):
+		a.tell(w, rec, "in-flight", false)
 		a.respond(w, http.StatusConflict, []byte(`{"error":"a request with this key is being processed"}`), false)
 	case !done:
+		a.tell(w, rec, "in-flight", false)
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "in flight", http.StatusConflict)
 	default:
+		a.tell(w, rec, "completed", false)
 		a.respond(w, status, resp, true)
 	}
 }
@@ -259,4 +298,30 @@ func (a *fakeAPI) respond(w http.ResponseWriter, status int, body []byte, replay
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// tell sets, with quirkOutcome, the outcome headers of an answer about
+// rec's operation in state; first is true for the answer of the attempt
+// that ran.
+func (a *fakeAPI) tell(w http.ResponseWriter, rec *record, state string, first bool) {
+	if !a.has(quirkOutcome) {
+		return
+	}
+	h := w.Header()
+	h.Set("Idempotency-Operation-State", state)
+	ref := sha256.Sum256([]byte(rec.scope))
+	if a.has(flawRefChanges) && !first {
+		ref = sha256.Sum256([]byte(rec.scope + time.Now().String()))
+	}
+	if rec.scope != "" { // no reference without a valid key
+		h.Set("Idempotency-Operation-Ref", hex.EncodeToString(ref[:]))
+	}
+	h.Set("Idempotency-Safe-New-Key", fmt.Sprint(state == "none" || state == "in-flight" && a.has(flawSafeInFlight)))
+	if state != "none" && !a.has(quirkNoExpiry) {
+		expires := time.Now().Add(24 * time.Hour)
+		if a.has(flawKeyExpired) {
+			expires = time.Now().Add(-time.Hour)
+		}
+		h.Set("Idempotency-Key-Expires", expires.UTC().Format(http.TimeFormat))
+	}
 }

@@ -138,6 +138,8 @@ func requireAllPass(t *testing.T, code int, doc document) {
 	faults, _ := findCheck(doc, "faults")
 	assert.Contains(t, faults.Detail, "12 operations")
 	assert.Contains(t, faults.Detail, "12 ok, 0 failed, 0 unknown; 12 effects")
+	outcome, _ := findCheck(doc, "outcome")
+	assert.Contains(t, outcome.Detail, "Idempotency-Operation-State, Idempotency-Operation-Ref, Idempotency-Safe-New-Key, Idempotency-Key-Expires")
 }
 
 // findCheck returns the named check's result.

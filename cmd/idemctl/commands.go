@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -15,8 +16,12 @@ func runKey(ctx context.Context, t *tool, args []string) error {
 	fs := t.flags("key")
 	op := scopeFlags(fs)
 	payload := fs.Bool("payload", false, "show the stored request and response (never a sensitive header)")
+	ref := fs.Bool("ref", false, "the argument is an operation reference (an answer's Idempotency-Operation-Ref), not a key")
 	if err := parse(fs, args, 1); err != nil {
 		return err
+	}
+	if *ref {
+		return lookupRef(ctx, t, fs, *payload)
 	}
 	op.Key = fs.Arg(0)
 	if !scopeGiven(fs) && !*payload {
@@ -43,6 +48,22 @@ func lookupKey(ctx context.Context, t *tool, key string) error {
 		return notFound(fmt.Sprintf("no record of key %q in any scope: a retry with it, on any route, runs the handler as a first request", key))
 	}
 	return t.printKeyRecords(key, recs)
+}
+
+// lookupRef prints the record whose operation reference is fs's argument:
+// the reference names the scope, so no scope flag may come with it.
+func lookupRef(ctx context.Context, t *tool, fs *flag.FlagSet, payload bool) error {
+	if scopeGiven(fs) {
+		return fmt.Errorf("%w: -ref names the whole scope: give no -tenant, -principal or -route with it", server.ErrBadScope)
+	}
+	rec, err := t.ops.LookupRef(ctx, fs.Arg(0), payload)
+	if errors.Is(err, server.ErrUnknownKey) {
+		return notFound(fmt.Sprintf("no record has operation reference %s (never made, swept after its retention, or evicted)", fs.Arg(0)))
+	}
+	if err != nil {
+		return err
+	}
+	return t.printRecord(rec)
 }
 
 // checkRoute refuses a route typed without its method ("/v1/orders"):

@@ -114,7 +114,7 @@ func (c *command) needsDB() bool {
 }
 
 var commands = []command{
-	{"key", "[-route R [-tenant T] [-principal P] [-payload]] KEY", runKey, noRecords},
+	{"key", "[-route R [-tenant T] [-principal P] [-payload]] KEY | -ref [-payload] REF", runKey, noRecords},
 	{"inflight", "[-stuck] [-route R] [-limit N] [-after POS]", runInFlight, noRecords},
 	{"evict", "-route R [-tenant T] [-principal P] [-force] [-yes] KEY", runEvict, noRecords},
 	{"resolve", "-route R [-tenant T] [-principal P] -by WHO -reason WHY (-applied -status N [-body B] | -not-applied) [-yes] KEY", runResolve, noRecords},

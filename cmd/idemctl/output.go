@@ -21,28 +21,39 @@ import (
 // recordView is a record as -json prints it: times in RFC 3339, durations
 // in seconds.
 type recordView struct {
-	Tenant         string        `json:"tenant"`
-	Principal      string        `json:"principal"`
-	Route          string        `json:"route"`
-	Key            string        `json:"key"`
-	State          string        `json:"state"`
-	Stuck          bool          `json:"stuck"`
-	Expired        bool          `json:"expired"`
-	Mode           string        `json:"mode"`
-	Attempt        int           `json:"attempt"`
-	Status         int           `json:"status,omitempty"`
-	LeaseLeftSecs  *float64      `json:"lease_left_seconds,omitempty"`
-	AgeSecs        float64       `json:"age_seconds"`
-	CreatedAt      time.Time     `json:"created_at"`
-	ExpiresAt      time.Time     `json:"expires_at"`
-	ReconcileAt    *time.Time    `json:"reconcile_at,omitempty"`
-	Recovery       *recoveryView `json:"recovery,omitempty"`
-	FingerprintAlg string        `json:"fingerprint_alg"`
-	Request        *requestView  `json:"request,omitempty"`
-	Header         http.Header   `json:"header,omitempty"`
-	Body           *string       `json:"body,omitempty"`
-	BodyBase64     *string       `json:"body_base64,omitempty"`
-	Withheld       []string      `json:"withheld,omitempty"`
+	Tenant         string          `json:"tenant"`
+	Principal      string          `json:"principal"`
+	Route          string          `json:"route"`
+	Key            string          `json:"key"`
+	Ref            string          `json:"ref"`
+	State          string          `json:"state"`
+	Stuck          bool            `json:"stuck"`
+	Expired        bool            `json:"expired"`
+	Mode           string          `json:"mode"`
+	Attempt        int             `json:"attempt"`
+	Status         int             `json:"status,omitempty"`
+	LeaseLeftSecs  *float64        `json:"lease_left_seconds,omitempty"`
+	AgeSecs        float64         `json:"age_seconds"`
+	CreatedAt      time.Time       `json:"created_at"`
+	ExpiresAt      time.Time       `json:"expires_at"`
+	ReconcileAt    *time.Time      `json:"reconcile_at,omitempty"`
+	Recovery       *recoveryView   `json:"recovery,omitempty"`
+	FingerprintAlg string          `json:"fingerprint_alg"`
+	Request        *requestView    `json:"request,omitempty"`
+	Header         http.Header     `json:"header,omitempty"`
+	Body           *string         `json:"body,omitempty"`
+	BodyBase64     *string         `json:"body_base64,omitempty"`
+	Withheld       []string        `json:"withheld,omitempty"`
+	Resolution     *resolutionView `json:"resolution,omitempty"`
+}
+
+// resolutionView is who resolved an uncertain operation, when and why, as
+// -json prints it.
+type resolutionView struct {
+	By      string    `json:"by"`
+	At      time.Time `json:"at"`
+	Reason  string    `json:"reason"`
+	Applied bool      `json:"applied"`
 }
 
 func recordJSON(r server.Record) recordView {
@@ -50,6 +61,10 @@ func recordJSON(r server.Record) recordView {
 		Stuck: r.Stuck(), Expired: r.Expired(), Mode: modeName(r.Mode), Attempt: r.Attempt, Status: r.Status,
 		AgeSecs: r.Age().Seconds(), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Recovery: recoveryJSON(r.Recovery),
 		FingerprintAlg: r.FingerprintAlg, Request: requestJSON(r.Request), Header: r.Header, Withheld: r.Withheld}
+	v.Ref = server.OperationRef(r.Tenant, r.Principal, r.Route, r.Key)
+	if res := r.Resolved; res != nil {
+		v.Resolution = &resolutionView{By: res.By, At: res.At, Reason: res.Reason, Applied: res.Applied}
+	}
 	if !r.LeaseEnds.IsZero() {
 		left := r.LeaseLeft().Seconds()
 		v.LeaseLeftSecs = &left
@@ -142,7 +157,7 @@ func (t *tool) printRecord(r server.Record) error {
 		status = fmt.Sprint(r.Status)
 	}
 	t.fields("tenant", r.Tenant, "principal", r.Principal, "route", r.Route, "key", r.Key,
-		"state", state, "mode", modeName(r.Mode), "attempt", fmt.Sprint(r.Attempt), "status", status,
+		"reference", server.OperationRef(r.Tenant, r.Principal, r.Route, r.Key), "state", state, "mode", modeName(r.Mode), "attempt", fmt.Sprint(r.Attempt), "status", status,
 		"lease", lease, "recovery point", recovery,
 		"created", opsview.Time(r.CreatedAt)+" ("+opsview.Duration(r.Age())+" ago)", "expires", opsview.Time(r.ExpiresAt),
 		"fingerprint", r.FingerprintAlg)

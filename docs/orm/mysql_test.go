@@ -3,11 +3,11 @@ package orm_test
 import (
 	"context"
 	"database/sql"
-	"os"
-	"strings"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 

@@ -24,6 +24,7 @@ var checks = []check{
 	{"concurrent", true, checkConcurrent},
 	{"scope", true, checkScope},
 	{"faults", true, checkFaults},
+	{"outcome", true, checkOutcome},
 	{"equivalent-json", false, checkEquivalentJSON},
 }
 

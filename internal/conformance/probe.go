@@ -26,6 +26,7 @@ type runner struct {
 	client  *http.Client
 	intents atomic.Int64
 	newUUID func() string
+	now     func() time.Time // when a response carries no Date
 }
 
 // newRunner resolves cfg's defaults and builds the HTTP client.
@@ -34,6 +35,7 @@ func newRunner(cfg Config) *runner {
 		cfg:     cfg.withDefaults(),
 		client:  &http.Client{Transport: newTransport(), CheckRedirect: noRedirects},
 		newUUID: uuid.NewString,
+		now:     time.Now,
 	}
 }
 
@@ -89,6 +91,7 @@ type exchange struct {
 	call     call
 	status   int
 	replayed string // the value of Config.ReplayedHeader, "" when absent
+	date     string // the response's Date, which header leaves out
 	header   http.Header
 	body     []byte
 	err      error
@@ -131,7 +134,7 @@ func (r *runner) roundTrip(ctx context.Context, method, url string, c call) exch
 // body, at most MaxBodyBytes (a longer one is an error). The caller
 // closes the body.
 func (r *runner) read(resp *http.Response) exchange {
-	x := exchange{status: resp.StatusCode, header: shownHeader(resp.Header)}
+	x := exchange{status: resp.StatusCode, header: shownHeader(resp.Header), date: resp.Header.Get("Date")}
 	if r.cfg.ReplayedHeader != "" {
 		x.replayed = resp.Header.Get(r.cfg.ReplayedHeader)
 	}

@@ -38,7 +38,10 @@
 // admin page read, also runs the operator areas: a lookup with and
 // without payload, a key found in every scope, the operations in flight
 // and the stuck ones, eviction (refused on a live lease unless forced,
-// the evicted attempt's completion then refused), and exact counts.
+// the evicted attempt's completion then refused), exact counts, and,
+// for a store that also implements the optional [server.RefReader] (the
+// area skips, saying so, on one that does not), a lookup by the
+// operation reference the answer carried.
 //
 // The areas: replay (byte for byte, headers, fingerprints, scopes,
 // rejections, failures, retention, streamed results), the stored response

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -21,6 +22,7 @@ var operatorAreas = []area{
 	{"OperatorListsAndEvictsAStuckLease", onlyLeased, testOperatorStuck},
 	{"OperatorEvictRefusesALiveLease", onlyLeased, testOperatorLiveLease},
 	{"OperatorCountsExactly", onlyLeased, testOperatorCounts},
+	{"OperatorLooksUpAReference", onlyLeased, testOperatorLookupRef},
 }
 
 // operator is an Operator over e's store, which must be a RecordStore.
@@ -63,6 +65,32 @@ func testOperatorLookup(t *testing.T, e *env, _ mode) {
 	assert.ErrorIs(t, err, server.ErrUnknownKey)
 	_, err = ops.Lookup(ctx, server.Operation{Route: "POST /v1/refunds", Key: "k-look"}, false)
 	assert.ErrorIs(t, err, server.ErrUnknownKey, "another route is another scope")
+}
+
+// testOperatorLookupRef looks a record up by the reference its answer
+// carried; it skips a store that is not a [server.RefReader] (optional).
+func testOperatorLookupRef(t *testing.T, e *env, _ mode) {
+	if _, ok := e.store.(server.RefReader); !ok {
+		t.Skip("the store does not implement server.RefReader: no lookup by operation reference")
+	}
+	srv := serve(t, e.leaseServer(&charge{e: e}, server.Config{}))
+	first := post(t, srv, "/v1/charges", "k-ref", `{"amount":7}`)
+	require.Equal(t, http.StatusCreated, first.status)
+	ref := first.header.Get("Idempotency-Operation-Ref")
+	require.Equal(t, server.OperationRef("", "", "POST /v1/charges", "k-ref"), ref, "the answer's reference")
+	ops, ctx := e.operator(), context.Background()
+
+	rec, err := ops.LookupRef(ctx, strings.ToUpper(ref), true)
+	require.NoError(t, err)
+	assert.Equal(t, chargeOp("k-ref").Key, rec.Key)
+	assert.Equal(t, "POST /v1/charges", rec.Route)
+	assert.Equal(t, "done", rec.State)
+	assert.JSONEq(t, `{"attempt":1}`, string(rec.Body), "the payload, when asked")
+
+	_, err = ops.LookupRef(ctx, server.OperationRef("", "", "POST /v1/charges", "k-none"), false)
+	assert.ErrorIs(t, err, server.ErrUnknownKey)
+	_, err = ops.LookupRef(ctx, "k-ref", false)
+	assert.ErrorIs(t, err, server.ErrBadScope, "a key is not a reference")
 }
 
 func testOperatorFindsKey(t *testing.T, e *env, _ mode) {

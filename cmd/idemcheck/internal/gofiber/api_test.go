@@ -105,6 +105,7 @@ func TestVerdicts(t *testing.T) {
 		"concurrent":      {conformance.Pass, "the count grew by 3"},
 		"scope":           {conformance.Fail, "leaked across principals"},
 		"faults":          {conformance.Pass, "12 ok, 0 failed, 0 unknown; 12 effects"},
+		"outcome":         {conformance.Info, "not offered"},
 		"equivalent-json": {conformance.Info, "replayed, but so is another operation's body: the API does not compare bodies"},
 	}
 	require.Len(t, doc.Checks, len(want), "checks:\n%s", pretty(doc))

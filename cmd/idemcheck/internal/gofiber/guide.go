@@ -14,8 +14,10 @@ import (
 // net/http middleware, mounted on a fiber route with fiber's adaptor.
 func GuideFiber(app *fiber.App, store server.Store, tenantAndUser func(*http.Request) (string, string), createPayment http.HandlerFunc) {
 	pay := server.Middleware(store, server.Config{
-		Route: func(*http.Request) string { return "POST /v1/accounts/:id/payments" }, // fiber's pattern: one middleware per route
-		Scope: tenantAndUser, // from the *http.Request: fiber's Locals are not in it
+		// fiber's pattern: one middleware per route.
+		Route: func(*http.Request) string { return "POST /v1/accounts/:id/payments" },
+		// From the *http.Request: fiber's Locals are not in it.
+		Scope: tenantAndUser,
 	})
 	app.Post("/v1/accounts/:id/payments", adaptor.HTTPHandler(pay(createPayment)))
 }
