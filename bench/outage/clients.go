@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/hashicorp/go-retryablehttp"
@@ -58,6 +59,14 @@ func clients() []client {
 			c := &http.Client{Transport: failsafehttp.NewRoundTripper(base, failsafehttp.NewRetryPolicyBuilder().Build())}
 			return func(ctx context.Context, url string, op int) string { return pay(c, ctx, url, op) }
 		}},
+		// failsafe-go's AdaptiveLimiter (Netflix concurrency-limits' idea)
+		// with its defaults, inside its retries (issue 47).
+		{"failsafe-go retry+adaptive limiter", func(base *http.Transport) func(context.Context, string, int) string {
+			policies := []failsafe.Policy[*http.Response]{failsafehttp.NewRetryPolicyBuilder().Build(),
+				adaptivelimiter.NewWithDefaults[*http.Response]()}
+			c := &http.Client{Transport: failsafehttp.NewRoundTripper(base, policies...)}
+			return func(ctx context.Context, url string, op int) string { return pay(c, ctx, url, op) }
+		}},
 		{"failsafe-go retry+breaker", func(base *http.Transport) func(context.Context, string, int) string {
 			cb := circuitbreaker.NewBuilder[*http.Response]().
 				HandleIf(func(resp *http.Response, err error) bool { return err != nil || resp.StatusCode >= 500 }).
@@ -102,6 +111,7 @@ func reason(err error) string {
 		{idem.ErrAttemptsExhausted, "attempts exhausted"},
 		{idem.ErrDeadline, "deadline (a wait past it)"},
 		{circuitbreaker.ErrOpen, "circuit open"},
+		{adaptivelimiter.ErrExceeded, "limit exceeded"},
 		{context.DeadlineExceeded, "deadline"},
 	} {
 		if errors.Is(err, s.err) {
