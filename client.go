@@ -191,6 +191,7 @@ type Transport struct {
 	keyHeader string    // Config.KeyHeader, canonical
 	budget    *Budget   // nil: no budget
 	breakers  *breakers // nil: no breakers
+	pacers    pacers    // of the hosts that announced a quota (pacer.go)
 	hedge     *hedger   // nil: no hedging
 	// tracedBase: Base is an *http.Transport, which reports every
 	// connection through the request's trace.

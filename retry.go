@@ -122,6 +122,11 @@ func (c *call) step(ctx context.Context) (res result, d decision, actedBefore bo
 // (hostBreaker.admit). When the host does not, it returns the refused
 // attempt's result and false.
 func (c *call) admit(ctx context.Context) (ticket, result, bool) {
+	if r := c.pace(ctx); r != nil {
+		res := c.sender(c.attempts+1, false).refused(r)
+		res.paced = true
+		return ticket{}, res, false
+	}
 	h := c.breaker()
 	if h == nil {
 		return ticket{}, result{}, true
@@ -197,6 +202,7 @@ func (c *call) record(res result) {
 	if res.retryAfter > 0 {
 		c.lastRetry = res.retryAfter
 	}
+	c.learnQuota(res)
 	if res.rule.acted {
 		c.mayActed = true
 	}
@@ -208,6 +214,8 @@ func (c *call) record(res result) {
 // is safe (docs/CONTRACT.md §8).
 func (c *call) judge(ctx context.Context, res result) decision {
 	switch {
+	case res.open && res.paced:
+		return decision{verdict: Fail, reason: ErrRateLimited, detail: res.refusal}
 	case res.open:
 		return decision{verdict: Fail, reason: ErrCircuitOpen, detail: res.refusal}
 	case errors.Is(res.err, ErrNotRewindable):
