@@ -24,7 +24,7 @@ type result struct {
 	body       []byte          // the part of the body read ahead, nil when none
 	retryAfter time.Duration   // retry-after-ms, else Retry-After, unclamped
 	rateLimit  *wire.RateLimit // what the RateLimit fields announced, nil when none
-	paced      bool            // the host's announced quota refused the attempt (with open)
+	gate       error           // with open: the sentinel of a refusal other than the breaker's (ErrRateLimited, ErrOverloaded)
 	certainty  Certainty
 	rule       *rule  // the outcome's row of the table (outcomes.go)
 	err        error  // the transport error or the cut-short body error; the context's for a refusal

@@ -23,6 +23,7 @@ type call struct {
 	max        int // Config.MaxAttempts, or the call's own
 
 	gate      *hostBreaker  // the host's breaker, looked up at the first attempt; nil for none
+	limiter   *limiter      // the host's limiter while the call holds one of its slots (limiter.go)
 	looked    bool          // gate was looked up
 	origin    string        // the host's name in the budget, "" until needed
 	funded    token         // the budget's token for the next attempt, a retry, until it is sent
@@ -105,6 +106,9 @@ func (c *call) run() (*http.Response, error) {
 func (c *call) step(ctx context.Context) (res result, d decision, actedBefore bool) {
 	tk, res, ok := c.admit(ctx)
 	c.refund(!ok)
+	if ok {
+		defer func() { c.releaseSlot(res) }()
+	}
 	if ok && c.hedged {
 		if delay, hedged := c.t.hedge.delay(c.host); hedged {
 			return c.race(ctx, delay, tk)
@@ -118,14 +122,21 @@ func (c *call) step(ctx context.Context) (res result, d decision, actedBefore bo
 	return res, d, actedBefore
 }
 
-// admit waits for the call's host to let its next attempt through
-// (hostBreaker.admit). When the host does not, it returns the refused
+// admit waits for the call's host to let its next attempt through: its
+// announced quota (pacer.go), its concurrency limit (limiter.go), then its
+// breaker (hostBreaker.admit). When the host does not, it returns the refused
 // attempt's result and false.
 func (c *call) admit(ctx context.Context) (ticket, result, bool) {
-	if r := c.pace(ctx); r != nil {
-		res := c.sender(c.attempts+1, false).refused(r)
-		res.paced = true
-		return ticket{}, res, false
+	for _, g := range [...]struct {
+		take func(context.Context) *refusal
+		err  error
+	}{{c.pace, ErrRateLimited}, {c.slot, ErrOverloaded}} {
+		if r := g.take(ctx); r != nil {
+			c.releaseSlot(result{})
+			res := c.sender(c.attempts+1, false).refused(r)
+			res.gate = g.err
+			return ticket{}, res, false
+		}
 	}
 	h := c.breaker()
 	if h == nil {
@@ -134,6 +145,7 @@ func (c *call) admit(ctx context.Context) (ticket, result, bool) {
 	tk, waited, r := h.admit(ctx, func() waitPolicy { return c.waitPolicy(0) })
 	c.waited += waited
 	if r != nil {
+		c.releaseSlot(result{})
 		return ticket{}, c.sender(c.attempts+1, false).refused(r), false
 	}
 	return tk, result{}, true
@@ -214,8 +226,8 @@ func (c *call) record(res result) {
 // is safe (docs/CONTRACT.md §8).
 func (c *call) judge(ctx context.Context, res result) decision {
 	switch {
-	case res.open && res.paced:
-		return decision{verdict: Fail, reason: ErrRateLimited, detail: res.refusal}
+	case res.open && res.gate != nil:
+		return decision{verdict: Fail, reason: res.gate, detail: res.refusal}
 	case res.open:
 		return decision{verdict: Fail, reason: ErrCircuitOpen, detail: res.refusal}
 	case errors.Is(res.err, ErrNotRewindable):

@@ -48,6 +48,13 @@ func clients() []client {
 				return pay(c, idem.WithKey(ctx, key(op)), url, op)
 			}
 		}},
+		// The adaptive concurrency limit per host (issue 47).
+		{"idem, adaptive concurrency", func(base *http.Transport) func(context.Context, string, int) string {
+			c := idem.NewClient(idem.Config{Base: base, AdaptiveConcurrency: true})
+			return func(ctx context.Context, url string, op int) string {
+				return pay(c, idem.WithKey(ctx, key(op)), url, op)
+			}
+		}},
 		{"go-retryablehttp", func(base *http.Transport) func(context.Context, string, int) string {
 			rc := retryablehttp.NewClient() // its defaults: 4 retries, 1 s to 30 s, Retry-After honoured
 			rc.HTTPClient.Transport = base
@@ -110,6 +117,8 @@ func reason(err error) string {
 		{idem.ErrBudgetExhausted, "budget exhausted"},
 		{idem.ErrAttemptsExhausted, "attempts exhausted"},
 		{idem.ErrDeadline, "deadline (a wait past it)"},
+		{idem.ErrRateLimited, "quota had no room"},
+		{idem.ErrOverloaded, "overloaded (no slot)"},
 		{circuitbreaker.ErrOpen, "circuit open"},
 		{adaptivelimiter.ErrExceeded, "limit exceeded"},
 		{context.DeadlineExceeded, "deadline"},
