@@ -212,7 +212,9 @@ func (c *call) request(ctx context.Context) (*http.Request, error) {
 	if c.field != "" {
 		r.Header[c.t.keyHeader] = []string{c.field} // Set, without canonicalising a canonical name
 	}
-	setDeadline(r, ctx, c.t.deadlineHeader, c.t.now())
+	if c.t.deadlineHeader != "" { // the clock only when needed
+		setDeadline(r, ctx, c.t.deadlineHeader, c.t.now())
+	}
 	body, err := c.body.next()
 	if err != nil {
 		return nil, fmt.Errorf("%w: GetBody: %v", ErrNotRewindable, err)
