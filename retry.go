@@ -123,32 +123,37 @@ func (c *call) step(ctx context.Context) (res result, d decision, actedBefore bo
 }
 
 // admit waits for the call's host to let its next attempt through: its
-// announced quota (pacer.go), its concurrency limit (limiter.go), then its
-// breaker (hostBreaker.admit). When the host does not, it returns the refused
+// announced quota (pacer.go), its breaker (hostBreaker.admit), then its
+// concurrency limit (limiter.go), so that no call holds a slot while it
+// waits for the breaker. When the host does not, it returns the refused
 // attempt's result and false.
 func (c *call) admit(ctx context.Context) (ticket, result, bool) {
-	for _, g := range [...]struct {
-		take func(context.Context) *refusal
-		err  error
-	}{{c.pace, ErrRateLimited}, {c.slot, ErrOverloaded}} {
-		if r := g.take(ctx); r != nil {
-			c.releaseSlot(result{})
-			res := c.sender(c.attempts+1, false).refused(r)
-			res.gate = g.err
-			return ticket{}, res, false
+	if r := c.pace(ctx); r != nil {
+		return ticket{}, c.refusedBy(r, ErrRateLimited), false
+	}
+	var tk ticket
+	if h := c.breaker(); h != nil {
+		var waited time.Duration
+		var r *refusal
+		tk, waited, r = h.admit(ctx, func() waitPolicy { return c.waitPolicy(0) })
+		c.waited += waited
+		if r != nil {
+			return ticket{}, c.sender(c.attempts+1, false).refused(r), false
 		}
 	}
-	h := c.breaker()
-	if h == nil {
-		return ticket{}, result{}, true
-	}
-	tk, waited, r := h.admit(ctx, func() waitPolicy { return c.waitPolicy(0) })
-	c.waited += waited
-	if r != nil {
-		c.releaseSlot(result{})
-		return ticket{}, c.sender(c.attempts+1, false).refused(r), false
+	if r := c.slot(ctx); r != nil {
+		tk.end(errAttemptExcluded, 0) // not sent: the breaker learns nothing of it
+		return ticket{}, c.refusedBy(r, ErrOverloaded), false
 	}
 	return tk, result{}, true
+}
+
+// refusedBy is the result of an attempt that a local gate other than the
+// breaker refused (r says why, reason names the gate).
+func (c *call) refusedBy(r *refusal, reason error) result {
+	res := c.sender(c.attempts+1, false).refused(r)
+	res.gate = reason
+	return res
 }
 
 // breaker returns the breaker of the call's host, nil when the breakers
