@@ -20,7 +20,10 @@ var ErrOverloaded = errors.New("idem: the host's concurrency limit had no slot")
 // bounded by a limit that follows the latency trend (TCP Vegas's rule, as
 // in Netflix's concurrency-limits and failsafe-go's AdaptiveLimiter): the
 // requests queued at the host are estimated as limit × (1 − minRTT/RTT);
-// fewer than vegasAlpha raise the limit by one a round trip, more than
+// fewer than vegasAlpha raise the limit by one a round trip (by one an
+// answer, doubling it every round trip, while calls wait for a slot: the
+// limit a failure cut must not starve the calls an outage left waiting),
+// more than
 // vegasBeta lower it by one a round trip, and a failure of the host
 // (5xx, timeout) cuts it by lossFactor. It is written here rather than
 // taken from failsafe-go, because the root module depends on nothing but
@@ -152,6 +155,8 @@ func (l *limiter) learn(rtt time.Duration) {
 	}
 	queued := l.limit * (1 - float64(base)/float64(rtt))
 	switch {
+	case queued < vegasAlpha && l.line.len() > 0: // calls wait: grow as TCP's slow start, doubling every round trip
+		l.limit = min(l.limit+1, maxLimit)
 	case queued < vegasAlpha:
 		l.limit = min(l.limit+1/l.limit, maxLimit)
 	case queued > vegasBeta:

@@ -135,3 +135,18 @@ func TestTransportAdaptiveConcurrencyReleasesSlots(t *testing.T) {
 		t.Errorf("%d slots held after every call ended, want 0", l.inflight)
 	}
 }
+
+// While calls wait for a slot, answers at the base RTT raise the limit by
+// one each (TCP's slow start), not by one a round trip.
+func TestLimiterSlowStartWhileCallsWait(t *testing.T) {
+	l := newLimiter()
+	l.limit = 2
+	l.line.push(newWaiter[struct{}](time.Time{}))
+	l.line.push(newWaiter[struct{}](time.Time{}))
+	l.line.push(newWaiter[struct{}](time.Time{}))
+	l.learn(10 * time.Millisecond)
+	l.learn(10 * time.Millisecond)
+	if l.limit != 4 {
+		t.Errorf("limit %.2f after 2 answers with calls waiting, want 4", l.limit)
+	}
+}
