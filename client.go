@@ -131,12 +131,14 @@ type Config struct {
 	// "Idempotency-Key".
 	KeyHeader string
 
-	// AdaptiveConcurrency bounds the requests in flight to each host by a
-	// limit that follows its latency (limiter.go): a call that finds no
+	// NoConcurrencyLimit turns off the adaptive bound on the requests in
+	// flight to each host (limiter.go): a limit that follows the host's
+	// latency (from 20, between 1 and 200), so that the client, not the
+	// host's queue, holds the excess of an overload. A call that finds no
 	// slot waits for one within its deadline, and fails with
-	// [ErrOverloaded] when the host's line is overloaded and it waited
-	// 100 ms, or at once when fail-fast. False means no bound.
-	AdaptiveConcurrency bool
+	// [ErrOverloaded] once the host's line is overloaded and it waited
+	// 100 ms, or at once when fail-fast. False means the bound is on.
+	NoConcurrencyLimit bool
 
 	// DeadlineHeader, when set, names a request header that carries the
 	// time left to the attempt's deadline (its context's, or
@@ -210,7 +212,7 @@ type Transport struct {
 	budget         *Budget   // nil: no budget
 	breakers       *breakers // nil: no breakers
 	pacers         pacers    // of the hosts that announced a quota (pacer.go)
-	limiters       limiters  // of AdaptiveConcurrency (limiter.go)
+	limiters       limiters  // the concurrency limit of each host (limiter.go)
 	hedge          *hedger   // nil: no hedging
 	// tracedBase: Base is an *http.Transport, which reports every
 	// connection through the request's trace.

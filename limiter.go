@@ -10,7 +10,7 @@ import (
 )
 
 // ErrOverloaded: the host's adaptive concurrency limit
-// ([Config.AdaptiveConcurrency]) had no slot for the call's next request
+// (see [Config.NoConcurrencyLimit]) had no slot for the call's next request
 // in time: before its deadline, before its wait bound while the host's
 // line was overloaded, or at once for a fail-fast call; nothing was sent
 // for it.
@@ -69,13 +69,13 @@ func newLimiter() *limiter { return &limiter{limit: initialLimit} }
 func (l *limiter) acquire(ctx context.Context, policy func() waitPolicy, now func() time.Time) (time.Duration, *refusal) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.line.len() == 0 && l.inflight < int(l.limit) { // the clock only when needed
+		l.inflight++
+		return 0, nil
+	}
 	began := now()
 	if l.line.len() == 0 {
-		l.lastEmpty = began
-		if l.inflight < int(l.limit) {
-			l.inflight++
-			return 0, nil
-		}
+		l.lastEmpty = began // it was empty until now
 	}
 	pol := policy()
 	if pol.failFast {
@@ -125,10 +125,10 @@ func (l *limiter) leave(e *list.Element, now time.Time) {
 	}
 }
 
-// release returns a slot at now, learning from the attempt that held it:
-// rtt when it got an answer of the host's (0 for none), failed when the
-// host failed it (a 5xx, a timeout).
-func (l *limiter) release(rtt time.Duration, failed bool, now time.Time) {
+// release returns a slot, learning from the attempt that held it: rtt
+// when it got an answer of the host's (0 for none), failed when the host
+// failed it (a 5xx, a timeout). now is read only when calls wait.
+func (l *limiter) release(rtt time.Duration, failed bool, now func() time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.inflight--
@@ -138,7 +138,9 @@ func (l *limiter) release(rtt time.Duration, failed bool, now time.Time) {
 	case rtt > 0:
 		l.learn(rtt)
 	}
-	l.dispatch(now)
+	if l.line.len() > 0 {
+		l.dispatch(now())
+	}
 }
 
 // learn moves the limit by one RTT sample.
@@ -204,10 +206,10 @@ func (ls *limiters) get(host string) *limiter {
 }
 
 // slot takes a slot of the call's host's limiter for its next request
-// (nothing when AdaptiveConcurrency is off), and returns why not when it
+// (nothing when NoConcurrencyLimit is set), and returns why not when it
 // has none in time.
 func (c *call) slot(ctx context.Context) *refusal {
-	if !c.t.cfg.AdaptiveConcurrency {
+	if c.t.cfg.NoConcurrencyLimit {
 		return nil
 	}
 	c.limiter = c.t.limiters.get(c.hostName())
@@ -230,6 +232,6 @@ func (c *call) releaseSlot(res result) {
 	if res.certainty == Responded && !failed {
 		rtt = res.elapsed
 	}
-	c.limiter.release(rtt, failed, c.t.now())
+	c.limiter.release(rtt, failed, c.t.now)
 	c.limiter = nil
 }

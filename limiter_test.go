@@ -79,7 +79,7 @@ func TestLimiterDispatchOrder(t *testing.T) {
 				l.line.push(w)
 				ws = append(ws, w)
 			}
-			l.release(0, false, now)
+			l.release(0, false, func() time.Time { return now })
 			for i, w := range ws {
 				if w.done != (i == tc.want) {
 					t.Errorf("waiter %d done = %v, want only waiter %d", i, w.done, tc.want)
@@ -97,7 +97,7 @@ func TestLimiterLimitFollowsLatency(t *testing.T) {
 	l := newLimiter()
 	for range 40 {
 		l.inflight++
-		l.release(10*time.Millisecond, false, now)
+		l.release(10*time.Millisecond, false, func() time.Time { return now })
 	}
 	if l.limit <= initialLimit+1 {
 		t.Errorf("limit %.2f after 40 answers at the base RTT, want above %d", l.limit, initialLimit+1)
@@ -105,25 +105,25 @@ func TestLimiterLimitFollowsLatency(t *testing.T) {
 	raised := l.limit
 	for range 40 {
 		l.inflight++
-		l.release(20*time.Millisecond, false, now)
+		l.release(20*time.Millisecond, false, func() time.Time { return now })
 	}
 	if l.limit >= raised-1 {
 		t.Errorf("limit %.2f after 40 answers queued at the host, want below %.2f", l.limit, raised-1)
 	}
 	before := l.limit
 	l.inflight++
-	l.release(0, true, now)
+	l.release(0, true, func() time.Time { return now })
 	if want := before * lossFactor; l.limit != want {
 		t.Errorf("limit %.2f after a failure, want %.2f", l.limit, want)
 	}
 }
 
-// End to end, AdaptiveConcurrency on: calls are sent and each returns its
+// End to end, with the default concurrency limit: calls are sent and each returns its
 // slot (none left held after they end).
-func TestTransportAdaptiveConcurrencyReleasesSlots(t *testing.T) {
+func TestTransportConcurrencyLimitReleasesSlots(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
-	tr, _ := newTestTransport(t, Config{AdaptiveConcurrency: true})
+	tr, _ := newTestTransport(t, Config{})
 	c := &http.Client{Transport: tr}
 	for range 5 {
 		resp, err := c.Get(srv.URL)

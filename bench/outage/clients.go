@@ -48,9 +48,9 @@ func clients() []client {
 				return pay(c, idem.WithKey(ctx, key(op)), url, op)
 			}
 		}},
-		// The adaptive concurrency limit per host (issue 47).
-		{"idem, adaptive concurrency", func(base *http.Transport) func(context.Context, string, int) string {
-			c := idem.NewClient(idem.Config{Base: base, AdaptiveConcurrency: true})
+		// Without the adaptive concurrency limit (on by default, issue 47).
+		{"idem, no concurrency limit", func(base *http.Transport) func(context.Context, string, int) string {
+			c := idem.NewClient(idem.Config{Base: base, NoConcurrencyLimit: true})
 			return func(ctx context.Context, url string, op int) string {
 				return pay(c, idem.WithKey(ctx, key(op)), url, op)
 			}
