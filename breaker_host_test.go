@@ -298,8 +298,7 @@ func TestOpenPeriodFollowsRetryAfter(t *testing.T) {
 func TestRecoveryReleasesWaitersAtAPace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		host := &outageHost{latency: 10 * time.Millisecond}
-		// The breaker's pace alone is under test: no concurrency limit.
-		tr := NewTransport(Config{Base: host, NoBudget: true, NoConcurrencyLimit: true, Breaker: BreakerConfig{ConsecutiveFailures: 1}})
+		tr := NewTransport(Config{Base: host, NoBudget: true, Breaker: BreakerConfig{ConsecutiveFailures: 1}})
 		trip(t, tr, 1) // open at 10 ms, until 1.010 s
 		host.setUp(true)
 		const waiters = 60 // arriving at 11 to 70 ms

@@ -131,14 +131,15 @@ type Config struct {
 	// "Idempotency-Key".
 	KeyHeader string
 
-	// NoConcurrencyLimit turns off the adaptive bound on the requests in
-	// flight to each host (limiter.go): a limit that follows the host's
-	// latency (from 20, between 1 and 200), so that the client, not the
-	// host's queue, holds the excess of an overload. A call that finds no
-	// slot waits for one within its deadline, and fails with
-	// [ErrOverloaded] once the host's line is overloaded and it waited
-	// 100 ms, or at once when fail-fast. False means the bound is on.
-	NoConcurrencyLimit bool
+	// ConcurrencyLimit bounds the requests in flight to each host by a
+	// limit that follows the host's latency (limiter.go; from 20, between
+	// 1 and 200), so that the client, not the host's queue, holds the
+	// excess of an overload. A call that finds no slot waits for one
+	// within its deadline, and fails with [ErrOverloaded] once the host's
+	// line is overloaded and it waited 100 ms, or at once when fail-fast.
+	// False means no bound: a host whose latency grows for another reason
+	// than its queue (a slow store) would see its calls turned away.
+	ConcurrencyLimit bool
 
 	// DeadlineHeader, when set, names a request header that carries the
 	// time left to the attempt's deadline (its context's, or

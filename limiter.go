@@ -10,7 +10,7 @@ import (
 )
 
 // ErrOverloaded: the host's adaptive concurrency limit
-// (see [Config.NoConcurrencyLimit]) had no slot for the call's next request
+// (see [Config.ConcurrencyLimit]) had no slot for the call's next request
 // in time: before its deadline, before its wait bound while the host's
 // line was overloaded, or at once for a fail-fast call; nothing was sent
 // for it.
@@ -206,10 +206,10 @@ func (ls *limiters) get(host string) *limiter {
 }
 
 // slot takes a slot of the call's host's limiter for its next request
-// (nothing when NoConcurrencyLimit is set), and returns why not when it
+// (nothing unless ConcurrencyLimit is set), and returns why not when it
 // has none in time.
 func (c *call) slot(ctx context.Context) *refusal {
-	if c.t.cfg.NoConcurrencyLimit {
+	if !c.t.cfg.ConcurrencyLimit {
 		return nil
 	}
 	c.limiter = c.t.limiters.get(c.hostName())

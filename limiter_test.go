@@ -118,12 +118,12 @@ func TestLimiterLimitFollowsLatency(t *testing.T) {
 	}
 }
 
-// End to end, with the default concurrency limit: calls are sent and each returns its
+// End to end, with ConcurrencyLimit: calls are sent and each returns its
 // slot (none left held after they end).
 func TestTransportConcurrencyLimitReleasesSlots(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
-	tr, _ := newTestTransport(t, Config{})
+	tr, _ := newTestTransport(t, Config{ConcurrencyLimit: true})
 	c := &http.Client{Transport: tr}
 	for range 5 {
 		resp, err := c.Get(srv.URL)
