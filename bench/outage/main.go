@@ -1,8 +1,9 @@
 // Command outage measures what clients do through short and long outages
 // of a keyed payments host on loopback: idem with Config{} (and with its
-// breaker off, its budget's denials waiting or failing fast) beside
-// go-retryablehttp with its defaults and failsafe-go with retries (with and
-// without a circuit breaker), in one run, on the same fault schedules:
+// breaker off, its budget's denials waiting or failing fast, and with its
+// concurrency limit on) beside go-retryablehttp with its defaults and
+// failsafe-go with retries (alone, with a circuit breaker, and with its
+// AdaptiveLimiter), in one run, on the same fault schedules:
 //
 //	cd bench/outage && go run . -rounds 3 -svg ../../docs
 //	cd bench/outage && go run . -clients idem,go-retryablehttp -scenarios blip
@@ -27,7 +28,9 @@
 // client, the median over the rounds of: operations failed, requests that
 // reached the host per operation, the p50 and p99 of every operation's
 // latency (failed ones included), the span from the first failure to the
-// last, and the failures by reason (of the last round). With -svg, it
+// last, the requests the host refused (503 for capacity, 429 for the
+// quota), the most it held at once, the p50 and p99 of the operations
+// made, and the failures by reason (of the last round). With -svg, it
 // writes a timeline per scenario (outage-<scenario>.svg) of operations
 // completed and failed per 100 ms, one lane per client, from the last
 // round, with the requests the host held (in service or queued) as a line
