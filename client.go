@@ -136,7 +136,7 @@ type Config struct {
 	// 1 and 200), so that the client, not the host's queue, holds the
 	// excess of an overload. A call that finds no slot waits for one
 	// within its deadline, and fails with [ErrOverloaded] once the host's
-	// line is overloaded and it waited 100 ms, or at once when fail-fast.
+	// line is overloaded and it waited 20 ms, or at once when fail-fast.
 	// False means no bound: a host whose latency grows for another reason
 	// than its queue (a slow store) would see its calls turned away.
 	ConcurrencyLimit bool

@@ -11,8 +11,8 @@ import (
 
 // ErrOverloaded: the host's adaptive concurrency limit
 // (see [Config.ConcurrencyLimit]) had no slot for the call's next request
-// in time: before its deadline, before its wait bound while the host's
-// line was overloaded, or at once for a fail-fast call; nothing was sent
+// in time: before its deadline, within 20 ms while the host's line was
+// overloaded, or at once for a fail-fast call; nothing was sent
 // for it.
 var ErrOverloaded = errors.New("idem: the host's concurrency limit had no slot")
 
@@ -34,7 +34,7 @@ var ErrOverloaded = errors.New("idem: the host's concurrency limit had no slot")
 // A call that finds no slot waits in the host's line. While the line is
 // not overloaded (it was empty in the last codelInterval) it is served
 // oldest first, each call within its deadline; once overloaded, it is
-// served newest first and a call that has waited codelInterval leaves it
+// served newest first and a call that has waited codelTarget leaves it
 // with ErrOverloaded (Facebook's adaptive LIFO and CoDel, "Fail at Scale",
 // 2015): the host then serves calls that still have time, and the client,
 // not the host's queue, turns the excess away.
@@ -45,8 +45,9 @@ const (
 	vegasAlpha    = 3
 	vegasBeta     = 6
 	lossFactor    = 0.9
-	codelInterval = 100 * time.Millisecond
-	rttWindow     = 1000 // samples between resets of the minimum RTT
+	codelInterval = 100 * time.Millisecond // a line not empty for so long is overloaded
+	codelTarget   = 20 * time.Millisecond  // the longest wait in an overloaded line
+	rttWindow     = 1000                   // samples between resets of the minimum RTT
 )
 
 // limiter bounds one host's requests in flight. Safe for concurrent use.
@@ -97,15 +98,15 @@ func (l *limiter) wait(ctx context.Context, w *waiter[struct{}], e *list.Element
 		case ctx.Err() != nil || !pol.until.IsZero() && !t.Before(pol.until):
 			l.leave(e, t)
 			return &refusal{detail: "the host's concurrency limit had no slot before " + pol.bound, cause: cmpErr(ctx.Err(), pol.ended(t))}
-		case overloaded && t.Sub(began) >= codelInterval:
+		case overloaded && t.Sub(began) >= codelTarget:
 			l.leave(e, t)
 			return &refusal{detail: fmt.Sprintf("the host's line was overloaded and the call waited %s for a slot", t.Sub(began).Round(time.Millisecond))}
 		}
-		// Look again when the call has waited codelInterval, then every
-		// codelInterval (the line may become overloaded), or at its bound.
-		wake := began.Add(codelInterval)
+		// Look again when the call has waited codelTarget, then every
+		// codelTarget (the line may become overloaded), or at its bound.
+		wake := began.Add(codelTarget)
 		if !wake.After(t) {
-			wake = t.Add(codelInterval)
+			wake = t.Add(codelTarget)
 		}
 		if !pol.until.IsZero() && pol.until.Before(wake) {
 			wake = pol.until
