@@ -150,3 +150,18 @@ func TestLimiterSlowStartWhileCallsWait(t *testing.T) {
 		t.Errorf("limit %.2f after 2 answers with calls waiting, want 4", l.limit)
 	}
 }
+
+// In a line that has been overloaded for a while, a call waits codelTarget
+// (20 ms) for a slot, then leaves with a refusal: the calls served are
+// fresh ones.
+func TestLimiterOverloadedLineWaitsTheTarget(t *testing.T) {
+	clk := &jumpingClock{}
+	l := newLimiter()
+	l.inflight = initialLimit
+	l.line.push(newWaiter[struct{}](time.Time{})) // an older call, still waiting
+	l.lastEmpty = clk.now().Add(-time.Second)
+	waited, r := l.acquire(context.Background(), pacedPolicy(clk), clk.now)
+	if r == nil || waited != codelTarget || waited >= codelInterval {
+		t.Fatalf("waited %s, refusal %v; want a refusal after %s, before the line's %s", waited, r, codelTarget, codelInterval)
+	}
+}
