@@ -17,12 +17,14 @@ const maxProblemBytes = 16 << 10
 
 // result is what one attempt produced.
 type result struct {
-	req        *http.Request  // the attempt's request; nil when none was sent
-	resp       *http.Response // set when a complete response arrived (Responded)
-	status     int            // the status received, also when the body was then cut short
-	problem    string         // the problem name of a problem+json response
-	body       []byte         // the part of the body read ahead, nil when none
-	retryAfter time.Duration  // Retry-After, unclamped
+	req        *http.Request   // the attempt's request; nil when none was sent
+	resp       *http.Response  // set when a complete response arrived (Responded)
+	status     int             // the status received, also when the body was then cut short
+	problem    string          // the problem name of a problem+json response
+	body       []byte          // the part of the body read ahead, nil when none
+	retryAfter time.Duration   // retry-after-ms, else Retry-After, unclamped
+	rateLimit  *wire.RateLimit // what the RateLimit fields announced, nil when none
+	gate       error           // with open: the sentinel of a refusal other than the breaker's (ErrRateLimited, ErrOverloaded)
 	certainty  Certainty
 	rule       *rule  // the outcome's row of the table (outcomes.go)
 	err        error  // the transport error or the cut-short body error; the context's for a refusal
@@ -210,6 +212,9 @@ func (c *call) request(ctx context.Context) (*http.Request, error) {
 	if c.field != "" {
 		r.Header[c.t.keyHeader] = []string{c.field} // Set, without canonicalising a canonical name
 	}
+	if c.t.deadlineHeader != "" { // the clock only when needed
+		setDeadline(r, ctx, c.t.deadlineHeader, c.t.now())
+	}
 	body, err := c.body.next()
 	if err != nil {
 		return nil, fmt.Errorf("%w: GetBody: %v", ErrNotRewindable, err)
@@ -224,9 +229,10 @@ func (c *call) request(ctx context.Context) (*http.Request, error) {
 // A body cut short turns the attempt ambiguous.
 func (s sender) settle(resp *http.Response, done context.CancelFunc, res *result) {
 	res.status = resp.StatusCode
-	if v := firstValue(resp.Header, wire.HeaderRetryAfter); v != "" { // the clock only when needed
-		if ra, ok := wire.ParseRetryAfter(v, s.t.now()); ok {
-			res.retryAfter = ra
+	res.retryAfter = s.retryAfter(resp.Header)
+	if v := firstValue(resp.Header, wire.HeaderRateLimit); v != "" {
+		if rl, ok := wire.ParseRateLimit(v, firstValue(resp.Header, wire.HeaderRateLimitPolicy)); ok {
+			res.rateLimit = &rl
 		}
 	}
 	ct := firstValue(resp.Header, "Content-Type")
@@ -251,6 +257,23 @@ func (s sender) settle(resp *http.Response, done context.CancelFunc, res *result
 			res.problem = p.Name()
 		}
 	}
+}
+
+// retryAfter returns the wait a response asks for: retry-after-ms (the
+// more precise, sent beside Retry-After by OpenAI's and Anthropic's APIs),
+// else Retry-After; 0 when neither parses.
+func (s sender) retryAfter(h http.Header) time.Duration {
+	if v := firstValue(h, wire.HeaderRetryAfterMs); v != "" {
+		if ra, ok := wire.ParseRetryAfterMs(v); ok {
+			return ra
+		}
+	}
+	if v := firstValue(h, wire.HeaderRetryAfter); v != "" { // the clock only when needed
+		if ra, ok := wire.ParseRetryAfter(v, s.t.now()); ok {
+			return ra
+		}
+	}
+	return 0
 }
 
 // readAheadLimit says how much of a response's body to read before

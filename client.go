@@ -131,6 +131,26 @@ type Config struct {
 	// "Idempotency-Key".
 	KeyHeader string
 
+	// ConcurrencyLimit bounds the requests in flight to each host by a
+	// limit that follows the host's latency (limiter.go; from 20, between
+	// 1 and 200), so that the client, not the host's queue, holds the
+	// excess of an overload. A call that finds no slot waits for one
+	// within its deadline, and fails with [ErrOverloaded] once the host's
+	// line is overloaded and it waited 20 ms, or at once when fail-fast.
+	// False means no bound: a host whose latency grows for another reason
+	// than its queue (a slow store) would see its calls turned away.
+	ConcurrencyLimit bool
+
+	// DeadlineHeader, when set, names a request header that carries the
+	// time left to the attempt's deadline (its context's, or
+	// AttemptTimeout's when earlier), in whole milliseconds, so that the
+	// server can give up on work nobody waits for (as gRPC's grpc-timeout
+	// does; idem's server refuses a keyed request whose time is up with
+	// server.Config.DeadlineHeader). It must be a valid header field name
+	// ([NewTransport] panics otherwise). Empty means no such header: the
+	// name is the API's to choose.
+	DeadlineHeader string
+
 	// Classifier, when set, is asked about each attempt before the default
 	// rules (see Classifier): it teaches the client an API's own way of
 	// saying "retry", "in flight" or "stop". Nil means the default rules
@@ -186,12 +206,15 @@ type Config struct {
 // asks the budget before each retry or hedge; the host's circuit breaker,
 // around each attempt; the base transport.
 type Transport struct {
-	cfg       Config
-	log       *slog.Logger
-	keyHeader string    // Config.KeyHeader, canonical
-	budget    *Budget   // nil: no budget
-	breakers  *breakers // nil: no breakers
-	hedge     *hedger   // nil: no hedging
+	cfg            Config
+	log            *slog.Logger
+	keyHeader      string    // Config.KeyHeader, canonical
+	deadlineHeader string    // Config.DeadlineHeader, canonical; "" for none
+	budget         *Budget   // nil: no budget
+	breakers       *breakers // nil: no breakers
+	pacers         pacers    // of the hosts that announced a quota (pacer.go)
+	limiters       limiters  // the concurrency limit of each host (limiter.go)
+	hedge          *hedger   // nil: no hedging
 	// tracedBase: Base is an *http.Transport, which reports every
 	// connection through the request's trace.
 	tracedBase bool
@@ -245,6 +268,7 @@ func NewTransport(cfg Config) *Transport {
 	t.breakers = newBreakers(cfg.Breaker, cfg.MaxRetryAfter, func() time.Time { return t.now() }, t.breakerChanged)
 	t.hedge = newHedger(cfg.Hedge, cfg.Breaker.MaxHosts)
 	t.keyHeader = keyHeaderName(cfg.KeyHeader)
+	t.deadlineHeader = deadlineHeaderName(cfg.DeadlineHeader)
 	return t
 }
 

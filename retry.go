@@ -23,6 +23,7 @@ type call struct {
 	max        int // Config.MaxAttempts, or the call's own
 
 	gate      *hostBreaker  // the host's breaker, looked up at the first attempt; nil for none
+	limiter   *limiter      // the host's limiter while the call holds one of its slots (limiter.go)
 	looked    bool          // gate was looked up
 	origin    string        // the host's name in the budget, "" until needed
 	funded    token         // the budget's token for the next attempt, a retry, until it is sent
@@ -105,6 +106,9 @@ func (c *call) run() (*http.Response, error) {
 func (c *call) step(ctx context.Context) (res result, d decision, actedBefore bool) {
 	tk, res, ok := c.admit(ctx)
 	c.refund(!ok)
+	if ok {
+		defer func() { c.releaseSlot(res) }()
+	}
 	if ok && c.hedged {
 		if delay, hedged := c.t.hedge.delay(c.host); hedged {
 			return c.race(ctx, delay, tk)
@@ -118,20 +122,38 @@ func (c *call) step(ctx context.Context) (res result, d decision, actedBefore bo
 	return res, d, actedBefore
 }
 
-// admit waits for the call's host to let its next attempt through
-// (hostBreaker.admit). When the host does not, it returns the refused
+// admit waits for the call's host to let its next attempt through: its
+// announced quota (pacer.go), its breaker (hostBreaker.admit), then its
+// concurrency limit (limiter.go), so that no call holds a slot while it
+// waits for the breaker. When the host does not, it returns the refused
 // attempt's result and false.
 func (c *call) admit(ctx context.Context) (ticket, result, bool) {
-	h := c.breaker()
-	if h == nil {
-		return ticket{}, result{}, true
+	if r := c.pace(ctx); r != nil {
+		return ticket{}, c.refusedBy(r, ErrRateLimited), false
 	}
-	tk, waited, r := h.admit(ctx, func() waitPolicy { return c.waitPolicy(0) })
-	c.waited += waited
-	if r != nil {
-		return ticket{}, c.sender(c.attempts+1, false).refused(r), false
+	var tk ticket
+	if h := c.breaker(); h != nil {
+		var waited time.Duration
+		var r *refusal
+		tk, waited, r = h.admit(ctx, func() waitPolicy { return c.waitPolicy(0) })
+		c.waited += waited
+		if r != nil {
+			return ticket{}, c.sender(c.attempts+1, false).refused(r), false
+		}
+	}
+	if r := c.slot(ctx); r != nil {
+		tk.end(errAttemptExcluded, 0) // not sent: the breaker learns nothing of it
+		return ticket{}, c.refusedBy(r, ErrOverloaded), false
 	}
 	return tk, result{}, true
+}
+
+// refusedBy is the result of an attempt that a local gate other than the
+// breaker refused (r says why, reason names the gate).
+func (c *call) refusedBy(r *refusal, reason error) result {
+	res := c.sender(c.attempts+1, false).refused(r)
+	res.gate = reason
+	return res
 }
 
 // breaker returns the breaker of the call's host, nil when the breakers
@@ -197,6 +219,7 @@ func (c *call) record(res result) {
 	if res.retryAfter > 0 {
 		c.lastRetry = res.retryAfter
 	}
+	c.learnQuota(res)
 	if res.rule.acted {
 		c.mayActed = true
 	}
@@ -208,6 +231,8 @@ func (c *call) record(res result) {
 // is safe (docs/CONTRACT.md §8).
 func (c *call) judge(ctx context.Context, res result) decision {
 	switch {
+	case res.open && res.gate != nil:
+		return decision{verdict: Fail, reason: res.gate, detail: res.refusal}
 	case res.open:
 		return decision{verdict: Fail, reason: ErrCircuitOpen, detail: res.refusal}
 	case errors.Is(res.err, ErrNotRewindable):

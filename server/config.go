@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -193,17 +194,27 @@ type Config struct {
 	// every retry that reaches the middleware (past the service's own
 	// authentication) gets the replay.
 	AuthorizeReplay func(r *http.Request, op Operation) error
+	// DeadlineHeader, when set, names a request header that carries the
+	// time the client has left, in whole milliseconds (idem's
+	// Config.DeadlineHeader sends it): a keyed request that says 0 or
+	// less, whose client gave up before it arrived, is answered 504
+	// deadline-expired before its key is claimed, so that nothing runs
+	// and a later retry with the key is processed. A value that is not a
+	// whole number is ignored. [Middleware] panics on a name that is not
+	// a valid header field name. Empty: no such header is read.
+	DeadlineHeader string
 }
 
 // settings is a [Config] with its defaults resolved once, by [Middleware].
 type settings struct {
 	Config
-	replay    map[string]bool
-	never     map[string]bool
-	reject    map[int]bool
-	fpHeaders []string
-	noPattern sync.Once // the first request routed without a pattern is logged
-	keyHeader string    // KeyHeader, canonical
+	replay         map[string]bool
+	never          map[string]bool
+	reject         map[int]bool
+	fpHeaders      []string
+	noPattern      sync.Once // the first request routed without a pattern is logged
+	keyHeader      string    // KeyHeader, canonical
+	deadlineHeader string    // DeadlineHeader, canonical; "" for none
 }
 
 func newSettings(cfg Config) *settings {
@@ -223,6 +234,12 @@ func newSettings(cfg Config) *settings {
 			panic(fmt.Sprintf("server: Config.KeyHeader %q is not a valid header field name", s.KeyHeader))
 		}
 		s.keyHeader = http.CanonicalHeaderKey(s.KeyHeader)
+	}
+	if s.DeadlineHeader != "" {
+		if !wire.ValidHeaderName(s.DeadlineHeader) {
+			panic(fmt.Sprintf("server: Config.DeadlineHeader %q is not a valid header field name", s.DeadlineHeader))
+		}
+		s.deadlineHeader = http.CanonicalHeaderKey(s.DeadlineHeader)
 	}
 	s.MaxRequestBytes = orDefault(s.MaxRequestBytes, defaultMaxRequestBytes)
 	s.MaxResponseBytes = orDefault(s.MaxResponseBytes, defaultMaxResponseBytes)
@@ -324,4 +341,18 @@ func (s *settings) outcome(status int) outcome {
 	default:
 		return outcomeStore
 	}
+}
+
+// expired reports whether r's DeadlineHeader says that its client has no
+// time left.
+func (s *settings) expired(r *http.Request) bool {
+	if s.deadlineHeader == "" {
+		return false
+	}
+	v := r.Header[s.deadlineHeader]
+	if len(v) == 0 {
+		return false
+	}
+	ms, err := strconv.ParseInt(strings.TrimSpace(v[0]), 10, 64)
+	return err == nil && ms <= 0
 }

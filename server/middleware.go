@@ -163,6 +163,10 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request, ex Exchange) (c 
 		return nil, true
 	}
 	ev.Key = key
+	if h.s.expired(r) {
+		h.refuse(w, r, ev, deadlineExpired(h.s.deadlineHeader))
+		return nil, true
+	}
 	body, p := readBody(r, h.s.MaxRequestBytes)
 	if p != nil {
 		h.refuse(w, r, ev, *p)

@@ -18,6 +18,7 @@ const (
 	problemStoreUnavailable = "store-unavailable"  // 503: the claim failed; nothing ran
 	problemCommitFailed     = "commit-failed"      // 500, or 503 when the store was lost: the outcome did not commit (or is unknown)
 	problemReplayForbidden  = "replay-forbidden"   // 403: Config.AuthorizeReplay refused the caller a stored response
+	problemDeadlineExpired  = "deadline-expired"   // 504: the client's deadline passed before the request arrived; nothing ran
 )
 
 // problem is a problem the middleware answers with.
@@ -80,6 +81,11 @@ func tooLarge(limit int64) problem {
 func unreadable(err error) problem {
 	return problem{st: nothingDone(""), status: http.StatusBadRequest, name: problemUnreadable, title: "Request body unreadable",
 		detail: "the request body could not be read: " + err.Error()}
+}
+
+func deadlineExpired(header string) problem {
+	return problem{st: standing{state: wire.StateUnknown}, status: http.StatusGatewayTimeout, name: problemDeadlineExpired, title: "Deadline expired",
+		detail: "the request's " + header + " says that its client stopped waiting before it arrived; it was not processed, and a retry with the same key will be"}
 }
 
 func storeUnavailable() problem {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/hashicorp/go-retryablehttp"
@@ -47,6 +48,13 @@ func clients() []client {
 				return pay(c, idem.WithKey(ctx, key(op)), url, op)
 			}
 		}},
+		// With the adaptive concurrency limit per host (issue 47, opt-in).
+		{"idem, concurrency limit", func(base *http.Transport) func(context.Context, string, int) string {
+			c := idem.NewClient(idem.Config{Base: base, ConcurrencyLimit: true})
+			return func(ctx context.Context, url string, op int) string {
+				return pay(c, idem.WithKey(ctx, key(op)), url, op)
+			}
+		}},
 		{"go-retryablehttp", func(base *http.Transport) func(context.Context, string, int) string {
 			rc := retryablehttp.NewClient() // its defaults: 4 retries, 1 s to 30 s, Retry-After honoured
 			rc.HTTPClient.Transport = base
@@ -56,6 +64,14 @@ func clients() []client {
 		}},
 		{"failsafe-go retry", func(base *http.Transport) func(context.Context, string, int) string {
 			c := &http.Client{Transport: failsafehttp.NewRoundTripper(base, failsafehttp.NewRetryPolicyBuilder().Build())}
+			return func(ctx context.Context, url string, op int) string { return pay(c, ctx, url, op) }
+		}},
+		// failsafe-go's AdaptiveLimiter (Netflix concurrency-limits' idea)
+		// with its defaults, inside its retries (issue 47).
+		{"failsafe-go retry+adaptive limiter", func(base *http.Transport) func(context.Context, string, int) string {
+			policies := []failsafe.Policy[*http.Response]{failsafehttp.NewRetryPolicyBuilder().Build(),
+				adaptivelimiter.NewWithDefaults[*http.Response]()}
+			c := &http.Client{Transport: failsafehttp.NewRoundTripper(base, policies...)}
 			return func(ctx context.Context, url string, op int) string { return pay(c, ctx, url, op) }
 		}},
 		{"failsafe-go retry+breaker", func(base *http.Transport) func(context.Context, string, int) string {
@@ -101,7 +117,10 @@ func reason(err error) string {
 		{idem.ErrBudgetExhausted, "budget exhausted"},
 		{idem.ErrAttemptsExhausted, "attempts exhausted"},
 		{idem.ErrDeadline, "deadline (a wait past it)"},
+		{idem.ErrRateLimited, "quota had no room"},
+		{idem.ErrOverloaded, "overloaded (no slot)"},
 		{circuitbreaker.ErrOpen, "circuit open"},
+		{adaptivelimiter.ErrExceeded, "limit exceeded"},
 		{context.DeadlineExceeded, "deadline"},
 	} {
 		if errors.Is(err, s.err) {

@@ -1,8 +1,9 @@
 // Command outage measures what clients do through short and long outages
 // of a keyed payments host on loopback: idem with Config{} (and with its
-// breaker off, its budget's denials waiting or failing fast) beside
-// go-retryablehttp with its defaults and failsafe-go with retries (with and
-// without a circuit breaker), in one run, on the same fault schedules:
+// breaker off, its budget's denials waiting or failing fast, and with its
+// concurrency limit on) beside go-retryablehttp with its defaults and
+// failsafe-go with retries (alone, with a circuit breaker, and with its
+// AdaptiveLimiter), in one run, on the same fault schedules:
 //
 //	cd bench/outage && go run . -rounds 3 -svg ../../docs
 //	cd bench/outage && go run . -clients idem,go-retryablehttp -scenarios blip
@@ -16,7 +17,10 @@
 // serves 10 requests at once, 10 ms each, behind a queue of 200, 503 with
 // Retry-After: 1 past it; 2,000 operations a second for 6 s, then 500 a
 // second for 4 s, 2 s deadlines; its table adds the share of the
-// operations started after the overload that completed). The load is open-loop: operation n starts
+// operations started after the overload that completed) and a quota
+// (issue 47: a host allowing 500 requests per 1 s window, announced with
+// the RateLimit headers, 429 with Retry-After past it; 800 operations a
+// second for 8 s, 3 s deadlines). The load is open-loop: operation n starts
 // at n/rate in a goroutine of its own with its own deadline, so a client
 // that waits cannot lower the offered load and one that fails fast cannot
 // raise it. Each operation is a keyed POST (Idempotency-Key op-<n>); the
@@ -24,10 +28,13 @@
 // client, the median over the rounds of: operations failed, requests that
 // reached the host per operation, the p50 and p99 of every operation's
 // latency (failed ones included), the span from the first failure to the
-// last, and the failures by reason (of the last round). With -svg, it
+// last, the requests the host refused (503 for capacity, 429 for the
+// quota), the most it held at once, the p50 and p99 of the operations
+// made, and the failures by reason (of the last round). With -svg, it
 // writes a timeline per scenario (outage-<scenario>.svg) of operations
 // completed and failed per 100 ms, one lane per client, from the last
-// round. The program has a go.mod of its own, so that idem depends on
+// round, with the requests the host held (in service or queued) as a line
+// where it has a capacity. The program has a go.mod of its own, so that idem depends on
 // neither peer.
 package main
 
@@ -42,10 +49,10 @@ import (
 
 func main() {
 	rounds := flag.Int("rounds", 3, "rounds; each runs every scenario with every client")
-	only := flag.String("scenarios", "", "comma-separated scenarios to run (default all): blip, blip-without-retry-after, storm, brownout, overload")
+	only := flag.String("scenarios", "", "comma-separated scenarios to run (default all): blip, blip-without-retry-after, storm, brownout, overload, quota")
 	svgDir := flag.String("svg", "", "a folder to write a timeline per scenario into (none when empty)")
 	seed := flag.Uint64("seed", 1, "seed of the brownout's draws")
-	onlyClients := flag.String("clients", "", "comma-separated clients to run (default all): idem, idem-no-breaker, idem-no-breaker-fail-fast, go-retryablehttp, failsafe-go-retry, failsafe-go-retry+breaker")
+	onlyClients := flag.String("clients", "", "comma-separated clients to run (default all): idem, idem-no-breaker, idem-no-breaker-fail-fast, idem-concurrency-limit, go-retryablehttp, failsafe-go-retry, failsafe-go-retry+adaptive-limiter, failsafe-go-retry+breaker")
 	flag.Parse()
 	if *rounds <= 0 {
 		fail("-rounds must be positive")
@@ -66,13 +73,13 @@ func main() {
 	fmt.Printf("outage: %d rounds, %s\n", *rounds, time.Now().UTC().Format(time.RFC3339))
 	for _, sc := range scs {
 		results := make([][]figures, len(cs))
-		last := make([][]record, len(cs)) // of the last round, for the timeline
+		last := make([]run, len(cs)) // of the last round, for the timeline
 		for r := range *rounds {
 			for k := range cs { // each round starts one client later, so that none always runs first
 				i := (r + k) % len(cs)
-				records, requests := run(h, sc, cs[i])
-				f := summarise(records, requests, sc.after)
-				results[i], last[i] = append(results[i], f), records
+				rn := runOnce(h, sc, cs[i])
+				f := summarise(rn, sc.after)
+				results[i], last[i] = append(results[i], f), rn
 				fmt.Fprintf(os.Stderr, "  %s, round %d, %s: %d of %d failed, %.2f requests per operation\n",
 					sc.name, r+1, cs[i].name, f.failed, f.ops, f.requestsPerOp)
 			}

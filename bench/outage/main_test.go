@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/http"
 	"testing"
 	"time"
 )
@@ -99,5 +100,40 @@ func TestOverloadStarts(t *testing.T) {
 	}
 	if got := starts[12001] - starts[12000]; got != 2*time.Millisecond {
 		t.Errorf("the second phase starts one every %s, want 2ms", got)
+	}
+}
+
+// The quota admits limit requests per window, says what is left and when
+// the window resets on every response, and answers past it with a
+// Retry-After of the window's end.
+func TestQuotaAdmit(t *testing.T) {
+	start := time.Unix(1000, 0)
+	var s quotaState
+	s.reset(&quota{limit: 2, window: time.Second}, start)
+	steps := []struct {
+		at         time.Duration
+		ok         bool
+		rateLimit  string
+		retryAfter string
+	}{
+		{100 * time.Millisecond, true, `"default";r=1;t=1`, ""},
+		{200 * time.Millisecond, true, `"default";r=0;t=1`, ""},
+		{300 * time.Millisecond, false, `"default";r=0;t=1`, "1"},
+		{1000 * time.Millisecond, true, `"default";r=1;t=1`, ""},
+	}
+	for _, st := range steps {
+		h := http.Header{}
+		if ok := s.admit(h, start.Add(st.at)); ok != st.ok {
+			t.Errorf("at %s: admitted %v, want %v", st.at, ok, st.ok)
+		}
+		if got := h.Get("RateLimit"); got != st.rateLimit {
+			t.Errorf("at %s: RateLimit %q, want %q", st.at, got, st.rateLimit)
+		}
+		if got := h.Get("Retry-After"); got != st.retryAfter {
+			t.Errorf("at %s: Retry-After %q, want %q", st.at, got, st.retryAfter)
+		}
+		if got := h.Get("RateLimit-Policy"); got != `"default";q=2;w=1` {
+			t.Errorf("RateLimit-Policy %q", got)
+		}
 	}
 }

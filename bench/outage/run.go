@@ -15,10 +15,18 @@ type record struct {
 	failure    string        // "" when the payment was made
 }
 
-// run starts sc's operations open-loop through a fresh client of c against
-// h, each in its own goroutine under its own deadline, and returns what
-// each did and how many requests reached h.
-func run(h *host, sc scenario, c client) ([]record, int64) {
+// run is what one client did in one scenario.
+type run struct {
+	records  []record
+	requests int64 // requests that reached the host
+	refused  int64 // of them, answered 503 for capacity or 429 for the quota
+	queue    []int // requests in service or queued at the host, sampled per bin
+}
+
+// runOnce starts sc's operations open-loop through a fresh client of c
+// against h, each in its own goroutine under its own deadline, and returns
+// what each did and what the host saw.
+func runOnce(h *host, sc scenario, c client) run {
 	base := &http.Transport{MaxIdleConns: 2048, MaxIdleConnsPerHost: 2048, IdleConnTimeout: 30 * time.Second}
 	defer base.CloseIdleConnections()
 	do := c.new(base)
@@ -26,6 +34,9 @@ func run(h *host, sc scenario, c client) ([]record, int64) {
 	records := make([]record, len(starts))
 	start := time.Now()
 	h.reset(sc, start)
+	stop := make(chan struct{})
+	sampled := make(chan []int)
+	go func() { sampled <- sampleQueue(h, stop) }()
 	var wg sync.WaitGroup
 	for op, at := range starts {
 		// Open loop: operation op starts at its offset, whatever the
@@ -40,22 +51,47 @@ func run(h *host, sc scenario, c client) ([]record, int64) {
 		})
 	}
 	wg.Wait()
-	return records, h.requests.Load()
+	close(stop)
+	return run{records: records, requests: h.requests.Load(), refused: h.refused.Load(), queue: <-sampled}
+}
+
+// sampleQueue samples how many requests h holds (in service or queued)
+// once per bin, until stop is closed.
+func sampleQueue(h *host, stop <-chan struct{}) []int {
+	tick := time.NewTicker(bin)
+	defer tick.Stop()
+	var out []int
+	for {
+		select {
+		case <-stop:
+			return out
+		case <-tick.C:
+			out = append(out, int(h.admitted.Load()))
+		}
+	}
 }
 
 // figures summarise one run.
 type figures struct {
 	ops, failed      int
 	requestsPerOp    float64
+	refused          int64         // requests answered 503 for capacity or 429 for the quota
+	okP50, okP99     time.Duration // of the operations made
+	peakQueue        int           // the most requests the host held at a sample
 	p50, p99         time.Duration // of every operation's latency, failed ones included
 	failFrom, failTo time.Duration // the first and the last failure's end, 0 when none
 	reasons          map[string]int
 	afterOK          float64 // the share of the operations started at or after the scenario's after that were made
 }
 
-func summarise(records []record, requests int64, after time.Duration) figures {
-	f := figures{ops: len(records), reasons: map[string]int{}}
+func summarise(rn run, after time.Duration) figures {
+	records, requests := rn.records, rn.requests
+	f := figures{ops: len(records), reasons: map[string]int{}, refused: rn.refused}
+	for _, q := range rn.queue {
+		f.peakQueue = max(f.peakQueue, q)
+	}
 	latencies := make([]time.Duration, 0, len(records))
+	var okLatencies []time.Duration
 	var afterOps, afterOK int
 	for _, r := range records {
 		latencies = append(latencies, r.end-r.start)
@@ -66,6 +102,7 @@ func summarise(records []record, requests int64, after time.Duration) figures {
 			}
 		}
 		if r.failure == "" {
+			okLatencies = append(okLatencies, r.end-r.start)
 			continue
 		}
 		f.failed++
@@ -81,6 +118,8 @@ func summarise(records []record, requests int64, after time.Duration) figures {
 	}
 	slices.Sort(latencies)
 	f.p50, f.p99 = quantile(latencies, 0.50), quantile(latencies, 0.99)
+	slices.Sort(okLatencies)
+	f.okP50, f.okP99 = quantile(okLatencies, 0.50), quantile(okLatencies, 0.99)
 	return f
 }
 

@@ -15,6 +15,8 @@ type scenario struct {
 	// capacity, when not nil, is the host's: it serves so many requests at
 	// once behind a queue, and answers 503 Retry-After: 1 past it.
 	capacity *capacity
+	// quota, when not nil, is the host's rate limit (quota.go).
+	quota *quota
 	// after, when not 0, is the offset from which the operations started
 	// are counted apart in the table ("ok started after").
 	after time.Duration
@@ -55,7 +57,7 @@ func (sc scenario) starts() []time.Duration {
 }
 
 // scenarios returns the issue's four scenarios (issue 26) and the
-// overload (issue 41), in the order they run.
+// overload (issue 41) and the quota (issue 47), in the order they run.
 func scenarios(seed uint64) []scenario {
 	blip := func(retryAfter string) func(int, int, time.Duration) (bool, string) {
 		return func(_, _ int, at time.Duration) (bool, string) {
@@ -79,6 +81,12 @@ func scenarios(seed uint64) []scenario {
 		{name: "overload", rate: 2000, duration: 6 * time.Second, then: phase{500, 4 * time.Second},
 			deadline: 2 * time.Second, capacity: &capacity{slots: 10, queue: 200, service: 10 * time.Millisecond},
 			from: 0, to: 6 * time.Second, after: 6 * time.Second,
+			fault: func(int, int, time.Duration) (bool, string) { return false, "" }},
+		// A host allowing 500 requests per 1 s window, announced with the
+		// RateLimit headers, 429 with Retry-After past it; offered 800
+		// operations a second for 8 s (issue 47).
+		{name: "quota", rate: 800, duration: 8 * time.Second, deadline: 3 * time.Second,
+			quota: &quota{limit: 500, window: time.Second},
 			fault: func(int, int, time.Duration) (bool, string) { return false, "" }},
 	}
 }

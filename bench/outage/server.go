@@ -22,7 +22,10 @@ type host struct {
 	capacity *capacity
 	slots    chan struct{} // of capacity: a request in service holds one
 	admitted atomic.Int64  // of capacity: requests in service or queued
+	quota    quotaState    // of the scenario's quota, when it has one
+	hasQuota bool
 	requests atomic.Int64
+	refused  atomic.Int64 // answered 503 for capacity or 429 for the quota
 
 	mu       sync.Mutex
 	attempts map[int]int // per operation
@@ -46,12 +49,16 @@ func (h *host) close() { h.srv.Close() }
 func (h *host) reset(sc scenario, start time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.start, h.fault, h.capacity = start, sc.fault, sc.capacity
+	h.start, h.fault, h.capacity, h.hasQuota = start, sc.fault, sc.capacity, sc.quota != nil
+	if sc.quota != nil {
+		h.quota.reset(sc.quota, start)
+	}
 	if sc.capacity != nil {
 		h.slots = make(chan struct{}, sc.capacity.slots)
 	}
 	h.attempts, h.paid = map[int]int{}, map[int]bool{}
 	h.requests.Store(0)
+	h.refused.Store(0)
 }
 
 func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -62,7 +69,13 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a key "+keyPrefix+"<n> is required", http.StatusBadRequest)
 		return
 	}
+	if h.hasQuota && !h.quota.admit(w.Header(), time.Now()) {
+		h.refused.Add(1)
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
 	if h.capacity != nil && !h.serve(r) {
+		h.refused.Add(1)
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return

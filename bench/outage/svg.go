@@ -16,16 +16,17 @@ const (
 	top        = 40.0
 )
 
-// lane counts one client's operations ended per bin: made and failed.
+// lane counts one client's operations ended per bin: made and failed;
+// and the requests the host held at each bin's sample.
 type lane struct {
-	ok, failed []int
+	ok, failed, queue []int
 }
 
-func lanesOf(cs []client, runs [][]record, bins int) []lane {
+func lanesOf(cs []client, runs []run, bins int) []lane {
 	lanes := make([]lane, len(cs))
 	for i := range cs {
-		lanes[i] = lane{ok: make([]int, bins), failed: make([]int, bins)}
-		for _, r := range runs[i] {
+		lanes[i] = lane{ok: make([]int, bins), failed: make([]int, bins), queue: runs[i].queue}
+		for _, r := range runs[i].records {
 			b := min(int(r.end/bin), bins-1)
 			if r.failure == "" {
 				lanes[i].ok[b]++
@@ -39,20 +40,24 @@ func lanesOf(cs []client, runs [][]record, bins int) []lane {
 
 // writeTimeline draws sc's runs as an SVG at path: one lane per client,
 // operations made per 100 ms as bars above the lane's axis and failed ones
-// below it, the outage's window shaded.
-func writeTimeline(path string, sc scenario, cs []client, runs [][]record) error {
+// below it, the requests held at the host (in service or queued) as a
+// blue line when the host has a capacity, the outage's window shaded.
+func writeTimeline(path string, sc scenario, cs []client, runs []run) error {
 	var end time.Duration
 	for _, rs := range runs {
-		for _, r := range rs {
+		for _, r := range rs.records {
 			end = max(end, r.end)
 		}
 	}
 	bins := int(end/bin) + 1
 	lanes := lanesOf(cs, runs, bins)
-	peak := 1
+	peak, peakQueue := 1, 1
 	for _, l := range lanes {
 		for b := range bins {
 			peak = max(peak, l.ok[b], l.failed[b])
+		}
+		for _, q := range l.queue {
+			peakQueue = max(peakQueue, q)
 		}
 	}
 	width := labelWidth + float64(bins)*binWidth + 20
@@ -81,12 +86,32 @@ func writeTimeline(path string, sc scenario, cs []client, runs [][]record) error
 				fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#d22"/>`+"\n", labelWidth+float64(k)*binWidth, axis, binWidth-1, h)
 			}
 		}
+		if sc.capacity != nil {
+			b.WriteString(queueLine(l.queue, axis, half, peakQueue))
+		}
 	}
 	axisY := top + float64(len(cs))*laneHeight + 12
 	for s := time.Duration(0); s <= end; s += time.Second {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%ds</text>`+"\n", x(s), axisY, int(s.Seconds()))
 	}
-	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end" fill="#555">bar height: %d operations = half a lane</text>`+"\n", width-20, height-4, peak)
+	legend := fmt.Sprintf("bar height: %d operations = half a lane", peak)
+	if sc.capacity != nil {
+		legend += fmt.Sprintf("; blue line: requests held at the host, %d = half a lane", peakQueue)
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="end" fill="#555">%s</text>`+"\n", width-20, height-4, legend)
 	b.WriteString("</svg>\n")
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// queueLine draws the requests held at the host per bin as a polyline
+// above a lane's axis, peak at half a lane's height.
+func queueLine(queue []int, axis, half float64, peak int) string {
+	if len(queue) == 0 {
+		return ""
+	}
+	var pts strings.Builder
+	for k, q := range queue {
+		fmt.Fprintf(&pts, "%.1f,%.1f ", labelWidth+(float64(k)+0.5)*binWidth, axis-half*float64(q)/float64(peak))
+	}
+	return fmt.Sprintf(`<polyline points="%s" fill="none" stroke="#25c" stroke-width="1.2"/>`+"\n", strings.TrimSpace(pts.String()))
 }

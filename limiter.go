@@ -1,0 +1,238 @@
+package idem
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ErrOverloaded: the host's adaptive concurrency limit
+// (see [Config.ConcurrencyLimit]) had no slot for the call's next request
+// in time: before its deadline, within 20 ms while the host's line was
+// overloaded, or at once for a fail-fast call; nothing was sent
+// for it.
+var ErrOverloaded = errors.New("idem: the host's concurrency limit had no slot")
+
+// Adaptive concurrency per host: the requests in flight to a host are
+// bounded by a limit that follows the latency trend (TCP Vegas's rule, as
+// in Netflix's concurrency-limits and failsafe-go's AdaptiveLimiter): the
+// requests queued at the host are estimated as limit × (1 − minRTT/RTT);
+// fewer than vegasAlpha raise the limit by one a round trip (by one an
+// answer, doubling it every round trip, while calls wait for a slot: the
+// limit a failure cut must not starve the calls an outage left waiting),
+// more than
+// vegasBeta lower it by one a round trip, and a failure of the host
+// (5xx, timeout) cuts it by lossFactor. It is written here rather than
+// taken from failsafe-go, because the root module depends on nothing but
+// the standard library, uuid, gobreaker, x/time/rate and pgx (a test
+// enforces it), and because its waiting must share the client's deadline
+// rules (waitPolicy).
+//
+// A call that finds no slot waits in the host's line. While the line is
+// not overloaded (it was empty in the last codelInterval) it is served
+// oldest first, each call within its deadline; once overloaded, it is
+// served newest first and a call that has waited codelTarget leaves it
+// with ErrOverloaded (Facebook's adaptive LIFO and CoDel, "Fail at Scale",
+// 2015): the host then serves calls that still have time, and the client,
+// not the host's queue, turns the excess away.
+const (
+	initialLimit  = 20
+	minLimit      = 1
+	maxLimit      = 200
+	vegasAlpha    = 3
+	vegasBeta     = 6
+	lossFactor    = 0.9
+	codelInterval = 100 * time.Millisecond // a line not empty for so long is overloaded
+	codelTarget   = 20 * time.Millisecond  // the longest wait in an overloaded line
+	rttWindow     = 1000                   // samples between resets of the minimum RTT
+)
+
+// limiter bounds one host's requests in flight. Safe for concurrent use.
+type limiter struct {
+	mu        sync.Mutex
+	limit     float64
+	inflight  int
+	minRTT    time.Duration // the least RTT of the window so far
+	baseRTT   time.Duration // the least RTT of the last full window
+	samples   int           // in the current window
+	line      waitQueue[struct{}]
+	lastEmpty time.Time // when the line was last empty
+}
+
+func newLimiter() *limiter { return &limiter{limit: initialLimit} }
+
+// acquire takes a slot for the call's next request, waiting within what
+// policy allows; it returns how long it waited and, when the call must not
+// send, why.
+func (l *limiter) acquire(ctx context.Context, policy func() waitPolicy, now func() time.Time) (time.Duration, *refusal) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.line.len() == 0 && l.inflight < int(l.limit) { // the clock only when needed
+		l.inflight++
+		return 0, nil
+	}
+	began := now()
+	if l.line.len() == 0 {
+		l.lastEmpty = began // it was empty until now
+	}
+	pol := policy()
+	if pol.failFast {
+		return 0, &refusal{detail: fmt.Sprintf("the host's concurrency limit (%d in flight) is reached and the call is fail-fast", l.inflight)}
+	}
+	w := newWaiter[struct{}](pol.until)
+	e := l.line.push(w)
+	r := l.wait(ctx, w, e, pol, began, now)
+	return now().Sub(began), r
+}
+
+// wait keeps w in the line until it is given a slot, it must leave
+// (its bound, an overloaded line) or ctx ends.
+func (l *limiter) wait(ctx context.Context, w *waiter[struct{}], e *list.Element, pol waitPolicy, began time.Time, now func() time.Time) *refusal {
+	for !w.done {
+		t := now()
+		overloaded := t.Sub(l.lastEmpty) >= codelInterval
+		switch {
+		case ctx.Err() != nil || !pol.until.IsZero() && !t.Before(pol.until):
+			l.leave(e, t)
+			return &refusal{detail: "the host's concurrency limit had no slot before " + pol.bound, cause: cmpErr(ctx.Err(), pol.ended(t))}
+		case overloaded && t.Sub(began) >= codelTarget:
+			l.leave(e, t)
+			return &refusal{detail: fmt.Sprintf("the host's line was overloaded and the call waited %s for a slot", t.Sub(began).Round(time.Millisecond))}
+		}
+		// Look again when the call has waited codelTarget, then every
+		// codelTarget (the line may become overloaded), or at its bound.
+		wake := began.Add(codelTarget)
+		if !wake.After(t) {
+			wake = t.Add(codelTarget)
+		}
+		if !pol.until.IsZero() && pol.until.Before(wake) {
+			wake = pol.until
+		}
+		timer := pol.newTimer(wake.Sub(t))
+		w.park(ctx, &l.mu, timer.C)
+		timer.Stop()
+	}
+	return nil
+}
+
+// leave takes e out of the line at now.
+func (l *limiter) leave(e *list.Element, now time.Time) {
+	l.line.take(e)
+	if l.line.len() == 0 {
+		l.lastEmpty = now
+	}
+}
+
+// release returns a slot, learning from the attempt that held it: rtt
+// when it got an answer of the host's (0 for none), failed when the host
+// failed it (a 5xx, a timeout). now is read only when calls wait.
+func (l *limiter) release(rtt time.Duration, failed bool, now func() time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inflight--
+	switch {
+	case failed:
+		l.limit = max(l.limit*lossFactor, minLimit)
+	case rtt > 0:
+		l.learn(rtt)
+	}
+	if l.line.len() > 0 {
+		l.dispatch(now())
+	}
+}
+
+// learn moves the limit by one RTT sample.
+func (l *limiter) learn(rtt time.Duration) {
+	if l.minRTT == 0 || rtt < l.minRTT {
+		l.minRTT = rtt
+	}
+	if l.samples++; l.samples >= rttWindow {
+		l.baseRTT, l.minRTT, l.samples = l.minRTT, 0, 0
+	}
+	base := l.minRTT
+	if l.baseRTT > 0 && l.baseRTT < base {
+		base = l.baseRTT
+	}
+	queued := l.limit * (1 - float64(base)/float64(rtt))
+	switch {
+	case queued < vegasAlpha && l.line.len() > 0: // calls wait: grow as TCP's slow start, doubling every round trip
+		l.limit = min(l.limit+1, maxLimit)
+	case queued < vegasAlpha:
+		l.limit = min(l.limit+1/l.limit, maxLimit)
+	case queued > vegasBeta:
+		l.limit = max(l.limit-1/l.limit, minLimit)
+	}
+}
+
+// dispatch hands the free slots to the line: the oldest first while it is
+// not overloaded, the newest first once it is.
+func (l *limiter) dispatch(now time.Time) {
+	for l.line.len() > 0 && l.inflight < int(l.limit) {
+		e := l.line.front()
+		if now.Sub(l.lastEmpty) >= codelInterval {
+			e = l.line.l.Back()
+		}
+		w := l.line.take(e)
+		w.done = true
+		l.inflight++
+		w.signal()
+	}
+	if l.line.len() == 0 {
+		l.lastEmpty = now
+	}
+}
+
+// limiters holds the limiter of each host the client sent to.
+type limiters struct {
+	mu    sync.Mutex
+	hosts map[string]*limiter
+}
+
+// get returns host's limiter, creating it when needed.
+func (ls *limiters) get(host string) *limiter {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.hosts[host]
+	if l == nil {
+		if len(ls.hosts) >= maxPacers || ls.hosts == nil {
+			ls.hosts = map[string]*limiter{} // a host left out keeps its limiter until its calls release it
+		}
+		l = newLimiter()
+		ls.hosts[host] = l
+	}
+	return l
+}
+
+// slot takes a slot of the call's host's limiter for its next request
+// (nothing unless ConcurrencyLimit is set), and returns why not when it
+// has none in time.
+func (c *call) slot(ctx context.Context) *refusal {
+	if !c.t.cfg.ConcurrencyLimit {
+		return nil
+	}
+	c.limiter = c.t.limiters.get(c.hostName())
+	waited, r := c.limiter.acquire(ctx, func() waitPolicy { return c.waitPolicy(0) }, c.t.now)
+	c.waited += waited
+	if r != nil {
+		c.limiter = nil
+	}
+	return r
+}
+
+// releaseSlot gives back the slot of the call's last request, learning
+// from res, its result (a zero result: it was not sent).
+func (c *call) releaseSlot(res result) {
+	if c.limiter == nil {
+		return
+	}
+	failed := res.certainty == Ambiguous || res.certainty == Responded && res.rule != nil && res.rule.failure
+	var rtt time.Duration
+	if res.certainty == Responded && !failed {
+		rtt = res.elapsed
+	}
+	c.limiter.release(rtt, failed, c.t.now)
+	c.limiter = nil
+}

@@ -1,0 +1,167 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Slots up to the limit are taken at once; a fail-fast call past it is
+// refused at once.
+func TestLimiterAcquiresUpToTheLimit(t *testing.T) {
+	clk := &jumpingClock{}
+	l := newLimiter()
+	for i := range initialLimit {
+		waited, r := l.acquire(context.Background(), pacedPolicy(clk), clk.now)
+		require.Nil(t, r, "slot %d", i)
+		require.Zero(t, waited)
+	}
+	_, r := l.acquire(context.Background(), func() waitPolicy { return waitPolicy{failFast: true} }, clk.now)
+	if r == nil {
+		t.Fatal("a fail-fast call past the limit was let through")
+	}
+}
+
+// A call alone in the line waits; once the line has not been empty for
+// codelInterval and the call waited that long, it leaves with a refusal
+// (the clock jumps to each timer's end: no real wait).
+func TestLimiterOverloadedLineTurnsAwayAfterInterval(t *testing.T) {
+	clk := &jumpingClock{}
+	l := newLimiter()
+	l.inflight = initialLimit
+	waited, r := l.acquire(context.Background(), pacedPolicy(clk), clk.now)
+	if r == nil || waited != codelInterval {
+		t.Fatalf("waited %s, refusal %v; want a refusal after %s", waited, r, codelInterval)
+	}
+	if l.line.len() != 0 {
+		t.Errorf("the call that left is still in line")
+	}
+}
+
+// A waiting call leaves the line at its deadline.
+func TestLimiterWaitEndsAtTheDeadline(t *testing.T) {
+	clk := &jumpingClock{}
+	l := newLimiter()
+	l.inflight = initialLimit
+	until := clk.now().Add(30 * time.Millisecond)
+	pol := func() waitPolicy {
+		return waitPolicy{until: until, deadline: until, bound: "the context's deadline", newTimer: clk.newTimer}
+	}
+	waited, r := l.acquire(context.Background(), pol, clk.now)
+	if r == nil || waited != 30*time.Millisecond || !errors.Is(r.cause, context.DeadlineExceeded) {
+		t.Fatalf("waited %s, refusal %+v; want one at the deadline, 30ms", waited, r)
+	}
+}
+
+// A released slot goes to the oldest waiter while the line is not
+// overloaded, and to the newest once it is.
+func TestLimiterDispatchOrder(t *testing.T) {
+	now := time.Unix(100, 0)
+	for _, tc := range []struct {
+		name      string
+		lastEmpty time.Time
+		want      int
+	}{
+		{"short line: oldest first", now.Add(-codelInterval / 2), 0},
+		{"overloaded: newest first", now.Add(-codelInterval), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLimiter()
+			l.inflight, l.lastEmpty = initialLimit, tc.lastEmpty
+			var ws []*waiter[struct{}]
+			for range 3 {
+				w := newWaiter[struct{}](time.Time{})
+				l.line.push(w)
+				ws = append(ws, w)
+			}
+			l.release(0, false, func() time.Time { return now })
+			for i, w := range ws {
+				if w.done != (i == tc.want) {
+					t.Errorf("waiter %d done = %v, want only waiter %d", i, w.done, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// The limit follows the latency trend: answers at the base RTT raise it,
+// answers queued at the host (twice the base: half the limit queued) lower
+// it, and a failure cuts it by lossFactor.
+func TestLimiterLimitFollowsLatency(t *testing.T) {
+	now := time.Unix(100, 0)
+	l := newLimiter()
+	for range 40 {
+		l.inflight++
+		l.release(10*time.Millisecond, false, func() time.Time { return now })
+	}
+	if l.limit <= initialLimit+1 {
+		t.Errorf("limit %.2f after 40 answers at the base RTT, want above %d", l.limit, initialLimit+1)
+	}
+	raised := l.limit
+	for range 40 {
+		l.inflight++
+		l.release(20*time.Millisecond, false, func() time.Time { return now })
+	}
+	if l.limit >= raised-1 {
+		t.Errorf("limit %.2f after 40 answers queued at the host, want below %.2f", l.limit, raised-1)
+	}
+	before := l.limit
+	l.inflight++
+	l.release(0, true, func() time.Time { return now })
+	if want := before * lossFactor; l.limit != want {
+		t.Errorf("limit %.2f after a failure, want %.2f", l.limit, want)
+	}
+}
+
+// End to end, with ConcurrencyLimit: calls are sent and each returns its
+// slot (none left held after they end).
+func TestTransportConcurrencyLimitReleasesSlots(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	tr, _ := newTestTransport(t, Config{ConcurrencyLimit: true})
+	c := &http.Client{Transport: tr}
+	for range 5 {
+		resp, err := c.Get(srv.URL)
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	l := tr.limiters.get(string(appendHostKey(nil, mustURL(t, srv.URL))))
+	if l.inflight != 0 {
+		t.Errorf("%d slots held after every call ended, want 0", l.inflight)
+	}
+}
+
+// While calls wait for a slot, answers at the base RTT raise the limit by
+// one each (TCP's slow start), not by one a round trip.
+func TestLimiterSlowStartWhileCallsWait(t *testing.T) {
+	l := newLimiter()
+	l.limit = 2
+	l.line.push(newWaiter[struct{}](time.Time{}))
+	l.line.push(newWaiter[struct{}](time.Time{}))
+	l.line.push(newWaiter[struct{}](time.Time{}))
+	l.learn(10 * time.Millisecond)
+	l.learn(10 * time.Millisecond)
+	if l.limit != 4 {
+		t.Errorf("limit %.2f after 2 answers with calls waiting, want 4", l.limit)
+	}
+}
+
+// In a line that has been overloaded for a while, a call waits codelTarget
+// (20 ms) for a slot, then leaves with a refusal: the calls served are
+// fresh ones.
+func TestLimiterOverloadedLineWaitsTheTarget(t *testing.T) {
+	clk := &jumpingClock{}
+	l := newLimiter()
+	l.inflight = initialLimit
+	l.line.push(newWaiter[struct{}](time.Time{})) // an older call, still waiting
+	l.lastEmpty = clk.now().Add(-time.Second)
+	waited, r := l.acquire(context.Background(), pacedPolicy(clk), clk.now)
+	if r == nil || waited != codelTarget || waited >= codelInterval {
+		t.Fatalf("waited %s, refusal %v; want a refusal after %s, before the line's %s", waited, r, codelTarget, codelInterval)
+	}
+}

@@ -1,0 +1,154 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/wire"
+)
+
+// jumpingClock is a fake clock whose timers fire at once, moving the clock
+// to their end: a wait for a slot takes no real time and ends exactly when
+// the slot is due.
+type jumpingClock struct{ fakeClock }
+
+func (c *jumpingClock) newTimer(d time.Duration) *time.Timer {
+	c.advance(d)
+	return time.NewTimer(0)
+}
+
+func pacedPolicy(c *jumpingClock) func() waitPolicy {
+	return func() waitPolicy { return waitPolicy{newTimer: c.newTimer} }
+}
+
+// A host's announced quota spaces its requests: q=10 per 1 s window is
+// sent at most 9.7 a second, one every 103 ms.
+func TestPacerSpacesByPolicy(t *testing.T) {
+	clk := &jumpingClock{}
+	p := &pacer{}
+	p.learn(wire.RateLimit{Remaining: 9, Reset: time.Second, Quota: 10, Window: time.Second}, false, clk.now())
+	quota := 10.0
+	want := time.Duration(float64(time.Second) / (paceShare * quota))
+	for i, w := range []time.Duration{0, want, want} {
+		waited, r := p.take(context.Background(), pacedPolicy(clk), clk.now)
+		require.Nil(t, r, "take %d refused", i)
+		if waited != w {
+			t.Errorf("take %d waited %s, want %s", i, waited, w)
+		}
+	}
+}
+
+// A 429 that says nothing is left (r=0) holds every request until the
+// window resets; a success saying r=0 under a known policy holds the next
+// request for one slot of the pace only (t, in whole seconds, may
+// overshoot the reset by a second).
+func TestPacerHoldsUntilResetAfterRefusal(t *testing.T) {
+	clk := &jumpingClock{}
+	p := &pacer{}
+	p.learn(wire.RateLimit{Remaining: 0, Reset: time.Second, Quota: 1000, Window: time.Second}, false, clk.now())
+	quota := 1000.0
+	slot := time.Duration(float64(time.Second) / (paceShare * quota))
+	if waited, r := p.take(context.Background(), pacedPolicy(clk), clk.now); r != nil || waited != slot {
+		t.Fatalf("after a served r=0: waited %s (%v), want %s", waited, r, slot)
+	}
+	p.learn(wire.RateLimit{Remaining: 0, Reset: 2 * time.Second, Quota: 1000, Window: time.Second}, true, clk.now())
+	waited, r := p.take(context.Background(), pacedPolicy(clk), clk.now)
+	require.Nil(t, r)
+	if waited != 2*time.Second {
+		t.Errorf("after a 429 with t=2: waited %s, want 2s", waited)
+	}
+}
+
+// A call whose deadline comes before the slot, or that is fail-fast, is
+// refused at once.
+func TestPacerRefusesWhatCannotFit(t *testing.T) {
+	clk := &jumpingClock{}
+	p := &pacer{}
+	p.learn(wire.RateLimit{Remaining: 0, Reset: time.Second, Quota: 1, Window: time.Second}, true, clk.now())
+	for name, pol := range map[string]waitPolicy{
+		"deadline":  {until: clk.now().Add(500 * time.Millisecond), bound: "the context's deadline", newTimer: clk.newTimer},
+		"fail-fast": {failFast: true},
+	} {
+		waited, r := p.take(context.Background(), func() waitPolicy { return pol }, clk.now)
+		if r == nil || waited != 0 {
+			t.Errorf("%s: waited %s, refusal %v; want a refusal at once", name, waited, r)
+		}
+	}
+}
+
+// A long line is served newest first, but every oldestEvery-th slot goes
+// to the oldest waiter that still has shortLine left.
+func TestPacerChoosesNewestWhenTheLineIsLong(t *testing.T) {
+	now := time.Unix(0, 0)
+	p := &pacer{interval: 50 * time.Millisecond} // 3 waiters take 150 ms: a long line
+	var ws []*waiter[struct{}]
+	for _, left := range []time.Duration{10 * time.Millisecond, time.Second, 2 * time.Second, 3 * time.Second} {
+		w := newWaiter[struct{}](now.Add(left))
+		p.line.push(w)
+		ws = append(ws, w)
+	}
+	got := []*waiter[struct{}]{p.choose(now), p.choose(now), p.choose(now)}
+	want := []*waiter[struct{}]{ws[3], ws[2], ws[1]} // newest, newest, then the oldest with time left
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("slot %d went to waiter %p, want %p", i, got[i], want[i])
+		}
+	}
+	if p.line.len() != 1 || p.line.at(p.line.front()) != ws[0] {
+		t.Errorf("the waiter about to time out should be left in line")
+	}
+}
+
+// End to end: a host announcing a quota of 1 a second is sent one request;
+// the next call, whose deadline comes before the quota has room again,
+// fails at once with ErrRateLimited and sends nothing.
+func TestTransportPacesByRateLimitFields(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("RateLimit-Policy", `"default";q=1;w=1`)
+		w.Header().Set("RateLimit", `"default";r=0;t=1`)
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	tr, _ := newTestTransport(t, Config{})
+	clk := &fakeClock{}
+	clk.advance(time.Duration(time.Now().UnixNano()))
+	tr.now = clk.now
+	c := &http.Client{Transport: tr}
+	resp, err := c.Get(srv.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	_, err = c.Do(req)
+	if !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("second call: %v, want ErrRateLimited", err)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("host saw %d requests, want 1", n)
+	}
+}
+
+// retry-after-ms is preferred to Retry-After: it is the more precise.
+func TestRetryAfterMsPreferred(t *testing.T) {
+	h := http.Header{}
+	h.Set("Retry-After", "2")
+	h.Set("Retry-After-Ms", "150")
+	tr := NewTransport(Config{})
+	if got := (sender{t: tr}).retryAfter(h); got != 150*time.Millisecond {
+		t.Errorf("retryAfter = %s, want 150ms", got)
+	}
+	h.Del("Retry-After-Ms")
+	if got := (sender{t: tr}).retryAfter(h); got != 2*time.Second {
+		t.Errorf("retryAfter without retry-after-ms = %s, want 2s", got)
+	}
+}
