@@ -19,6 +19,7 @@ var (
 	CodeInternal           = RPCCode{13, "internal"}
 	CodeUnavailable        = RPCCode{14, "unavailable"}
 	CodePermissionDenied   = RPCCode{7, "permission_denied"}
+	CodeDeadlineExceeded   = RPCCode{4, "deadline_exceeded"}
 )
 
 // ProblemProtocolUnsupported names the refusal of a request in a protocol
@@ -38,6 +39,8 @@ func RefusalCode(name string, status int) RPCCode {
 		return CodeFailedPrecondition
 	case "replay-forbidden":
 		return CodePermissionDenied
+	case "deadline-expired":
+		return CodeDeadlineExceeded
 	case ProblemKeyInFlight:
 		return CodeAborted
 	case ProblemResultUnavailable:

@@ -18,6 +18,7 @@ func TestRefusalCode(t *testing.T) {
 		// for a retry: only an operator's resolution changes its answer.
 		{ProblemOutcomeUncertain, http.StatusConflict, CodeFailedPrecondition},
 		{"replay-forbidden", http.StatusForbidden, CodePermissionDenied},
+		{"deadline-expired", http.StatusGatewayTimeout, CodeDeadlineExceeded},
 		{"store-unavailable", http.StatusServiceUnavailable, CodeUnavailable},
 		{"some-other", http.StatusConflict, CodeAborted},
 		{"some-other", http.StatusTeapot, CodeInvalidArgument},
