@@ -54,6 +54,9 @@ func (s *Store) CheckMode(server.Mode) error { return nil }
 // ([server.Transactional]), or in statements that commit on their own
 // ([server.Leased]).
 func (s *Store) Claim(ctx context.Context, c *server.Claim) (server.ClaimResult, error) {
+	if trace.On() { // learn the database's name before holding a connection
+		s.traceDB()
+	}
 	if c.Mode == server.Leased {
 		return s.claimLeased(ctx, c)
 	}

@@ -35,8 +35,10 @@ func (s *Store) traceScope(scope [32]byte) string {
 	return "mysql:" + s.traceDB() + ":" + hex.EncodeToString(scope[:8])
 }
 
-// traceDB is the name of the database of s's connections, asked once it
-// is answered.
+// traceDB is the name of the database of s's connections, asked until it
+// is answered. Claim asks first, holding no connection: a Transactional
+// attempt emits its commit while it holds one, and must not wait for
+// another in a pool that its duplicates may have exhausted.
 func (s *Store) traceDB() string {
 	s.traceMu.Lock()
 	defer s.traceMu.Unlock()
@@ -167,7 +169,11 @@ func (a *txAttempt) traceCommit(res *server.Response, start time.Time, err error
 // traceEnded emits what a handler that ended the transaction itself
 // (COMMIT) committed, which clearEnded then deleted: the running row under
 // the attempt's token, committed at some point since the claim began,
-// and its deletion.
+// and its deletion. A row that another claim took over before the
+// deletion goes unrecorded (the DELETE then matches nothing, and the
+// store cannot tell a handler's COMMIT from its ROLLBACK), and the check
+// would refuse that takeover: no suite has a handler commit and a
+// duplicate take its key over meanwhile.
 func (a *txAttempt) traceEnded(start time.Time) {
 	st := trace.Step{Op: trace.Commit, New: a.token, OK: true, Wrote: trace.State{Kind: "running"}}
 	if !a.fresh {
