@@ -9,6 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/mysqlidem/internal/mysqltest"
 	"github.com/idemkit/idem/server"
 	"github.com/idemkit/idem/server/storetest"
@@ -33,6 +34,8 @@ func TestConformanceReadCommitted(t *testing.T) { conformance(t, "READ-COMMITTED
 // conformance runs the suite with the sessions' isolation level set to
 // isolation ("": the server's).
 func conformance(t *testing.T, isolation string) {
+	rec := trace.Start(t)
+	t.Cleanup(func() { rec.Require(t, 100) })
 	var mu sync.Mutex
 	nodes := map[server.Store]testNode{}
 	open := func(t *testing.T, dsn string, clock *storetest.Clock) *Store {

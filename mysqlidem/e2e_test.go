@@ -56,9 +56,12 @@ type process struct {
 }
 
 // startPayserver starts a payserver on dsn, with env, and waits until it
-// accepts connections; it is killed when the test ends.
+// accepts connections; it is killed when the test ends. It records its
+// steps (traceChild), which are checked once every process of the test
+// is killed.
 func startPayserver(t *testing.T, dsn string, env ...string) *process {
 	t.Helper()
+	env = append(env, traceChild(t))
 	bin, err := payserverBin()
 	require.NoError(t, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")

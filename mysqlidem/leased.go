@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
 
@@ -25,17 +26,25 @@ var errClaimContention = errors.New("mysqlidem: claim did not settle: the record
 func (s *Store) claimLeased(ctx context.Context, c *server.Claim) (server.ClaimResult, error) {
 	token := uuid.New()
 	for range maxClaimRounds {
+		start := trace.Begin()
 		r, err := s.db.ExecContext(ctx, sqlInsertLeased, s.claimArgs(c, token)...)
+		var n int64
+		if err == nil {
+			n, _ = r.RowsAffected()
+		}
+		s.traceClaim(c, trace.Insert, uuid.Nil, token, n == 1, start, err)
 		if err != nil {
 			return server.ClaimResult{}, wrap("claim", err)
 		}
-		if n, _ := r.RowsAffected(); n == 1 {
+		if n == 1 {
 			return s.leased(c, token, grant{attempt: 1}), nil
 		}
+		start = trace.Begin()
 		f, err := s.read(ctx, s.db, sqlRead, c)
 		if err != nil {
 			return server.ClaimResult{}, wrap("claim", err)
 		}
+		s.traceRead(c, f, start)
 		if f == nil {
 			continue // swept since the insert saw it
 		}
@@ -56,13 +65,15 @@ func (s *Store) claimLeased(ctx context.Context, c *server.Claim) (server.ClaimR
 
 // stealLeased reclaims or takes over in a transaction of its own, which
 // reads the recovery point under the row lock of its update.
-func (s *Store) stealLeased(ctx context.Context, c *server.Claim, f *found, v verdict, token uuid.UUID) (grant, bool, error) {
+func (s *Store) stealLeased(ctx context.Context, c *server.Claim, f *found, v verdict, token uuid.UUID) (g grant, won bool, err error) {
+	start := trace.Begin()
+	defer func() { s.traceClaim(c, stealOp(v), f.token, token, won, start, err) }()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return grant{}, false, err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
-	g, won, err := s.steal(ctx, tx, c, f, v, token)
+	g, won, err = s.steal(ctx, tx, c, f, v, token)
 	if err != nil || !won {
 		return grant{}, false, err
 	}
@@ -84,6 +95,15 @@ type fence struct {
 // exec runs a fenced statement (args first, then scope and token);
 // [server.ErrLeaseLost] when it matched no row.
 func (f fence) exec(ctx context.Context, query string, args ...any) error {
+	start := trace.Begin()
+	err := f.run(ctx, query, args...)
+	if trace.On() {
+		f.trace(query, args, start, err)
+	}
+	return err
+}
+
+func (f fence) run(ctx context.Context, query string, args ...any) error {
 	r, err := f.s.db.ExecContext(ctx, query, append(args, f.scope[:], f.token[:])...)
 	if err != nil {
 		return wrap("fenced write", err)
@@ -97,7 +117,7 @@ func (f fence) exec(ctx context.Context, query string, args ...any) error {
 // Complete stores res under the token.
 func (f fence) Complete(ctx context.Context, res *server.Response) error {
 	stored, _ := res.MarshalBinary() // never fails
-	return f.exec(ctx, sqlComplete, state(res), status(res), stored)
+	return f.exec(ctx, completeSQL(), state(res), status(res), stored)
 }
 
 // Abort releases the key of a refused first attempt that recorded no

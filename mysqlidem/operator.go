@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/internal/fingerprint"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
 
@@ -191,6 +192,7 @@ func (s *Store) DeleteRecord(ctx context.Context, op server.Operation, force boo
 		return server.Record{}, wrap("evict", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
+	start := trace.Begin()
 	lock := " FOR UPDATE NOWAIT"
 	if s.isMariaDB(ctx, tx) {
 		lock = fmt.Sprintf(" FOR UPDATE WAIT %d", evictWait)
@@ -210,7 +212,11 @@ func (s *Store) DeleteRecord(ctx context.Context, op server.Operation, force boo
 	if _, err := tx.ExecContext(ctx, `DELETE FROM idem_records WHERE scope_hash = ?`, scope[:]); err != nil {
 		return server.Record{}, wrap("evict", err)
 	}
-	return rec, wrap("evict", tx.Commit())
+	err = tx.Commit()
+	if trace.On() { // the row is locked since the SELECT: the DELETE deleted it
+		s.traceGone(trace.Evict, []any{scope[:]}, start, err)
+	}
+	return rec, wrap("evict", err)
 }
 
 // exactCountLimit is the most records CountRecords counts exactly.

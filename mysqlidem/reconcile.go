@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
 
@@ -47,7 +48,7 @@ func (s *Store) TakeAbandoned(ctx context.Context, routes []string, lease time.D
 		return nil, wrap("take abandoned", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
-	off := s.clock()
+	off, start := s.clock(), trace.Begin()
 	args := []any{off, off, off}
 	for _, r := range routes {
 		args = append(args, r)
@@ -65,7 +66,11 @@ func (s *Store) TakeAbandoned(ctx context.Context, routes []string, lease time.D
 		}
 		taken = append(taken, t)
 	}
-	return taken, wrap("take abandoned", tx.Commit())
+	err = tx.Commit()
+	if trace.On() {
+		s.traceTaken(taken, start, err)
+	}
+	return taken, wrap("take abandoned", err)
 }
 
 // sqlAbandonedPickFor is sqlAbandonedPick for n routes.

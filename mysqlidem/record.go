@@ -169,4 +169,5 @@ func (s *Store) steal(ctx context.Context, q queryer, c *server.Claim, f *found,
 type grant struct {
 	attempt  int
 	recovery *server.Recovery // nil on a first attempt
+	inserted bool             // a Transactional claim's new key: its row is the claim's own
 }

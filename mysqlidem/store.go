@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
 
@@ -37,6 +38,9 @@ type Store struct {
 	offset func() time.Duration
 	// now is the local clock of the wait bound; nil means time.Now.
 	now func() time.Time
+
+	traceMu   sync.Mutex
+	traceName string // the database's name, for traces (traceDB)
 }
 
 // New returns a store on db, which must use go-sql-driver/mysql and hold
@@ -50,6 +54,9 @@ func (s *Store) CheckMode(server.Mode) error { return nil }
 // ([server.Transactional]), or in statements that commit on their own
 // ([server.Leased]).
 func (s *Store) Claim(ctx context.Context, c *server.Claim) (server.ClaimResult, error) {
+	if trace.On() { // learn the database's name before holding a connection
+		s.traceDB()
+	}
 	if c.Mode == server.Leased {
 		return s.claimLeased(ctx, c)
 	}
@@ -99,7 +106,7 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 		return 0, fmt.Errorf("mysqlidem: sweep: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
-	off := s.clock()
+	off, start := s.clock(), trace.Begin()
 	scopes, err := collectScopes(tx.QueryContext(ctx, sqlSweepPick, off, off, limit))
 	if err != nil || len(scopes) == 0 {
 		return 0, wrap("sweep", err)
@@ -110,7 +117,11 @@ func (s *Store) Sweep(ctx context.Context, limit int) (int, error) {
 		return 0, wrap("sweep", err)
 	}
 	n, _ := r.RowsAffected()
-	return int(n), wrap("sweep", tx.Commit())
+	err = tx.Commit()
+	if trace.On() { // the picked rows are locked: the DELETE deletes them all
+		s.traceGone(trace.Sweep, scopes, start, err)
+	}
+	return int(n), wrap("sweep", err)
 }
 
 // collectScopes reads a column of scope hashes.

@@ -12,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/google/uuid"
 
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
 
@@ -67,7 +68,7 @@ func (s *Store) claimTxOnce(ctx context.Context, c *server.Claim, deadline time.
 		_ = conn.Close()
 		return server.ClaimResult{}, wrap("claim", err)
 	}
-	token := uuid.New()
+	token, began := uuid.New(), trace.Begin()
 	res, g, err := s.settleTx(ctx, conn, tx, c, token, deadline)
 	if err != nil || res.Verdict != server.VerdictClaimed {
 		_ = tx.Rollback()
@@ -75,7 +76,7 @@ func (s *Store) claimTxOnce(ctx context.Context, c *server.Claim, deadline time.
 		return res, err
 	}
 	s.local.add(c.Scope)
-	res.Attempt = &txAttempt{s: s, conn: conn, tx: tx, c: c, token: token, n: g.attempt}
+	res.Attempt = &txAttempt{s: s, conn: conn, tx: tx, c: c, token: token, n: g.attempt, fresh: g.inserted, began: began}
 	return res, nil
 }
 
@@ -89,6 +90,7 @@ func (s *Store) settleTx(ctx context.Context, conn *sql.Conn, tx *sql.Tx, c *ser
 		}
 		return server.ClaimResult{}, grant{}, err
 	}
+	start := trace.Begin()
 	f, err := s.read(ctx, tx, sqlReadLocked, c)
 	switch {
 	case err != nil:
@@ -96,8 +98,9 @@ func (s *Store) settleTx(ctx context.Context, conn *sql.Conn, tx *sql.Tx, c *ser
 	case f == nil:
 		return server.ClaimResult{}, grant{}, errClaimContention
 	case f.token == token:
-		return server.ClaimResult{Verdict: server.VerdictClaimed}, grant{attempt: 1}, nil
+		return server.ClaimResult{Verdict: server.VerdictClaimed}, grant{attempt: 1, inserted: true}, nil
 	}
+	s.traceRead(c, f, start) // a committed row, read under its lock
 	v, res := f.decide(c)
 	if v == vFinal {
 		return res, grant{}, nil
@@ -177,6 +180,8 @@ type txAttempt struct {
 	c     *server.Claim
 	token uuid.UUID
 	n     int
+	fresh bool      // a new key: the claim inserted the row
+	began time.Time // when the claim began (trace.Begin)
 }
 
 func (a *txAttempt) Number() int { return a.n }
@@ -188,10 +193,13 @@ func (a *txAttempt) Tx() any { return a.tx }
 // handler ended the transaction: [server.ErrTxEnded]): the caller must not
 // send the handler's response.
 func (a *txAttempt) Complete(ctx context.Context, res *server.Response) error {
+	start := trace.Begin()
 	err := a.store(ctx, res)
 	if err == nil {
 		err = a.tx.Commit()
+		a.traceCommit(res, start, err)
 	} else {
+		a.traceCommit(res, start, err)
 		_ = a.tx.Rollback()
 		a.clearEnded(ctx)
 	}
@@ -240,7 +248,14 @@ func (a *txAttempt) Abort(ctx context.Context, reject bool) error {
 // deletes nothing when the transaction rolled back (the row is gone) or
 // committed done, and costs a statement on failures only.
 func (a *txAttempt) clearEnded(ctx context.Context) {
-	_, _ = a.conn.ExecContext(ctx, sqlClearEnded, a.c.Scope[:], a.token[:])
+	start := trace.Begin()
+	r, err := a.conn.ExecContext(ctx, sqlClearEnded, a.c.Scope[:], a.token[:])
+	if err != nil || !trace.On() {
+		return
+	}
+	if n, _ := r.RowsAffected(); n == 1 {
+		a.traceEnded(start)
+	}
 }
 
 // end gives the connection back to db and the scope up on this node.

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemkit/idem/internal/fingerprint"
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
 
@@ -72,12 +73,13 @@ func (s *Store) resolve(ctx context.Context, scope []byte, r server.Resolution) 
 		stored, _ = r.Response.MarshalBinary() // never fails
 		state, status = "done", r.Response.Status
 	}
+	token, off, start := uuid.New(), s.clock(), trace.Begin()
+	defer func() { s.traceResolve(scope, state, token, ok, start, err) }()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return server.Record{}, false, err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
-	token, off := uuid.New(), s.clock()
 	res, err := tx.ExecContext(ctx, sqlResolve, state, status, stored, token[:], r.Applied, off,
 		micros(r.Retention), off, r.By, off, r.Reason, scope)
 	if err != nil {

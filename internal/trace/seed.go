@@ -11,8 +11,9 @@ type Fault string
 
 // The seeded faults.
 const (
-	// CompleteIgnoresToken: PostgresStore's completion drops its token
-	// from the WHERE clause (idem.pml's M_COMPLETE_NO_TOKEN).
+	// CompleteIgnoresToken: PostgresStore's completion, and mysqlidem's
+	// Leased one, drop the token from the WHERE clause (idem.pml's
+	// M_COMPLETE_NO_TOKEN).
 	CompleteIgnoresToken Fault = "complete-ignores-token"
 	// TakeoverTrustsRead: PostgresStore's takeover drops the token it read
 	// and the lease's end from its WHERE clause (M_TAKEOVER_TRUSTS_READ).

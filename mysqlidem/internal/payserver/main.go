@@ -29,6 +29,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql" // the "mysql" driver
 
+	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/mysqlidem"
 	"github.com/idemkit/idem/server"
 )
@@ -37,6 +38,9 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
 	dsn := flag.String("dsn", "root@tcp(127.0.0.1:3306)/test?interpolateParams=true", "MySQL DSN")
 	flag.Parse()
+	if err := trace.FromEnv(os.Getenv); err != nil { // a test's trace of the run's steps
+		log.Fatal(err)
+	}
 	db, err := sql.Open("mysql", *dsn)
 	if err != nil {
 		log.Fatal(err)
