@@ -3,6 +3,7 @@ package adaptertest
 import (
 	"context"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,8 +19,10 @@ const body = `{"amount_cents": 100, "reference": "conformance-{{n}}-{{uuid}}"}`
 
 // Conformance runs every check of idemcheck against the sample API built
 // by build, on Postgres, in Transactional and in Leased mode, and fails t
-// unless each required check passes (equivalent-json only informs).
-func Conformance(t *testing.T, build Build) {
+// unless each required check passes (equivalent-json only informs). A
+// check named in notOffered must report info, "not offered", instead: an
+// adapter that does not carry that part of the contract says so here.
+func Conformance(t *testing.T, build Build, notOffered ...string) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			a := start(t, build, server.Config{Mode: m.mode})
@@ -44,7 +47,7 @@ func Conformance(t *testing.T, build Build) {
 			for _, res := range report.Results {
 				got[res.Name] = res.Verdict
 				want[res.Name] = conformance.Pass
-				if !res.Required {
+				if !res.Required || slices.Contains(notOffered, res.Name) {
 					want[res.Name] = conformance.Info
 				}
 			}
