@@ -65,13 +65,21 @@ type supervisor struct {
 
 // supervise starts the program with args and the environment env
 // (KEY=value, added to the test's), waits until it listens, and supervises
-// it until the test ends.
+// it until the test ends. Every child records its lifecycle steps
+// (traceChild), checked when the test ends.
 func supervise(t *testing.T, bin string, env []string, args ...string) *supervisor {
+	t.Helper()
+	return superviseTraced(t, bin, traceChild(t), env, args...)
+}
+
+// superviseTraced is supervise with the children's trace.EnvFile entry
+// traceEnv ("": a program that records no step, such as a test's script).
+func superviseTraced(t *testing.T, bin, traceEnv string, env []string, args ...string) *supervisor {
 	t.Helper()
 	log, err := os.Create(filepath.Join(t.TempDir(), "server.log"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = log.Close() })
-	s := &supervisor{bin: bin, args: args, log: log, done: make(chan struct{}), traceEnv: traceChild(t)}
+	s := &supervisor{bin: bin, args: args, log: log, done: make(chan struct{}), traceEnv: traceEnv}
 	first, listening, drained := s.start(env)
 	if first != nil { // killed even if it never listens (then no loop waits for it)
 		t.Cleanup(func() { _ = first.Process.Kill() })
@@ -96,7 +104,10 @@ const maxRestarts = 3
 // read to the end (Wait closes the pipe, so it must come after).
 func (s *supervisor) start(env []string) (child *exec.Cmd, listening <-chan error, drained <-chan struct{}) {
 	cmd := exec.Command(s.bin, s.args...)
-	cmd.Env = append(append(os.Environ(), env...), s.traceEnv) // every child, restarts too, records its steps
+	cmd.Env = append(os.Environ(), env...)
+	if s.traceEnv != "" {
+		cmd.Env = append(cmd.Env, s.traceEnv) // every child, restarts too, records its steps
+	}
 	cmd.Stderr = s.log
 	listened, done := make(chan error, 1), make(chan struct{})
 	stdout, err := cmd.StdoutPipe()
@@ -220,7 +231,7 @@ func TestSupervisorReportsARestartFailure(t *testing.T) {
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
 	script := "#!/bin/sh\necho 'payments server: listening on http://127.0.0.1:1'\nread _ < '" + fifo + "'\nexit 3\n"
 	require.NoError(t, os.WriteFile(bin, []byte(script), 0o700))
-	s := supervise(t, bin, nil)
+	s := superviseTraced(t, bin, "", nil) // a script: it records no lifecycle step
 
 	require.NoError(t, os.Remove(bin))
 	go func() {
