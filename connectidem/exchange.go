@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemkit/idem/internal/rpcidem"
 	"github.com/idemkit/idem/internal/wire"
+	"github.com/idemkit/idem/server"
 )
 
 // exchange is one unary call as [server.Adapter] sees it: its Next runs
@@ -19,6 +20,9 @@ type exchange struct {
 	scope     func(context.Context) (string, string)
 	next      connect.UnaryFunc
 	allow     map[string]bool
+
+	refused  *server.Refusal  // the core refused the call (Answerer)
+	replayed *server.Response // the core replays a stored result (Answerer)
 
 	ran  bool
 	resp connect.AnyResponse
@@ -49,3 +53,10 @@ func (e *exchange) Next(w http.ResponseWriter, r *http.Request) {
 	res, err := newResult(e.resp, e.err, e.allow)
 	rpcidem.WriteResult(w, contentType, code, res, err)
 }
+
+// Refuse keeps the core's refusal, which answer turns into the call's
+// error ([server.Answerer]).
+func (e *exchange) Refuse(r server.Refusal) { e.refused = &r }
+
+// Replay keeps the stored result the core replays ([server.Answerer]).
+func (e *exchange) Replay(res *server.Response, _ server.Outcome) { e.replayed = res }

@@ -62,7 +62,7 @@ func (i *interceptor) intercept(ctx context.Context, req connect.AnyRequest, msg
 	ex := &exchange{ctx: ctx, req: req, procedure: procedure, scope: i.cfg.Scope, next: next, allow: i.allow}
 	w := rpcidem.NewRecorder(http.Header{})
 	i.a.Serve(w, r, ex)
-	return i.answer(ex, w)
+	return i.answer(ex)
 }
 
 // headers sets the key and the fingerprinted request headers on h.
@@ -81,13 +81,15 @@ func (i *interceptor) headers(h http.Header, req connect.AnyRequest) {
 	}
 }
 
-// answer turns what the adapter wrote to w into the call's answer.
-func (i *interceptor) answer(ex *exchange, w *rpcidem.Recorder) (connect.AnyResponse, error) {
-	if p, ok := wire.ReadProblem(w.Header().Get("Content-Type"), bytes.NewReader(w.Body.Bytes()), 1<<16); ok {
-		return nil, refusal(p, w.Header().Get(wire.HeaderRetryAfter))
+// answer turns what the adapter gave into the call's answer: a refusal, a
+// replay (both handed to the exchange as values, server.Answerer), or the
+// rest of the chain's own answer.
+func (i *interceptor) answer(ex *exchange) (connect.AnyResponse, error) {
+	if ex.refused != nil {
+		return nil, refusal(*ex.refused)
 	}
-	if w.Header().Get(wire.HeaderReplayed) == "true" {
-		res, err := rpcidem.Decode(w.Body.Bytes())
+	if ex.replayed != nil {
+		res, err := rpcidem.Decode(ex.replayed.Body)
 		if err != nil {
 			return nil, connect.NewError(connect.CodeInternal, errCorrupt)
 		}
@@ -107,17 +109,16 @@ func (i *interceptor) answer(ex *exchange, w *rpcidem.Recorder) (connect.AnyResp
 	return ex.resp, ex.err
 }
 
-// refusal is the *connect.Error of a problem of the core, with an
-// ErrorInfo and, when the problem says to wait, a RetryInfo and
+// refusal is the *connect.Error of a refusal of the core, with an
+// ErrorInfo and, when the refusal says to wait, a RetryInfo and
 // Retry-After.
-func refusal(p wire.Problem, retryAfterHeader string) *connect.Error {
-	name := p.Name()
-	msg := p.Title
-	if p.Detail != "" {
-		msg += ": " + p.Detail
+func refusal(r server.Refusal) *connect.Error {
+	msg := r.Title
+	if r.Detail != "" {
+		msg += ": " + r.Detail
 	}
-	ce := connect.NewError(connect.Code(wire.RefusalCode(name, p.Status).Number), errors.New(msg))
-	for _, d := range wire.RefusalDetails(name, 0) {
+	ce := connect.NewError(connect.Code(wire.RefusalCode(r.Problem, r.Status).Number), errors.New(msg))
+	for _, d := range wire.RefusalDetails(r.Problem, 0) {
 		var info errdetails.ErrorInfo
 		if proto.Unmarshal(d.Value, &info) == nil {
 			if ed, err := connect.NewErrorDetail(&info); err == nil {
@@ -125,15 +126,11 @@ func refusal(p wire.Problem, retryAfterHeader string) *connect.Error {
 			}
 		}
 	}
-	wait := time.Duration(p.RetryAfter) * time.Second
-	if n, err := strconv.ParseInt(retryAfterHeader, 10, 64); wait == 0 && err == nil && n > 0 {
-		wait = time.Duration(n) * time.Second
-	}
-	if wait > 0 {
-		if ed, err := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}); err == nil {
+	if r.RetryAfter > 0 {
+		if ed, err := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(r.RetryAfter)}); err == nil {
 			ce.AddDetail(ed)
 		}
-		ce.Meta().Set(wire.HeaderRetryAfter, strconv.FormatInt(int64(wait/time.Second), 10))
+		ce.Meta().Set(wire.HeaderRetryAfter, strconv.FormatInt(int64(r.RetryAfter/time.Second), 10))
 	}
 	return ce
 }

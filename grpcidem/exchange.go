@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/idemkit/idem/internal/rpcidem"
+	"github.com/idemkit/idem/server"
 )
 
 // exchange is one unary call as [server.Adapter] sees it: its Next runs
@@ -20,6 +21,9 @@ type exchange struct {
 	handler grpc.UnaryHandler
 	allow   map[string]bool
 	stream  *heldStream
+
+	refused  *server.Refusal  // the core refused the call (Answerer)
+	replayed *server.Response // the core replays a stored result (Answerer)
 
 	ran  bool // the handler ran
 	resp any
@@ -49,3 +53,10 @@ func (e *exchange) Next(w http.ResponseWriter, r *http.Request) {
 	res, err := newResult(e.resp, e.err, header, trailer, e.allow)
 	rpcidem.WriteResult(w, contentType, httpStatus(status.Code(e.err)), res, err)
 }
+
+// Refuse keeps the core's refusal, which answer turns into the call's
+// error ([server.Answerer]).
+func (e *exchange) Refuse(r server.Refusal) { e.refused = &r }
+
+// Replay keeps the stored result the core replays ([server.Answerer]).
+func (e *exchange) Replay(res *server.Response, _ server.Outcome) { e.replayed = res }

@@ -61,7 +61,7 @@ func (i *interceptor) intercept(ctx context.Context, req any, info *grpc.UnarySe
 	ex := &exchange{ctx: ctx, req: req, method: info.FullMethod, scope: i.cfg.Scope, handler: handler, allow: i.allow}
 	w := rpcidem.NewRecorder(http.Header{})
 	i.a.Serve(w, r, ex)
-	return i.answer(ctx, ex, w)
+	return i.answer(ctx, ex)
 }
 
 // headers sets the key and the fingerprinted metadata entries on h.
@@ -81,18 +81,18 @@ func (i *interceptor) headers(ctx context.Context, h http.Header, req any) {
 	}
 }
 
-// answer turns what the adapter wrote to w into the call's answer: a
-// refusal, a replay, or the handler's own answer with its metadata.
-func (i *interceptor) answer(ctx context.Context, ex *exchange, w *rpcidem.Recorder) (any, error) {
-	if p, ok := wire.ReadProblem(w.Header().Get("Content-Type"), bytes.NewReader(w.Body.Bytes()), 1<<16); ok {
-		wait := retryAfter(p, w.Header().Get(wire.HeaderRetryAfter))
-		if wait > 0 {
-			_ = send(ctx, nil, metadata.Pairs(pushbackKey, strconv.FormatInt(wait.Milliseconds(), 10)))
+// answer turns what the adapter gave into the call's answer: a refusal, a
+// replay (both handed to the exchange as values, server.Answerer), or the
+// handler's own answer with its metadata.
+func (i *interceptor) answer(ctx context.Context, ex *exchange) (any, error) {
+	if r := ex.refused; r != nil {
+		if r.RetryAfter > 0 {
+			_ = send(ctx, nil, metadata.Pairs(pushbackKey, strconv.FormatInt(r.RetryAfter.Milliseconds(), 10)))
 		}
-		return nil, refusal(p, wait).Err()
+		return nil, refusal(*r).Err()
 	}
-	if w.Header().Get(wire.HeaderReplayed) == "true" {
-		return i.replay(ctx, w.Body.Bytes())
+	if ex.replayed != nil {
+		return i.replay(ctx, ex.replayed.Body)
 	}
 	if !ex.ran {
 		return nil, status.Error(codes.Internal, "grpcidem: the adapter answered neither with the handler nor with a refusal")

@@ -1,9 +1,7 @@
 package grpcidem
 
 import (
-	"strconv"
 	"strings"
-	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -11,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/idemkit/idem/internal/wire"
+	"github.com/idemkit/idem/server"
 )
 
 // ErrorDomain is the domain of the google.rpc.ErrorInfo of every refusal;
@@ -22,32 +21,23 @@ const ErrorDomain = wire.ErrorDomain
 // answer with code c (docs/CONTRACT.md §11).
 func httpStatus(c codes.Code) int { return wire.RPCStatus(int(c)) }
 
-// refusalCode is the code of a refusal by the core, by its problem name,
-// or by its HTTP status for a name this version does not know: the table
-// the HTTP middleware's Connect and gRPC answers use too.
-func refusalCode(p wire.Problem) codes.Code {
-	return codes.Code(wire.RefusalCode(p.Name(), p.Status).Number)
-}
-
-// refusal is the status that answers a problem of the core, with an
-// ErrorInfo and, when the problem says to wait (retryAfter > 0), a
-// RetryInfo.
-func refusal(p wire.Problem, retryAfter time.Duration) *status.Status {
-	msg := p.Title
-	if p.Detail != "" {
-		msg += ": " + p.Detail
+// refusal is the status that answers a refusal of the core, with an
+// ErrorInfo and, when the refusal says to wait, a RetryInfo.
+func refusal(r server.Refusal) *status.Status {
+	msg := r.Title
+	if r.Detail != "" {
+		msg += ": " + r.Detail
 	}
-	st := status.New(refusalCode(p), msg)
-	name := p.Name()
+	st := status.New(codes.Code(wire.RefusalCode(r.Problem, r.Status).Number), msg)
 	info := &errdetails.ErrorInfo{
-		Reason:   strings.ToUpper(strings.ReplaceAll(name, "-", "_")),
+		Reason:   strings.ToUpper(strings.ReplaceAll(r.Problem, "-", "_")),
 		Domain:   ErrorDomain,
-		Metadata: map[string]string{"problem": name},
+		Metadata: map[string]string{"problem": r.Problem},
 	}
 	var withDetails *status.Status
 	var err error
-	if retryAfter > 0 {
-		withDetails, err = st.WithDetails(info, &errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)})
+	if r.RetryAfter > 0 {
+		withDetails, err = st.WithDetails(info, &errdetails.RetryInfo{RetryDelay: durationpb.New(r.RetryAfter)})
 	} else {
 		withDetails, err = st.WithDetails(info)
 	}
@@ -55,16 +45,4 @@ func refusal(p wire.Problem, retryAfter time.Duration) *status.Status {
 		return st
 	}
 	return withDetails
-}
-
-// retryAfter reads a problem's wait: its retry_after member, else its
-// Retry-After header in seconds; 0 when it says none.
-func retryAfter(p wire.Problem, header string) time.Duration {
-	if p.RetryAfter > 0 {
-		return time.Duration(p.RetryAfter) * time.Second
-	}
-	if n, err := strconv.ParseInt(header, 10, 64); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	return 0
 }

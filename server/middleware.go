@@ -78,20 +78,20 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, ex Exchange) (an
 	switch {
 	case err != nil:
 		ev.Err = err
-		h.refuse(w, r, ev, storeUnavailable())
+		h.refuse(w, r, ex, ev, storeUnavailable())
 	case res.Verdict == VerdictClaimed:
 		h.run(w, r, ev, c, res.Attempt, ex, expiresOf(res, start, c))
 		return false
 	case res.Verdict == VerdictReplay:
-		h.replayAuthorized(w, r, ev, res)
+		h.replayAuthorized(w, r, ex, ev, res)
 	case res.Verdict == VerdictInFlight:
-		h.refuse(w, r, ev, keyInFlight(res.RetryAfter))
+		h.refuse(w, r, ex, ev, keyInFlight(res.RetryAfter))
 	case res.Verdict == VerdictMismatch:
-		h.refuse(w, r, ev, keyReused())
+		h.refuse(w, r, ex, ev, keyReused())
 	case res.Verdict == VerdictUnavailable:
-		h.refuse(w, r, ev, resultUnavailable())
+		h.refuse(w, r, ex, ev, resultUnavailable())
 	case res.Verdict == VerdictUncertain:
-		h.refuse(w, r, ev, outcomeUncertain())
+		h.refuse(w, r, ex, ev, outcomeUncertain())
 	default:
 		panic(fmt.Sprintf("server: a store answered a claim with verdict %d", res.Verdict))
 	}
@@ -148,28 +148,28 @@ func (h *handler) admit(w http.ResponseWriter, r *http.Request, ex Exchange) (c 
 	ev := Event{Tenant: tenant, Principal: principal, Route: route, RouteIsPath: h.routeIsPath(r, ex), Mode: h.s.Mode}
 	switch {
 	case grpcProtocol(r):
-		h.refuse(w, r, ev, protocolUnsupported())
+		h.refuse(w, r, ex, ev, protocolUnsupported())
 		return nil, true
 	case len(fields) == 0:
-		h.refuse(w, r, ev, keyMissing(route))
+		h.refuse(w, r, ex, ev, keyMissing(route))
 		return nil, true
 	case len(fields) > 1:
-		h.refuse(w, r, ev, keyInvalid("the request has more than one "+h.s.keyHeader+" field"))
+		h.refuse(w, r, ex, ev, keyInvalid("the request has more than one "+h.s.keyHeader+" field"))
 		return nil, true
 	}
 	key, err := wire.ParseKey(fields[0])
 	if err != nil {
-		h.refuse(w, r, ev, keyInvalid(h.s.keyHeader+": "+err.Error()))
+		h.refuse(w, r, ex, ev, keyInvalid(h.s.keyHeader+": "+err.Error()))
 		return nil, true
 	}
 	ev.Key = key
 	if h.s.expired(r) {
-		h.refuse(w, r, ev, deadlineExpired(h.s.deadlineHeader))
+		h.refuse(w, r, ex, ev, deadlineExpired(h.s.deadlineHeader))
 		return nil, true
 	}
 	body, p := readBody(r, h.s.MaxRequestBytes)
 	if p != nil {
-		h.refuse(w, r, ev, *p)
+		h.refuse(w, r, ex, ev, *p)
 		return nil, true
 	}
 	return h.claim(r, ev, body, ex != nil), false
@@ -238,7 +238,7 @@ func readBody(r *http.Request, limit int64) ([]byte, *problem) {
 }
 
 // refuse answers with a problem instead of running the handler.
-func (h *handler) refuse(w http.ResponseWriter, r *http.Request, ev Event, p problem) {
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, ex Exchange, ev Event, p problem) {
 	ev.Status, ev.Problem = p.status, p.name
 	call(h.s.Hooks.Refused, r.Context(), ev)
 	level := slog.LevelInfo
@@ -247,15 +247,22 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, ev Event, p pro
 	}
 	h.s.log(r.Context(), level, "idem: refused", ev)
 	p.st.ref = refOfEvent(ev)
-	h.s.writeRefusal(w, r, p)
+	if !p.handTo(ex) {
+		h.s.writeRefusal(w, r, p)
+	}
 }
 
 // replay answers with a stored response, which expires at expires (zero:
 // not told).
-func (h *handler) replay(w http.ResponseWriter, r *http.Request, ev Event, res *Response, expires time.Time) {
+func (h *handler) replay(w http.ResponseWriter, r *http.Request, ex Exchange, ev Event, res *Response, expires time.Time) {
 	ev.Status = res.Status
 	call(h.s.Hooks.Replayed, r.Context(), ev)
 	h.s.log(r.Context(), slog.LevelDebug, "idem: replayed", ev)
+	st := standing{state: wire.StateCompleted, ref: refOfEvent(ev), expires: expires}
+	if a, ok := ex.(Answerer); ok {
+		a.Replay(res, st.outcome())
+		return
+	}
 	header := w.Header()
 	for name, values := range res.Header {
 		if h.s.allow(name) {
@@ -263,7 +270,7 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request, ev Event, res *
 		}
 	}
 	header.Set(wire.HeaderReplayed, "true")
-	standing{state: wire.StateCompleted, ref: refOfEvent(ev), expires: expires}.write(header)
+	st.write(header)
 	if bodyAllowed(res.Status) {
 		header.Set("Content-Length", strconv.Itoa(len(res.Body)))
 	}
