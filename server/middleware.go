@@ -76,6 +76,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, ex Exchange) (an
 	ev := c.event()
 	ev.Elapsed, ev.Waited, ev.RouteIsPath = time.Since(start), res.Waited, h.routeIsPath(r, ex)
 	switch {
+	case errors.Is(err, ErrUnstorableScope):
+		ev.Err = err
+		h.refuse(w, r, ex, ev, scopeUnstorable(err))
 	case err != nil:
 		ev.Err = err
 		h.refuse(w, r, ex, ev, storeUnavailable())

@@ -261,9 +261,14 @@ func TestOperatorFindsEveryScopeTheMiddlewareStores(t *testing.T) {
 				Route: func(*http.Request) string { return op.Route }}
 			mux.Handle("POST /v1/charges", Middleware(k.store, quiet(cfg))(&charge{k: k}))
 			srv := serve(t, mux)
-			stored := post(t, srv, "/v1/charges", op.Key, "{}").status == http.StatusCreated
+			res := post(t, srv, "/v1/charges", op.Key, "{}")
+			stored := res.status == http.StatusCreated
 			if k.pool == nil || i < 6 {
 				require.True(t, stored, "scope %d: the middleware stores it on %s", i, k.name)
+			} else {
+				// Bad input gets a clear error that a retry will not loop on.
+				assert.Equal(t, http.StatusBadRequest, res.status, "scope %d: Postgres cannot keep it: 400, not 503", i)
+				assert.Contains(t, res.body, "scope-unstorable", "scope %d", i)
 			}
 			rec, err := ops.Lookup(ctx, op, false)
 			if !stored {

@@ -100,6 +100,11 @@ func (s *PostgresStore) Claim(ctx context.Context, c *Claim) (ClaimResult, error
 		res.Waited = true
 		return res, nil
 	}
+	// 22021: a byte sequence the database's encoding refuses (not UTF-8,
+	// or a NUL), in the scope's text columns.
+	if errors.As(err, &pgErr) && pgErr.Code == "22021" {
+		return res, fmt.Errorf("%w: %s", ErrUnstorableScope, pgErr.Message)
+	}
 	return res, err
 }
 

@@ -16,6 +16,7 @@ const (
 	problemTooLarge         = "request-too-large"  // 413: the body is over MaxRequestBytes
 	problemUnreadable       = "request-unreadable" // 400: reading the body failed
 	problemStoreUnavailable = "store-unavailable"  // 503: the claim failed; nothing ran
+	problemScopeUnstorable  = "scope-unstorable"   // 400: the store cannot keep the request's scope (ErrUnstorableScope); nothing ran
 	problemCommitFailed     = "commit-failed"      // 500, or 503 when the store was lost: the outcome did not commit (or is unknown)
 	problemReplayForbidden  = "replay-forbidden"   // 403: Config.AuthorizeReplay refused the caller a stored response
 	problemDeadlineExpired  = "deadline-expired"   // 504: the client's deadline passed before the request arrived; nothing ran
@@ -86,6 +87,12 @@ func unreadable(err error) problem {
 func deadlineExpired(header string) problem {
 	return problem{st: standing{state: wire.StateUnknown}, status: http.StatusGatewayTimeout, name: problemDeadlineExpired, title: "Deadline expired",
 		detail: "the request's " + header + " says that its client stopped waiting before it arrived; it was not processed, and a retry with the same key will be"}
+}
+
+func scopeUnstorable(err error) problem {
+	return problem{st: nothingDone(""), status: http.StatusBadRequest, name: problemScopeUnstorable, title: "Scope cannot be stored",
+		detail: "the tenant, principal or route that this request is made for cannot be kept by the idempotency store (" + err.Error() +
+			"); it was not processed, and a retry of the same request will not be either"}
 }
 
 func storeUnavailable() problem {

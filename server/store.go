@@ -109,6 +109,14 @@ type Store interface {
 // stale token.
 var ErrLeaseLost = errors.New("server: lease lost: another attempt owns the key")
 
+// ErrUnstorableScope is what a store's Claim should return (wrapped) when
+// it cannot keep the request's scope at all, whatever the retry: a
+// tenant, principal or route whose bytes its columns refuse (PostgreSQL's
+// text takes no NUL byte and only UTF-8). The middleware answers it 400
+// scope-unstorable, never 503, since a retry cannot succeed
+// (docs/CONTRACT.md §4).
+var ErrUnstorableScope = errors.New("server: the store cannot keep this scope")
+
 // errClaimContention is returned when a claim kept finding the record
 // changed under it (deleted, taken over) and gave up.
 var errClaimContention = errors.New("server: claim did not settle: the record kept changing")
