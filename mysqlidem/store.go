@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemkit/idem/internal/localclaim"
 	"github.com/idemkit/idem/internal/trace"
 	"github.com/idemkit/idem/server"
 )
@@ -28,7 +29,7 @@ import (
 // It is safe for concurrent use.
 type Store struct {
 	db    *sql.DB
-	local localClaims
+	local localclaim.Set
 
 	flavourOnce sync.Once
 	mariaDB     bool // MariaDB: SET STATEMENT bounds a statement's lock wait
@@ -61,7 +62,7 @@ func (s *Store) Claim(ctx context.Context, c *server.Claim) (server.ClaimResult,
 		return s.claimLeased(ctx, c)
 	}
 	res, err := s.claimTx(ctx, c)
-	if errors.Is(err, errLockWait) || errors.Is(err, errPoolBusy) && s.local.has(c.Scope) {
+	if errors.Is(err, errLockWait) || errors.Is(err, errPoolBusy) && s.local.Has(c.Scope) {
 		return server.ClaimResult{Verdict: server.VerdictInFlight, Waited: true}, nil
 	}
 	return res, err

@@ -75,7 +75,7 @@ func (s *Store) claimTxOnce(ctx context.Context, c *server.Claim, deadline time.
 		_ = conn.Close()
 		return res, err
 	}
-	s.local.add(c.Scope)
+	s.local.Add(c.Scope)
 	res.Attempt = &txAttempt{s: s, conn: conn, tx: tx, c: c, token: token, n: g.attempt, fresh: g.inserted, began: began}
 	return res, nil
 }
@@ -261,5 +261,5 @@ func (a *txAttempt) clearEnded(ctx context.Context) {
 // end gives the connection back to db and the scope up on this node.
 func (a *txAttempt) end() {
 	_ = a.conn.Close()
-	a.s.local.remove(a.c.Scope)
+	a.s.local.Remove(a.c.Scope)
 }

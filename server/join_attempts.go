@@ -63,7 +63,7 @@ func (a *pgTxAttempt) endJoined(ctx context.Context) (bool, error) {
 		err = conn.QueryRow(ctx, sqlJoined, a.c.Scope[:], [16]byte(a.token)).Scan(&ok)
 	}
 	a.conn.Release() // the pool destroys it unless idle
-	a.s.local.remove(a.c.Scope)
+	a.s.local.Remove(a.c.Scope)
 	return ok, err
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemkit/idem/internal/localclaim"
 	"github.com/idemkit/idem/internal/trace"
 )
 
@@ -45,7 +46,7 @@ var _ DB = (*pgxpool.Pool)(nil)
 // commit. It is safe for concurrent use.
 type PostgresStore struct {
 	db    DB
-	local localClaims
+	local localclaim.Set
 	// clock is added to the database's statement_timestamp(); tests move
 	// time with it. Nil means zero.
 	clock func() time.Duration
@@ -95,7 +96,7 @@ func (s *PostgresStore) Claim(ctx context.Context, c *Claim) (ClaimResult, error
 	// the first request's transaction is still open), or for a connection
 	// while an attempt of the key runs on this node, is in flight.
 	pgErr := (*pgconn.PgError)(nil)
-	if errors.As(err, &pgErr) && pgErr.Code == "55P03" || errors.Is(err, errPoolBusy) && s.local.has(c.Scope) {
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" || errors.Is(err, errPoolBusy) && s.local.Has(c.Scope) {
 		res = inFlight(0)
 		res.Waited = true
 		return res, nil

@@ -126,17 +126,3 @@ VALUES ($1, '', '', $2, $3, $4, $5, 'done', $6, 1, now(), now() + interval '1 ho
 	assert.Equal(t, "foreign", retry.body, "the record that committed first stands")
 	assert.Equal(t, 1, runs)
 }
-
-// A scope claimed twice on this store (a duplicate that won the lock
-// before the first attempt removed its claim) stays claimed until both
-// are removed.
-func TestLocalClaimsCountEachClaim(t *testing.T) {
-	var l localClaims
-	scope := fingerprint.Scope("t", "p", "POST /x", "k")
-	l.add(scope)
-	l.add(scope)
-	l.remove(scope)
-	assert.True(t, l.has(scope), "the second claim still runs")
-	l.remove(scope)
-	assert.False(t, l.has(scope))
-}

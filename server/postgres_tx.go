@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -39,7 +38,7 @@ func (s *PostgresStore) claimTx(ctx context.Context, c *Claim) (ClaimResult, err
 		return res, err
 	}
 	att.s, att.conn, att.guard = s, conn, newGuardTx(&connTx{conn: conn.Conn()})
-	s.local.add(c.Scope)
+	s.local.Add(c.Scope)
 	res.Attempt = att
 	return res, nil
 }
@@ -58,40 +57,6 @@ func (s *PostgresStore) acquire(ctx context.Context, wait time.Duration) (*pgxpo
 		return nil, fmt.Errorf("%w: %w", errPoolBusy, err)
 	}
 	return conn, err
-}
-
-// localClaims are the scopes whose [Transactional] attempts run on this
-// store now, each holding a connection and its scope's lock: a request
-// that gets no connection within the wait bound and whose scope is here is
-// a duplicate (409 key-in-flight); any other gets 503 store-unavailable.
-// Each scope is counted, because a waiting duplicate can win the lock and
-// add its claim before the attempt that released the lock removes its own.
-type localClaims struct {
-	mu     sync.Mutex
-	scopes map[[32]byte]int
-}
-
-func (l *localClaims) add(scope [32]byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.scopes == nil {
-		l.scopes = make(map[[32]byte]int)
-	}
-	l.scopes[scope]++
-}
-
-func (l *localClaims) remove(scope [32]byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.scopes[scope]--; l.scopes[scope] <= 0 {
-		delete(l.scopes, scope)
-	}
-}
-
-func (l *localClaims) has(scope [32]byte) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.scopes[scope] > 0
 }
 
 // settleTx turns what the first round trip found into a verdict: a record
@@ -183,7 +148,7 @@ func (a *pgTxAttempt) Complete(ctx context.Context, res *Response) error {
 		err = a.store(ctx, res)
 	}
 	_ = endTx(ctx, a.conn) // rolls back only what did not commit
-	a.s.local.remove(a.c.Scope)
+	a.s.local.Remove(a.c.Scope)
 	if err != nil {
 		return fmt.Errorf("server: commit: %w", err)
 	}
@@ -193,7 +158,7 @@ func (a *pgTxAttempt) Complete(ctx context.Context, res *Response) error {
 // abort rolls the transaction back: claim and effects vanish together.
 func (a *pgTxAttempt) Abort(ctx context.Context, reject bool) error {
 	err := errors.Join(a.guard.close(), endTx(ctx, a.conn))
-	a.s.local.remove(a.c.Scope)
+	a.s.local.Remove(a.c.Scope)
 	if err != nil {
 		return fmt.Errorf("server: rollback: %w", err)
 	}

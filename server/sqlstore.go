@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemkit/idem/internal/localclaim"
 )
 
 // PostgresSQLStore keeps idempotency records on Postgres through
@@ -50,7 +52,7 @@ import (
 type PostgresSQLStore struct {
 	db    *sql.DB
 	pg    *PostgresStore // the claim's rules and statements, and the test clock; no pool
-	local localClaims
+	local localclaim.Set
 }
 
 // NewPostgresSQLStore returns a store on db, which must use pgx's stdlib
@@ -85,7 +87,7 @@ func (s *PostgresSQLStore) Claim(ctx context.Context, c *Claim) (ClaimResult, er
 	}
 	res, err := s.claimTx(ctx, c)
 	pgErr := (*pgconn.PgError)(nil)
-	if errors.As(err, &pgErr) && pgErr.Code == "55P03" || errors.Is(err, errPoolBusy) && s.local.has(c.Scope) {
+	if errors.As(err, &pgErr) && pgErr.Code == "55P03" || errors.Is(err, errPoolBusy) && s.local.Has(c.Scope) {
 		res = inFlight(0)
 		res.Waited = true
 		return res, nil

@@ -43,7 +43,7 @@ func (s *PostgresSQLStore) claimTx(ctx context.Context, c *Claim) (ClaimResult, 
 		_ = conn.Close()
 		return res, err
 	}
-	s.local.add(c.Scope)
+	s.local.Add(c.Scope)
 	res.Attempt = &sqlTxAttempt{s: s, conn: conn, tx: tx, c: c, token: won.token, n: won.n, fresh: won.fresh}
 	return res, nil
 }
@@ -115,7 +115,7 @@ func (a *sqlTxAttempt) Abort(ctx context.Context, reject bool) error {
 // end gives the connection back to db and the scope up on this node.
 func (a *sqlTxAttempt) end() {
 	_ = a.conn.Close()
-	a.s.local.remove(a.c.Scope)
+	a.s.local.Remove(a.c.Scope)
 }
 
 // ended returns [ErrTxEnded] when the handler ended the transaction: with
