@@ -299,3 +299,10 @@ func (f memFence) Abort(_ context.Context, reject bool) error {
 type memTxAttempt struct{ memFence }
 
 func (a memTxAttempt) Number() int { return 1 }
+
+func (memTxAttempt) inMemory() {}
+
+// inMemory is an [Attempt] whose Complete and Abort take the store's mutex
+// and return, never blocking nor reading their context: the runner gives
+// them no timeout.
+type inMemory interface{ inMemory() }

@@ -39,15 +39,21 @@ func refOfEvent(ev Event) string {
 	return OperationRef(ev.Tenant, ev.Principal, ev.Route, ev.Key)
 }
 
-// write sets the headers of st on h.
+// write sets the headers of st on h: as h.Set would, the names being
+// canonical already, with the values in one allocation.
 func (st standing) write(h http.Header) {
-	h.Set(wire.HeaderOperationState, st.state)
-	if st.ref != "" {
-		h.Set(wire.HeaderOperationRef, st.ref)
+	vs := make([]string, 0, 4)
+	set := func(name, v string) {
+		vs = append(vs, v)
+		h[name] = vs[len(vs)-1 : len(vs) : len(vs)]
 	}
-	h.Set(wire.HeaderSafeNewKey, strconv.FormatBool(st.safe))
+	set(wire.HeaderOperationState, st.state)
+	if st.ref != "" {
+		set(wire.HeaderOperationRef, st.ref)
+	}
+	set(wire.HeaderSafeNewKey, strconv.FormatBool(st.safe))
 	if !st.expires.IsZero() {
-		h.Set(wire.HeaderKeyExpires, st.expires.UTC().Format(http.TimeFormat))
+		set(wire.HeaderKeyExpires, st.expires.UTC().Format(http.TimeFormat))
 	}
 }
 
