@@ -42,18 +42,16 @@ func refOfEvent(ev Event) string {
 // write sets the headers of st on h: as h.Set would, the names being
 // canonical already, with the values in one allocation.
 func (st standing) write(h http.Header) {
-	vs := make([]string, 0, 4)
-	set := func(name, v string) {
-		vs = append(vs, v)
-		h[name] = vs[len(vs)-1 : len(vs) : len(vs)]
-	}
-	set(wire.HeaderOperationState, st.state)
+	vs := make([]string, 4)
+	vs[0], vs[1] = st.state, strconv.FormatBool(st.safe)
+	h[wire.HeaderOperationState], h[wire.HeaderSafeNewKey] = vs[0:1:1], vs[1:2:2]
 	if st.ref != "" {
-		set(wire.HeaderOperationRef, st.ref)
+		vs[2] = st.ref
+		h[wire.HeaderOperationRef] = vs[2:3:3]
 	}
-	set(wire.HeaderSafeNewKey, strconv.FormatBool(st.safe))
 	if !st.expires.IsZero() {
-		set(wire.HeaderKeyExpires, st.expires.UTC().Format(http.TimeFormat))
+		vs[3] = st.expires.UTC().Format(http.TimeFormat)
+		h[wire.HeaderKeyExpires] = vs[3:4:4]
 	}
 }
 
