@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -64,18 +65,18 @@ func (i *interceptor) intercept(ctx context.Context, req any, info *grpc.UnarySe
 	return i.answer(ctx, ex)
 }
 
-// headers sets the key and the fingerprinted metadata entries on h.
+// headers sets the key and the fingerprinted metadata entries on h. Each
+// entry is looked up alone, without a copy of all the call's metadata.
 func (i *interceptor) headers(ctx context.Context, h http.Header, req any) {
-	md, _ := metadata.FromIncomingContext(ctx)
 	if i.cfg.Key != nil {
 		if key := i.cfg.Key(req); key != "" {
 			h.Set(wire.HeaderKey, key)
 		}
-	} else if keys := md.Get(MetadataKey); len(keys) > 0 {
+	} else if keys := metadata.ValueFromIncomingContext(ctx, MetadataKey); len(keys) > 0 {
 		h[wire.HeaderKey] = keys
 	}
 	for _, name := range i.cfg.Server.FingerprintHeaders {
-		if vs := md.Get(name); len(vs) > 0 {
+		if vs := metadata.ValueFromIncomingContext(ctx, strings.ToLower(name)); len(vs) > 0 {
 			h[http.CanonicalHeaderKey(name)] = vs
 		}
 	}
