@@ -54,7 +54,7 @@ type memRecord struct {
 	point       *Recovery // the last recovery point recorded, or nil
 	resp        []byte    // the stored response: Response.MarshalBinary's form
 	expiresAt   time.Time
-	done        chan struct{} // Transactional mode: closed when the attempt ends
+	done        chan struct{} // Transactional mode: closed when the attempt ends; made by the first claim that waits
 	resolved    *Resolved     // who resolved it, when an operator did
 }
 
@@ -157,6 +157,9 @@ func (m *MemoryStore) tryClaim(c *Claim) (ClaimResult, <-chan struct{}, error) {
 		return m.insert(c, now), nil, nil
 	case vWait:
 		m.traceRead(c.Scope, rec)
+		if rec.done == nil { // the first to wait makes it
+			rec.done = make(chan struct{})
+		}
 		return ClaimResult{}, rec.done, nil
 	case vTakeover:
 		old := rec.token
@@ -188,8 +191,6 @@ func (m *MemoryStore) insert(c *Claim, now time.Time) ClaimResult {
 	}
 	if c.Mode == Leased {
 		rec.lockedUntil = now.Add(c.Lease)
-	} else {
-		rec.done = make(chan struct{})
 	}
 	m.traceInsert(c.Scope, rec)
 	m.put(c.Scope, rec)
