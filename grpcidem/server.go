@@ -1,7 +1,6 @@
 package grpcidem
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strconv"
@@ -54,10 +53,7 @@ func (i *interceptor) intercept(ctx context.Context, req any, info *grpc.UnarySe
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "grpcidem: encoding the request: %v", err)
 	}
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, info.FullMethod, bytes.NewReader(body))
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "grpcidem: %v", err)
-	}
+	r := rpcidem.NewRequest(ctx, info.FullMethod, http.Header{}, body)
 	i.headers(ctx, r.Header, req)
 	ex := &exchange{ctx: ctx, req: req, method: info.FullMethod, scope: i.cfg.Scope, handler: handler, allow: i.allow}
 	w := rpcidem.NewRecorder(http.Header{})
