@@ -1,7 +1,6 @@
 package connectidem
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -54,10 +53,7 @@ func (i *interceptor) intercept(ctx context.Context, req connect.AnyRequest, msg
 		return nil, connect.NewError(connect.CodeInternal, err)
 	}
 	procedure := req.Spec().Procedure
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, procedure, bytes.NewReader(body))
-	if err != nil {
-		return nil, connect.NewError(connect.CodeInternal, err)
-	}
+	r := rpcidem.NewRequest(ctx, procedure, http.Header{}, body)
 	i.headers(r.Header, req)
 	ex := &exchange{ctx: ctx, req: req, procedure: procedure, scope: i.cfg.Scope, next: next, allow: i.allow}
 	w := rpcidem.NewRecorder(http.Header{})

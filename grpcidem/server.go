@@ -1,10 +1,10 @@
 package grpcidem
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -53,10 +53,7 @@ func (i *interceptor) intercept(ctx context.Context, req any, info *grpc.UnarySe
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "grpcidem: encoding the request: %v", err)
 	}
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, info.FullMethod, bytes.NewReader(body))
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "grpcidem: %v", err)
-	}
+	r := rpcidem.NewRequest(ctx, info.FullMethod, http.Header{}, body)
 	i.headers(ctx, r.Header, req)
 	ex := &exchange{ctx: ctx, req: req, method: info.FullMethod, scope: i.cfg.Scope, handler: handler, allow: i.allow}
 	w := rpcidem.NewRecorder(http.Header{})
@@ -64,18 +61,18 @@ func (i *interceptor) intercept(ctx context.Context, req any, info *grpc.UnarySe
 	return i.answer(ctx, ex)
 }
 
-// headers sets the key and the fingerprinted metadata entries on h.
+// headers sets the key and the fingerprinted metadata entries on h. Each
+// entry is looked up alone, without a copy of all the call's metadata.
 func (i *interceptor) headers(ctx context.Context, h http.Header, req any) {
-	md, _ := metadata.FromIncomingContext(ctx)
 	if i.cfg.Key != nil {
 		if key := i.cfg.Key(req); key != "" {
 			h.Set(wire.HeaderKey, key)
 		}
-	} else if keys := md.Get(MetadataKey); len(keys) > 0 {
+	} else if keys := metadata.ValueFromIncomingContext(ctx, MetadataKey); len(keys) > 0 {
 		h[wire.HeaderKey] = keys
 	}
 	for _, name := range i.cfg.Server.FingerprintHeaders {
-		if vs := md.Get(name); len(vs) > 0 {
+		if vs := metadata.ValueFromIncomingContext(ctx, strings.ToLower(name)); len(vs) > 0 {
 			h[http.CanonicalHeaderKey(name)] = vs
 		}
 	}

@@ -213,3 +213,24 @@ type failingStore struct{ server.Store }
 func (failingStore) Claim(context.Context, *server.Claim) (server.ClaimResult, error) {
 	return server.ClaimResult{}, errors.New("store down")
 }
+
+// TestFingerprintedMetadata: a metadata entry that Config.Server's
+// FingerprintHeaders names (in any case) is part of the fingerprint: a
+// retry with the same entry replays, one with another value under the key
+// is refused as another request.
+func TestFingerprintedMetadata(t *testing.T) {
+	c := &counter{}
+	cc := serve(t, nil, grpcidem.Config{Server: server.Config{FingerprintHeaders: []string{"X-Account"}}}, c)
+	key := uuid.NewString()
+	call := func(account string) error {
+		ctx := metadata.AppendToOutgoingContext(keyed(t.Context(), key, "acme"), "x-account", account)
+		_, err := sample.Pay(ctx, cc, payment(t, 5))
+		return err
+	}
+	require.NoError(t, call("a-1"))
+	require.NoError(t, call("a-1"), "the same entry: a replay")
+	assert.EqualValues(t, 1, c.runs.Load(), "handler runs")
+	err := call("a-2")
+	assert.Equal(t, codes.FailedPrecondition, status.Code(err), "another entry under the key: %v", err)
+	assert.EqualValues(t, 1, c.runs.Load(), "handler runs")
+}

@@ -22,6 +22,9 @@ type MemoryStore struct {
 	mu   sync.Mutex
 	now  func() time.Time // the store's clock; tests inject one
 	recs map[[32]byte]*memRecord
+	// soonest is at or before every record's expiresAt while recs is not
+	// empty: an insert before it has no expired record to sweep.
+	soonest time.Time
 	// waiting, when set, is called with +1 as a duplicate starts waiting
 	// for a running attempt and -1 as the wait ends; tests use it to know
 	// the wait path is taken.
@@ -51,7 +54,7 @@ type memRecord struct {
 	point       *Recovery // the last recovery point recorded, or nil
 	resp        []byte    // the stored response: Response.MarshalBinary's form
 	expiresAt   time.Time
-	done        chan struct{} // Transactional mode: closed when the attempt ends
+	done        chan struct{} // Transactional mode: closed when the attempt ends; made by the first claim that waits
 	resolved    *Resolved     // who resolved it, when an operator did
 }
 
@@ -154,6 +157,9 @@ func (m *MemoryStore) tryClaim(c *Claim) (ClaimResult, <-chan struct{}, error) {
 		return m.insert(c, now), nil, nil
 	case vWait:
 		m.traceRead(c.Scope, rec)
+		if rec.done == nil { // the first to wait makes it
+			rec.done = make(chan struct{})
+		}
 		return ClaimResult{}, rec.done, nil
 	case vTakeover:
 		old := rec.token
@@ -174,7 +180,9 @@ func (m *MemoryStore) tryClaim(c *Claim) (ClaimResult, <-chan struct{}, error) {
 }
 
 func (m *MemoryStore) insert(c *Claim, now time.Time) ClaimResult {
-	m.sweepLocked(now, lazySweep, lazySweep)
+	if !now.Before(m.soonest) {
+		m.sweepLocked(now, lazySweep, lazySweep)
+	}
 	rec := &memRecord{
 		op:      Operation{Tenant: c.Tenant, Principal: c.Principal, Route: c.Route, Key: c.Key},
 		request: c.Request, createdAt: now,
@@ -183,11 +191,9 @@ func (m *MemoryStore) insert(c *Claim, now time.Time) ClaimResult {
 	}
 	if c.Mode == Leased {
 		rec.lockedUntil = now.Add(c.Lease)
-	} else {
-		rec.done = make(chan struct{})
 	}
 	m.traceInsert(c.Scope, rec)
-	m.recs[c.Scope] = rec
+	m.put(c.Scope, rec)
 	return m.claimed(c, rec, grant{attempt: 1})
 }
 
@@ -197,6 +203,20 @@ func (m *MemoryStore) claimed(c *Claim, rec *memRecord, g grant) ClaimResult {
 		return ClaimResult{Verdict: VerdictClaimed, Attempt: &leasedAttempt{fence: f, g: g}}
 	}
 	return ClaimResult{Verdict: VerdictClaimed, Attempt: memTxAttempt{f}}
+}
+
+// put keeps rec as scope's record.
+func (m *MemoryStore) put(scope [32]byte, rec *memRecord) {
+	m.noteExpiry(rec.expiresAt)
+	m.recs[scope] = rec
+}
+
+// noteExpiry keeps soonest at or before t, a record's new expiry; an
+// expiry that only grows (later) needs no note.
+func (m *MemoryStore) noteExpiry(t time.Time) {
+	if len(m.recs) == 0 || t.Before(m.soonest) {
+		m.soonest = t
+	}
 }
 
 // Sweep deletes at most limit records whose retention has passed; it skips
@@ -211,11 +231,15 @@ func (m *MemoryStore) Sweep(ctx context.Context, limit int) (int, error) {
 }
 
 // sweepLocked deletes up to limit expired records among at most scan of
-// them (Go's map order makes a partial scan start at random).
+// them (Go's map order makes a partial scan start at random). A scan that
+// looked at every record sets soonest to the soonest expiry of those
+// kept.
 func (m *MemoryStore) sweepLocked(now time.Time, limit, scan int) int {
-	deleted := 0
+	deleted, whole := 0, true
+	var soonest time.Time
 	for scope, rec := range m.recs {
 		if deleted >= limit || scan <= 0 {
+			whole = false
 			break
 		}
 		scan--
@@ -223,7 +247,12 @@ func (m *MemoryStore) sweepLocked(now time.Time, limit, scan int) int {
 			m.traceGone(trace.Sweep, scope)
 			delete(m.recs, scope)
 			deleted++
+		} else if soonest.IsZero() || rec.expiresAt.Before(soonest) {
+			soonest = rec.expiresAt
 		}
+	}
+	if whole {
+		m.soonest = soonest
 	}
 	return deleted
 }
@@ -299,3 +328,10 @@ func (f memFence) Abort(_ context.Context, reject bool) error {
 type memTxAttempt struct{ memFence }
 
 func (a memTxAttempt) Number() int { return 1 }
+
+func (memTxAttempt) inMemory() {}
+
+// inMemory is an [Attempt] whose Complete and Abort take the store's mutex
+// and return, never blocking nor reading their context: the runner gives
+// them no timeout.
+type inMemory interface{ inMemory() }

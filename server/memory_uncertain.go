@@ -44,6 +44,7 @@ func (m *MemoryStore) Resolve(ctx context.Context, op Operation, r Resolution) (
 		rec.resp, _ = r.Response.MarshalBinary() // never fails
 	} else {
 		rec.state, rec.expiresAt = stateNotApplied, now
+		m.noteExpiry(now)
 	}
 	m.traceResolve(scope, rec, true)
 	return rec.record(now), nil

@@ -225,9 +225,8 @@ func readBody(r *http.Request, limit int64) ([]byte, *problem) {
 	} else {
 		body, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
 	}
-	var tooBig *http.MaxBytesError
 	switch {
-	case int64(len(body)) > limit || errors.As(err, &tooBig):
+	case int64(len(body)) > limit || err != nil && isMaxBytes(err):
 		p := tooLarge(limit)
 		return nil, &p
 	case err != nil:
@@ -238,6 +237,13 @@ func readBody(r *http.Request, limit int64) ([]byte, *problem) {
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	r.ContentLength = int64(len(body))
 	return body, nil
+}
+
+// isMaxBytes reports an error of http.MaxBytesReader's limit. Apart from
+// readBody so that its target escapes to the heap only on an error.
+func isMaxBytes(err error) bool {
+	var tooBig *http.MaxBytesError
+	return errors.As(err, &tooBig)
 }
 
 // refuse answers with a problem instead of running the handler.

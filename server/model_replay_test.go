@@ -324,11 +324,11 @@ func (r *replayer) legacy(pid int) {
 	case *MemoryStore:
 		now := s.now()
 		s.mu.Lock()
-		s.recs[modelScope] = &memRecord{
+		s.put(modelScope, &memRecord{
 			op:        Operation{Tenant: "t", Principal: "p", Route: modelRoute, Key: "k-model"},
 			createdAt: now, fpAlg: fingerprint.Alg, fp: []byte{1}, state: stateRunning, mode: Leased,
 			token: token, attempt: 1, lockedUntil: now.Add(modelLease), expiresAt: now.Add(modelTick),
-		}
+		})
 		s.mu.Unlock()
 		f = memFence{m: s, scope: modelScope, token: token}
 	}

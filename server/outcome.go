@@ -39,15 +39,19 @@ func refOfEvent(ev Event) string {
 	return OperationRef(ev.Tenant, ev.Principal, ev.Route, ev.Key)
 }
 
-// write sets the headers of st on h.
+// write sets the headers of st on h: as h.Set would, the names being
+// canonical already, with the values in one allocation.
 func (st standing) write(h http.Header) {
-	h.Set(wire.HeaderOperationState, st.state)
+	vs := make([]string, 4)
+	vs[0], vs[1] = st.state, strconv.FormatBool(st.safe)
+	h[wire.HeaderOperationState], h[wire.HeaderSafeNewKey] = vs[0:1:1], vs[1:2:2]
 	if st.ref != "" {
-		h.Set(wire.HeaderOperationRef, st.ref)
+		vs[2] = st.ref
+		h[wire.HeaderOperationRef] = vs[2:3:3]
 	}
-	h.Set(wire.HeaderSafeNewKey, strconv.FormatBool(st.safe))
 	if !st.expires.IsZero() {
-		h.Set(wire.HeaderKeyExpires, st.expires.UTC().Format(http.TimeFormat))
+		vs[3] = st.expires.UTC().Format(http.TimeFormat)
+		h[wire.HeaderKeyExpires] = vs[3:4:4]
 	}
 }
 

@@ -158,3 +158,13 @@ func TestAuthorizeReplay(t *testing.T) {
 		assert.EqualValues(t, 2, asked.Load())
 	})
 }
+
+// TestStandingNamesCanonical guards standing.write, which sets its headers
+// by their names as given, as Header.Set would only for canonical names.
+func TestStandingNamesCanonical(t *testing.T) {
+	for _, name := range []string{wire.HeaderOperationState, wire.HeaderOperationRef, wire.HeaderSafeNewKey, wire.HeaderKeyExpires} {
+		if got := http.CanonicalHeaderKey(name); got != name {
+			t.Errorf("CanonicalHeaderKey(%q) = %q, want it unchanged", name, got)
+		}
+	}
+}

@@ -108,7 +108,7 @@ func (x *runner) settleEarly() error {
 }
 
 func (x *runner) complete(state recordState) error {
-	ctx, cancel := detached(x.ctx)
+	ctx, cancel := x.settleContext()
 	defer cancel()
 	start := time.Now()
 	err := x.att.Complete(ctx, x.cw.response(state, x.h.s.allow))
@@ -149,7 +149,7 @@ func (x *runner) commitFailed(err error) {
 // release rolls the attempt back ([Transactional]), or releases the key or
 // ends the lease ([Leased]); reject says the request itself was refused.
 func (x *runner) release(reject bool, cause error) {
-	ctx, cancel := detached(x.ctx)
+	ctx, cancel := x.settleContext()
 	defer cancel()
 	start := time.Now()
 	x.ev.Err = errors.Join(cause, x.att.Abort(ctx, reject))
@@ -160,6 +160,17 @@ func (x *runner) release(reject bool, cause error) {
 		level = slog.LevelError
 	}
 	x.h.s.log(x.ctx, level, "idem: released", x.ev)
+}
+
+// settleContext is the context of the attempt's Complete or Abort:
+// [detached], or, for an attempt that settles in memory without reading
+// its context, x.ctx without its cancellation and with no timer to start
+// and stop on every request.
+func (x *runner) settleContext() (context.Context, context.CancelFunc) {
+	if _, ok := x.att.(inMemory); ok {
+		return context.WithoutCancel(x.ctx), func() {}
+	}
+	return detached(x.ctx)
 }
 
 // onPanic releases the attempt of a handler or hook that panicked, unless

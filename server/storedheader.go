@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"maps"
 	"net/http"
 	"slices"
 )
@@ -45,7 +44,13 @@ func headerLen(h http.Header) int {
 // appendHeader appends h's stored form to b.
 func appendHeader(b []byte, h http.Header) []byte {
 	b = append(b, headerFormat)
-	for _, name := range slices.Sorted(maps.Keys(h)) {
+	var buf [16]string // most responses' names fit: no allocation
+	names := buf[:0]
+	for name := range h {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
 		b = appendString(b, name)
 		b = binary.AppendUvarint(b, uint64(len(h[name])))
 		for _, v := range h[name] {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/idemkit/idem/grpcidem"
+	"github.com/idemkit/idem/internal/proccpu"
 	"github.com/idemkit/idem/server"
 )
 
@@ -22,6 +23,7 @@ type variant struct {
 	name string
 	cc   *grpc.ClientConn
 	per  []time.Duration // the mean per call of each round
+	cpu  []time.Duration // the process's CPU time (client and server) per call of each round: on a shared host, the cost where the wall time is mostly the wait for a core
 }
 
 func overhead(ctx context.Context, dbURL string, rounds, calls int) error {
@@ -66,11 +68,13 @@ func overhead(ctx context.Context, dbURL string, rounds, calls int) error {
 	}
 	for range rounds {
 		for _, v := range vs {
+			before := proccpu.Used()
 			d, err := run(ctx, v.cc, calls)
 			if err != nil {
 				return fmt.Errorf("%s: %w", v.name, err)
 			}
 			v.per = append(v.per, d)
+			v.cpu = append(v.cpu, (proccpu.Used()-before)/time.Duration(calls))
 		}
 	}
 	report(vs, rounds, calls)
@@ -92,12 +96,13 @@ func run(ctx context.Context, cc *grpc.ClientConn, n int) (time.Duration, error)
 
 func report(vs []*variant, rounds, calls int) {
 	fmt.Printf("## overhead: %d rounds of %d sequential calls per variant, median round\n\n", rounds, calls)
-	fmt.Println("| server | µs per call (median) | rounds (µs) | vs bare |")
-	fmt.Println("|---|---|---|---|")
-	bare := median(vs[0].per)
+	fmt.Println("| server | µs per call (median) | rounds (µs) | vs bare | CPU µs per call (median) | CPU vs bare |")
+	fmt.Println("|---|---|---|---|---|---|")
+	bare, bareCPU := median(vs[0].per), median(vs[0].cpu)
 	for _, v := range vs {
-		m := median(v.per)
-		fmt.Printf("| %s | %.1f | %s | %+.1f%% |\n", v.name, us(m), list(v.per), 100*(float64(m)/float64(bare)-1))
+		m, c := median(v.per), median(v.cpu)
+		fmt.Printf("| %s | %.1f | %s | %+.1f%% | %.1f | %+.1f%% |\n", v.name, us(m), list(v.per), 100*(float64(m)/float64(bare)-1),
+			us(c), 100*(float64(c)/float64(bareCPU)-1))
 	}
 	fmt.Println()
 }

@@ -3,7 +3,6 @@ package rpcidem
 import (
 	"bytes"
 	"net/http"
-	"strconv"
 )
 
 // Recorder is the http.ResponseWriter an adapter answers to: it keeps
@@ -38,7 +37,8 @@ func (w *Recorder) Write(p []byte) (int, error) {
 
 // WriteResult answers w with res, encoded, as contentType and with the
 // HTTP status code; when encodeErr says that res could not be encoded,
-// with an empty 500 instead, which the server never stores.
+// with an empty 500 instead, which the server never stores. It sets no
+// Content-Length: the server's capture sets it, and never stores it.
 func WriteResult(w http.ResponseWriter, contentType string, code int, res *Result, encodeErr error) {
 	var body []byte
 	if encodeErr != nil {
@@ -46,8 +46,7 @@ func WriteResult(w http.ResponseWriter, contentType string, code int, res *Resul
 	} else {
 		body = res.Encode()
 	}
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Header()["Content-Type"] = []string{contentType}
 	w.WriteHeader(code)
 	_, _ = w.Write(body)
 }
