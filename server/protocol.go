@@ -36,6 +36,16 @@ func protocolUnsupported() problem {
 			"install grpcidem's interceptor on the service, or call it with the Connect protocol"}
 }
 
+// answerRefusal is the one way every refusal leaves the middleware, before
+// the handler (refuse) or after it (a commit that failed, a stale
+// completion): handed to ex when it is an [Answerer], else written in the
+// protocol of r.
+func (s *settings) answerRefusal(w http.ResponseWriter, r *http.Request, ex Exchange, p problem) {
+	if !p.handTo(ex) {
+		s.writeRefusal(w, r, p)
+	}
+}
+
 // writeRefusal writes p in the protocol of r.
 func (s *settings) writeRefusal(w http.ResponseWriter, r *http.Request, p problem) {
 	switch {
