@@ -74,7 +74,7 @@ func (x *runner) finish() {
 	case outcomeFail:
 		x.release(false, nil)
 	}
-	x.standing(o).write(x.w.Header())
+	x.tell(x.standing(o))
 	x.cw.send(true)
 }
 
@@ -104,7 +104,7 @@ func (x *runner) settleEarly() error {
 		}
 		st.state = wire.StateUnavailable
 	}
-	st.write(x.w.Header())
+	x.tell(st)
 	return nil
 }
 
