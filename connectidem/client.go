@@ -100,6 +100,7 @@ func (attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, r.Context().Err()
 	}
 	hr := response(r, err)
+	rpcidem.CopyOutcome(hr.Header, answerHeader(resp, err))
 	c.answers.Put(hr, answer{resp: resp, err: err})
 	return hr, nil
 }

@@ -125,13 +125,14 @@ func (attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 		ctx = metadata.AppendToOutgoingContext(ctx, MetadataKey, key)
 	}
 	reply := c.reply.ProtoReflect().New().Interface()
-	var trailer metadata.MD
-	err := c.invoker(ctx, c.method, c.req, reply, c.cc, append(c.opts[:len(c.opts):len(c.opts)], grpc.Trailer(&trailer))...)
+	var header, trailer metadata.MD
+	err := c.invoker(ctx, c.method, c.req, reply, c.cc, append(c.opts[:len(c.opts):len(c.opts)], grpc.Header(&header), grpc.Trailer(&trailer))...)
 	if err != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	st := status.Convert(err)
 	resp := response(r, st, trailer)
+	rpcidem.CopyOutcome(resp.Header, header)
 	c.answers.Put(resp, answer{reply: reply, st: st})
 	return resp, nil
 }

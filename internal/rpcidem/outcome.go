@@ -70,3 +70,15 @@ var infoName = map[string]string{
 	MetadataSafeNewKey:     InfoSafeNewKey,
 	MetadataKeyExpires:     InfoKeyExpires,
 }
+
+// CopyOutcome sets on h, an attempt's answer as idem's client judges it,
+// the outcome entries of md (metadata or an http.Header, whatever the
+// case of its names), so that the client's errors say where the operation
+// stands as they do over HTTP.
+func CopyOutcome[M ~map[string][]string](h http.Header, md M) {
+	for k, vs := range md {
+		if _, ok := infoName[strings.ToLower(k)]; ok && len(vs) > 0 {
+			h.Set(k, vs[0])
+		}
+	}
+}

@@ -36,3 +36,10 @@ func TestErrorInfoOfARefusal(t *testing.T) {
 	assert.Equal(t, map[string]string{"problem": "key-in-flight", InfoOperationState: "in-flight", InfoOperationRef: "ab12", InfoSafeNewKey: "false"},
 		info.GetMetadata())
 }
+
+// TestCopyOutcome: the outcome entries, and only them, reach the header.
+func TestCopyOutcome(t *testing.T) {
+	h := http.Header{}
+	CopyOutcome(h, map[string][]string{MetadataOperationState: {"in-flight"}, MetadataSafeNewKey: {"false"}, "x-other": {"1"}})
+	assert.Equal(t, http.Header{wire.HeaderOperationState: {"in-flight"}, wire.HeaderSafeNewKey: {"false"}}, h)
+}
