@@ -36,12 +36,14 @@ import (
 // The interceptor is safe for concurrent use.
 func UnaryClientInterceptor(cfg idem.Config) grpc.UnaryClientInterceptor {
 	t := rpcidem.NewTransport(cfg, attempts{}, "grpcidem: UnaryClientInterceptor's idem.Config.Base must be nil: each attempt is the gRPC call")
+	bound := rpcidem.ReadyWait(cfg)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		out, ok := reply.(proto.Message)
 		if !ok {
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}
-		c := &call{method: method, req: req, reply: out, cc: cc, invoker: invoker, opts: opts}
+		c := &call{method: method, req: req, reply: out, cc: cc, invoker: invoker, opts: opts, wfr: waitForReady(opts)}
+		c.waited.Bound = bound
 		u := &url.URL{Scheme: "grpc", Host: targetHost(cc.Target()), Path: method}
 		r, err := http.NewRequestWithContext(rpcidem.WithCall(ctx, c), http.MethodPost, u.String(), nil)
 		if err != nil {
@@ -101,6 +103,8 @@ type call struct {
 	invoker grpc.UnaryInvoker
 	opts    []grpc.CallOption
 	answers rpcidem.Answers[answer]
+	waited  rpcidem.Waited // for the target to be ready; a zero Bound: fail-fast
+	wfr     *bool          // what the call options say of wait-for-ready; nil: nothing
 }
 
 // answer is one attempt's answer.
@@ -113,14 +117,18 @@ type answer struct {
 // one attempt of the call in the request's context.
 type attempts struct{}
 
-// RoundTrip makes one attempt, with the request's key in the metadata,
-// and answers with a response whose status is the code's.
+// RoundTrip makes one attempt, once the call's target is ready (or the
+// call may wait no longer), with the request's key in the metadata, and
+// answers with a response whose status is the code's.
 func (attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 	c, ok := rpcidem.CallFrom[*call](r.Context())
 	if !ok {
 		return nil, errors.New("grpcidem: a request that is no gRPC call reached the interceptor's transport")
 	}
 	ctx := r.Context()
+	if err := c.ready(ctx); err != nil {
+		return nil, err
+	}
 	if key := r.Header.Get(idem.KeyHeader); key != "" {
 		ctx = metadata.AppendToOutgoingContext(ctx, MetadataKey, key)
 	}
