@@ -35,12 +35,14 @@ import (
 // interceptor is safe for concurrent use.
 func NewClientInterceptor(cfg idem.Config) connect.Interceptor {
 	t := rpcidem.NewTransport(cfg, attempts{}, "connectidem: NewClientInterceptor's idem.Config.Base must be nil: each attempt is the Connect call")
+	bound, backoff := rpcidem.ReadyWait(cfg), cfg.Backoff
 	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 			if !req.Spec().IsClient {
 				return next(ctx, req)
 			}
-			c := &call{req: req, next: next}
+			c := &call{req: req, next: next, backoff: backoff, rand: realRand}
+			c.waited.Bound = bound
 			u, err := url.Parse(req.Spec().Procedure)
 			if err == nil && req.Peer().Addr != "" {
 				u.Scheme, u.Host = "connect", req.Peer().Addr
@@ -74,6 +76,9 @@ type call struct {
 	next connect.UnaryFunc
 
 	answers rpcidem.Answers[answer]
+	waited  rpcidem.Waited // for the target to be reachable; a zero Bound: fail-fast
+	backoff idem.Backoff   // between dials of an unreachable target
+	rand    func() float64 // the backoff's jitter
 }
 
 type answer struct {
@@ -86,7 +91,9 @@ type answer struct {
 type attempts struct{}
 
 // RoundTrip makes one attempt with the request's key and answers with a
-// response whose status is the code's.
+// response whose status is the code's. While the target cannot be
+// reached (its dials fail: nothing was sent), it dials again after a wait,
+// within the call's deadline and wait bound (awaitTarget).
 func (attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 	c, ok := rpcidem.CallFrom[*call](r.Context())
 	if !ok {
@@ -96,6 +103,18 @@ func (attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 		c.req.Header().Set(wire.HeaderKey, key)
 	}
 	resp, err := c.next(r.Context(), c.req)
+	var prev time.Duration
+	for n := 0; unreachable(err); n++ { // wait for the target, sending nothing
+		wait, ok, werr := c.awaitTarget(r.Context(), n, prev)
+		if werr != nil {
+			return nil, werr
+		}
+		if !ok {
+			break
+		}
+		prev = wait
+		resp, err = c.next(r.Context(), c.req)
+	}
 	if err != nil && r.Context().Err() != nil {
 		return nil, r.Context().Err()
 	}
