@@ -25,7 +25,14 @@ import (
 // [idem.WithKey]) in the Idempotency-Key header of every attempt; retries
 // of what is safe with full jitter inside the deadline, the retry budget
 // and a breaker per host, with the same options, errors and
-// [idem.Observer] events as the HTTP client. Each attempt is judged as the
+// [idem.Observer] events as the HTTP client. A call waits for its target
+// as gRPC's wait-for-ready does (see grpcidem.UnaryClientInterceptor): an
+// attempt whose dial fails (refused, unreachable, the name not resolved:
+// nothing was sent) dials again after cfg.Backoff's waits, spending no
+// attempt, retry token nor breaker failure, until the call's deadline
+// (DEADLINE_EXCEEDED) and, in all, cfg.MaxWait (zero: 30 s), past which
+// the failed dial is an UNAVAILABLE answer that idem retries within
+// MaxAttempts; cfg.FailFast turns the wait off. Each attempt is judged as the
 // HTTP response of its code (docs/CONTRACT.md §11; an idem refusal by its
 // ErrorInfo); a RetryInfo is its Retry-After, rounded up to whole seconds.
 // A call that ends on an answer returns it; one that ends on a local

@@ -24,7 +24,26 @@ import (
 // attempt; retries of what is safe with full jitter inside the call's
 // deadline, the retry budget and a breaker per target, with the same
 // options ([idem.WithMaxAttempts], [idem.WithoutKey], ...), errors and
-// [idem.Observer] events as the HTTP client. Each attempt is seen as an
+// [idem.Observer] events as the HTTP client.
+//
+// A call waits for its target as gRPC's wait-for-ready does, by default:
+// while the ClientConn is not READY (its dials refused or failing:
+// TRANSIENT_FAILURE), an attempt waits, sending nothing, spending no
+// attempt, retry token nor breaker failure, while grpc-go reconnects; it
+// is sent once the connection is ready. The wait ends at the call's
+// deadline (the call fails with DEADLINE_EXCEEDED, unsent) and, in all,
+// after cfg.MaxWait (zero: 30 s, as for the waits of the breaker and the
+// budget), past which the call goes on fail-fast, so that a call without
+// a deadline does not wait for a dead target forever (cfg.AttemptTimeout,
+// when set, bounds each attempt's wait as it bounds the attempt). A call whose
+// options (its own, or the ClientConn's defaults) say
+// grpc.WaitForReady(false), or whose method's service config says
+// waitForReady false, or any call when cfg.FailFast is set, fails fast
+// instead: grpc-go fails an attempt at once with UNAVAILABLE, which idem
+// retries as any UNAVAILABLE answer, within MaxAttempts. Wait-for-ready is
+// the default because a keyed call that was not sent is always safe to
+// delay, and a target's restart should cost its callers latency, not
+// failures. Each attempt is seen as an
 // HTTP POST to grpc://target/pkg.Service/Method whose status is the
 // code's (docs/CONTRACT.md §11); a RetryInfo or a grpc-retry-pushback-ms
 // trailer is its Retry-After, rounded up to whole seconds. A call that
