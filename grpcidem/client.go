@@ -40,7 +40,9 @@ import (
 // grpc.WaitForReady(false), or whose method's service config says
 // waitForReady false, or any call when cfg.FailFast is set, fails fast
 // instead: grpc-go fails an attempt at once with UNAVAILABLE, which idem
-// retries as any UNAVAILABLE answer, within MaxAttempts. Wait-for-ready is
+// retries as any UNAVAILABLE answer, within MaxAttempts; one whose options
+// say grpc.WaitForReady(true) waits as grpc-go then makes it wait, past
+// MaxWait, until its deadline. Wait-for-ready is
 // the default because a keyed call that was not sent is always safe to
 // delay, and a target's restart should cost its callers latency, not
 // failures. Each attempt is seen as an
