@@ -8,9 +8,13 @@ import (
 	"time"
 )
 
-// unreachable reports whether err is a call that failed before any byte
-// was sent because its target could not be reached: a dial refused or
-// failing, or its name not resolved (by the error's type).
+// unreachable reports whether err is a call that failed because its
+// target could not be reached: a dial refused or failing, or its name not
+// resolved (by the error's type). Nothing was sent, but for one case that
+// is safe: net/http re-dials by itself only for a request it may re-send
+// (a keyed one, or an idempotent method), after a reused connection
+// broke, so a dial error that follows a send is that of a request whose
+// key (or method) makes sending it again harmless.
 func unreachable(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) {
