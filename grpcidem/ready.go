@@ -34,12 +34,13 @@ func (c *call) failFast() bool {
 
 // ready waits, sending nothing, until the call's channel is READY (it
 // connects an idle one), within ctx and what is left of the call's wait
-// bound, unless the call is fail-fast: a channel in TRANSIENT_FAILURE (its dials refused or failing)
-// keeps the attempt here while grpc-go reconnects with its own backoff.
-// It returns ctx's error when ctx ended first. When the bound ends first,
-// or the channel shuts down, it returns nil, and the attempt goes on
-// fail-fast: grpc-go fails it at once with UNAVAILABLE, unsent, which
-// idem's client judges as it judges any answer.
+// bound, unless the call is fail-fast: a channel in TRANSIENT_FAILURE
+// (its dials refused or failing) keeps the attempt here while grpc-go
+// reconnects with its own backoff. It returns ctx's error when ctx ended
+// first. When the bound ends first, or the channel shuts down, it returns
+// nil, and the attempt goes on as grpc-go makes it: fail-fast, it fails
+// at once with UNAVAILABLE, unsent, which idem's client judges as it
+// judges any answer.
 func (c *call) ready(ctx context.Context) error {
 	s := c.cc.GetState()
 	left := c.waited.Left()
