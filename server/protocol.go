@@ -72,7 +72,7 @@ func writeGRPCStatus(w http.ResponseWriter, r *http.Request, p problem) {
 	h.Set("Content-Type", ct)
 	h.Set("Grpc-Status", strconv.Itoa(code.Number))
 	h.Set("Grpc-Message", url.PathEscape(msg))
-	st := wire.StatusProto(code.Number, msg, wire.RefusalDetails(p.name, p.retryAfter))
+	st := wire.StatusProto(code.Number, msg, wire.RefusalDetails(p.name, p.retryAfter, p.st.info()))
 	h.Set("Grpc-Status-Details-Bin", base64.RawStdEncoding.EncodeToString(st))
 	w.WriteHeader(http.StatusOK)
 }
@@ -94,7 +94,7 @@ type connectDetail struct {
 func writeConnectError(w http.ResponseWriter, p problem) {
 	code := wire.RefusalCode(p.name, p.status)
 	body := connectError{Code: code.Connect, Message: p.title + ": " + p.detail}
-	for _, d := range wire.RefusalDetails(p.name, p.retryAfter) {
+	for _, d := range wire.RefusalDetails(p.name, p.retryAfter, p.st.info()) {
 		body.Details = append(body.Details, connectDetail{Type: d.Type, Value: base64.RawStdEncoding.EncodeToString(d.Value)})
 	}
 	b, _ := json.Marshal(body)

@@ -23,7 +23,7 @@ import (
 // TestConnectRequestsGetConnectErrors: every refusal of a Connect unary
 // request is a Connect error a connect client can act on (its code, the
 // ErrorInfo naming the problem, Retry-After where a retry should wait) and
-// says where the operation stands, whether the middleware refuses before
+// says where the operation stands (headers, and the ErrorInfo), whether the middleware refuses before
 // the handler (store-unavailable, scope-unstorable, deadline-expired,
 // key-missing) or after it (commit-failed, a stale completion), which
 // used to be answered with a problem document.
@@ -79,6 +79,8 @@ func TestConnectRequestsGetConnectErrors(t *testing.T) {
 			info, err := base64.RawStdEncoding.DecodeString(body.Details[0].Value)
 			require.NoError(t, err)
 			assert.True(t, bytes.Contains(info, []byte(tc.problem)), "the ErrorInfo names %s", tc.problem)
+			assert.True(t, bytes.Contains(info, []byte("operationState")) && bytes.Contains(info, []byte(tc.state)),
+				"the ErrorInfo says the operation is %s", tc.state)
 			assert.Equal(t, tc.retry, w.Header().Get("Retry-After"))
 			assert.Equal(t, tc.state, w.Header().Get("Idempotency-Operation-State"))
 		})

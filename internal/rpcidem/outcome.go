@@ -21,15 +21,6 @@ const (
 	MetadataKeyExpires     = "idempotency-key-expires"
 )
 
-// The ErrorInfo metadata entries of a refusal that say the same, in the
-// lowerCamelCase google.rpc.ErrorInfo asks for, beside "problem".
-const (
-	InfoOperationState = "operationState"
-	InfoOperationRef   = "operationRef"
-	InfoSafeNewKey     = "safeNewKey"
-	InfoKeyExpires     = "keyExpires"
-)
-
 // OutcomeEntries is o as metadata entries, by their lower-cased names
 // (a state, the safe-new-key flag, and the reference and the key's
 // expiry, an HTTP-date, when o has them); nil when o says nothing (a call
@@ -50,7 +41,7 @@ func OutcomeEntries(o server.Outcome) map[string]string {
 
 // ErrorInfo is the google.rpc.ErrorInfo of a refusal: domain idem, the
 // problem as its reason in upper snake case and as its "problem" entry,
-// and where the operation stands (InfoOperationState, ...).
+// and where the operation stands (wire.InfoOperationState, ...).
 func ErrorInfo(r server.Refusal) *errdetails.ErrorInfo {
 	md := map[string]string{"problem": r.Problem}
 	for name, v := range OutcomeEntries(r.Outcome) {
@@ -65,10 +56,10 @@ func ErrorInfo(r server.Refusal) *errdetails.ErrorInfo {
 
 // infoName is the ErrorInfo entry of each outcome metadata entry.
 var infoName = map[string]string{
-	MetadataOperationState: InfoOperationState,
-	MetadataOperationRef:   InfoOperationRef,
-	MetadataSafeNewKey:     InfoSafeNewKey,
-	MetadataKeyExpires:     InfoKeyExpires,
+	MetadataOperationState: wire.InfoOperationState,
+	MetadataOperationRef:   wire.InfoOperationRef,
+	MetadataSafeNewKey:     wire.InfoSafeNewKey,
+	MetadataKeyExpires:     wire.InfoKeyExpires,
 }
 
 // CopyOutcome sets on h, an attempt's answer as idem's client judges it,

@@ -33,7 +33,7 @@ func TestErrorInfoOfARefusal(t *testing.T) {
 	info := ErrorInfo(server.Refusal{Problem: "key-in-flight", Outcome: server.Outcome{State: "in-flight", Ref: "ab12"}})
 	assert.Equal(t, "KEY_IN_FLIGHT", info.GetReason())
 	assert.Equal(t, wire.ErrorDomain, info.GetDomain())
-	assert.Equal(t, map[string]string{"problem": "key-in-flight", InfoOperationState: "in-flight", InfoOperationRef: "ab12", InfoSafeNewKey: "false"},
+	assert.Equal(t, map[string]string{"problem": "key-in-flight", wire.InfoOperationState: "in-flight", wire.InfoOperationRef: "ab12", wire.InfoSafeNewKey: "false"},
 		info.GetMetadata())
 }
 

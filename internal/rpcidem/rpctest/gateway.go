@@ -11,7 +11,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/idemkit/idem/internal/adaptertest"
-	"github.com/idemkit/idem/internal/rpcidem"
 	"github.com/idemkit/idem/internal/wire"
 )
 
@@ -101,8 +100,8 @@ func writeFailure(w http.ResponseWriter, f *Failure) {
 			if name := md["problem"]; name != "" {
 				p.Type, p.Status = wire.DefaultProblemPrefix+name, wire.ProblemStatus(name, p.Status)
 			}
-			p.OperationState, p.OperationRef = md[rpcidem.InfoOperationState], md[rpcidem.InfoOperationRef]
-			if safe, ok := md[rpcidem.InfoSafeNewKey]; ok {
+			p.OperationState, p.OperationRef = md[wire.InfoOperationState], md[wire.InfoOperationRef]
+			if safe, ok := md[wire.InfoSafeNewKey]; ok {
 				b := safe == "true"
 				p.SafeNewKey = &b
 			}
