@@ -25,7 +25,14 @@ import (
 // [idem.WithKey]) in the Idempotency-Key header of every attempt; retries
 // of what is safe with full jitter inside the deadline, the retry budget
 // and a breaker per host, with the same options, errors and
-// [idem.Observer] events as the HTTP client. Each attempt is judged as the
+// [idem.Observer] events as the HTTP client. A call waits for its target
+// as gRPC's wait-for-ready does (see grpcidem.UnaryClientInterceptor): an
+// attempt whose dial fails (refused, unreachable, the name not resolved:
+// nothing was sent) dials again after cfg.Backoff's waits, spending no
+// attempt, retry token nor breaker failure, until the call's deadline
+// (DEADLINE_EXCEEDED) and, in all, cfg.MaxWait (zero: 30 s), past which
+// the failed dial is an UNAVAILABLE answer that idem retries within
+// MaxAttempts; cfg.FailFast turns the wait off. Each attempt is judged as the
 // HTTP response of its code (docs/CONTRACT.md §11; an idem refusal by its
 // ErrorInfo); a RetryInfo is its Retry-After, rounded up to whole seconds.
 // A call that ends on an answer returns it; one that ends on a local
@@ -35,12 +42,14 @@ import (
 // interceptor is safe for concurrent use.
 func NewClientInterceptor(cfg idem.Config) connect.Interceptor {
 	t := rpcidem.NewTransport(cfg, attempts{}, "connectidem: NewClientInterceptor's idem.Config.Base must be nil: each attempt is the Connect call")
+	bound, backoff := rpcidem.ReadyWait(cfg), cfg.Backoff
 	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 			if !req.Spec().IsClient {
 				return next(ctx, req)
 			}
-			c := &call{req: req, next: next}
+			c := &call{req: req, next: next, backoff: backoff, rand: realRand}
+			c.waited.Bound = bound
 			u, err := url.Parse(req.Spec().Procedure)
 			if err == nil && req.Peer().Addr != "" {
 				u.Scheme, u.Host = "connect", req.Peer().Addr
@@ -74,6 +83,9 @@ type call struct {
 	next connect.UnaryFunc
 
 	answers rpcidem.Answers[answer]
+	waited  rpcidem.Waited // for the target to be reachable; a zero Bound: fail-fast
+	backoff idem.Backoff   // between dials of an unreachable target
+	rand    func() float64 // the backoff's jitter
 }
 
 type answer struct {
@@ -86,7 +98,9 @@ type answer struct {
 type attempts struct{}
 
 // RoundTrip makes one attempt with the request's key and answers with a
-// response whose status is the code's.
+// response whose status is the code's. While the target cannot be
+// reached (its dials fail: nothing was sent), it dials again after a wait,
+// within the call's deadline and wait bound (awaitTarget).
 func (attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 	c, ok := rpcidem.CallFrom[*call](r.Context())
 	if !ok {
@@ -96,10 +110,23 @@ func (attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 		c.req.Header().Set(wire.HeaderKey, key)
 	}
 	resp, err := c.next(r.Context(), c.req)
+	var prev time.Duration
+	for n := 0; unreachable(err); n++ { // wait for the target, sending nothing
+		wait, ok, werr := c.awaitTarget(r.Context(), n, prev)
+		if werr != nil {
+			return nil, werr
+		}
+		if !ok {
+			break
+		}
+		prev = wait
+		resp, err = c.next(r.Context(), c.req)
+	}
 	if err != nil && r.Context().Err() != nil {
 		return nil, r.Context().Err()
 	}
 	hr := response(r, err)
+	rpcidem.CopyOutcome(hr.Header, answerHeader(resp, err))
 	c.answers.Put(hr, answer{resp: resp, err: err})
 	return hr, nil
 }

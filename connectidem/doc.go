@@ -9,7 +9,8 @@
 //     gRPC-Web).
 //   - [NewClientInterceptor]: a client option that sends each unary call
 //     through idem's client: one key per logical call, retries of what is
-//     safe, budget, breaker, the same errors and observer events as the
+//     safe, budget, breaker, waiting for the target as gRPC's
+//     wait-for-ready does, the same errors and observer events as the
 //     HTTP client.
 //
 // The key is the Idempotency-Key request header (gRPC metadata
@@ -18,7 +19,10 @@
 // message in deterministic protobuf encoding. The stored result is the
 // response message or the error (code, message, details) with the
 // allowlisted headers and trailers; a replay is marked with the
-// Idempotent-Replayed header. Refusals are *connect.Error values with the
+// Idempotent-Replayed header. Every keyed answer, the first one, a replay
+// or a refusal, says where its operation stands in the
+// Idempotency-Operation-State, -Ref, Idempotency-Safe-New-Key and
+// Idempotency-Key-Expires headers (an error's metadata). Refusals are *connect.Error values with the
 // codes and details of docs/CONTRACT.md §11. Streaming calls are not
 // intercepted.
 //

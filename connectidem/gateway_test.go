@@ -13,7 +13,6 @@ import (
 	"github.com/idemkit/idem/connectidem"
 	"github.com/idemkit/idem/internal/adaptertest"
 	"github.com/idemkit/idem/internal/rpcidem/rpctest"
-	"github.com/idemkit/idem/internal/wire"
 	"github.com/idemkit/idem/server"
 )
 
@@ -43,14 +42,19 @@ func buildConnect(app *adaptertest.App, store server.Store, cfg server.Config) h
 	srv.Config.Protocols.SetUnencryptedHTTP2(true)
 	srv.Start()
 	client := newClient(srv.URL, connect.WithGRPC())
-	return rpctest.Gateway(app, func(ctx context.Context, auth string, msg *structpb.Struct) (*structpb.Struct, bool, *rpctest.Failure) {
+	return rpctest.Gateway(app, func(ctx context.Context, auth string, msg *structpb.Struct) (*structpb.Struct, http.Header, *rpctest.Failure) {
 		req := connect.NewRequest(msg)
 		req.Header().Set("Authorization", auth)
 		resp, err := client.CallUnary(ctx, req)
 		if err != nil {
-			return nil, false, failure(err)
+			var ce *connect.Error
+			var meta http.Header
+			if errors.As(err, &ce) {
+				meta = ce.Meta()
+			}
+			return nil, meta, failure(err)
 		}
-		return resp.Msg, resp.Header().Get(wire.HeaderReplayed) == "true", nil
+		return resp.Msg, resp.Header(), nil
 	})
 }
 

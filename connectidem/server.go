@@ -79,10 +79,12 @@ func (i *interceptor) headers(h http.Header, req connect.AnyRequest) {
 
 // answer turns what the adapter gave into the call's answer: a refusal, a
 // replay (both handed to the exchange as values, server.Answerer), or the
-// rest of the chain's own answer.
+// rest of the chain's own answer; each with where its operation stands.
 func (i *interceptor) answer(ex *exchange) (connect.AnyResponse, error) {
 	if ex.refused != nil {
-		return nil, refusal(*ex.refused)
+		ce := refusal(*ex.refused)
+		setOutcome(ce.Meta(), ex.refused.Outcome)
+		return nil, ce
 	}
 	if ex.replayed != nil {
 		res, err := rpcidem.Decode(ex.replayed.Body)
@@ -90,19 +92,46 @@ func (i *interceptor) answer(ex *exchange) (connect.AnyResponse, error) {
 			return nil, connect.NewError(connect.CodeInternal, errCorrupt)
 		}
 		resp, err := storedAnswer(res)
-		var ce *connect.Error
-		switch {
-		case errors.As(err, &ce):
-			ce.Meta().Set(wire.HeaderReplayed, "true")
-		case err == nil:
-			resp.Header().Set(wire.HeaderReplayed, "true")
+		if h := answerHeader(resp, err); h != nil {
+			h.Set(wire.HeaderReplayed, "true")
+			setOutcome(h, ex.outcome)
 		}
 		return resp, err
 	}
 	if !ex.ran {
 		return nil, connect.NewError(connect.CodeInternal, errors.New("connectidem: the adapter answered neither with the handler nor with a refusal"))
 	}
-	return ex.resp, ex.err
+	err := ex.err
+	var ce *connect.Error
+	if err != nil && !errors.As(err, &ce) {
+		err = connect.NewError(connect.CodeUnknown, err) // as connect sends it
+	}
+	setOutcome(answerHeader(ex.resp, err), ex.outcome)
+	return ex.resp, err
+}
+
+// answerHeader is the header of an answer: the response's, or the error's
+// metadata; nil for neither.
+func answerHeader(resp connect.AnyResponse, err error) http.Header {
+	var ce *connect.Error
+	switch {
+	case errors.As(err, &ce):
+		return ce.Meta()
+	case err == nil && resp != nil:
+		return resp.Header()
+	}
+	return nil
+}
+
+// setOutcome sets where the operation stands on h (docs/CONTRACT.md §11),
+// when h is not nil and o says something.
+func setOutcome(h http.Header, o server.Outcome) {
+	if h == nil {
+		return
+	}
+	for name, v := range rpcidem.OutcomeEntries(o) {
+		h.Set(name, v)
+	}
 }
 
 // refusal is the *connect.Error of a refusal of the core, with an
@@ -114,13 +143,8 @@ func refusal(r server.Refusal) *connect.Error {
 		msg += ": " + r.Detail
 	}
 	ce := connect.NewError(connect.Code(wire.RefusalCode(r.Problem, r.Status).Number), errors.New(msg))
-	for _, d := range wire.RefusalDetails(r.Problem, 0) {
-		var info errdetails.ErrorInfo
-		if proto.Unmarshal(d.Value, &info) == nil {
-			if ed, err := connect.NewErrorDetail(&info); err == nil {
-				ce.AddDetail(ed)
-			}
-		}
+	if ed, err := connect.NewErrorDetail(rpcidem.ErrorInfo(r)); err == nil {
+		ce.AddDetail(ed)
 	}
 	if r.RetryAfter > 0 {
 		if ed, err := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(r.RetryAfter)}); err == nil {

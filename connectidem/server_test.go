@@ -2,6 +2,7 @@ package connectidem_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -19,7 +20,8 @@ import (
 
 // TestReplayEachProtocol: over Connect, gRPC and gRPC-Web, a retry gets
 // the first answer's message and allowlisted headers and trailers, marked
-// replayed, and the handler runs once.
+// replayed, and the handler runs once; both answers say where the
+// operation stands.
 func TestReplayEachProtocol(t *testing.T) {
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
@@ -46,6 +48,13 @@ func TestReplayEachProtocol(t *testing.T) {
 			assert.Equal(t, "p1", second.Header().Get("Payment-Id"))
 			assert.Empty(t, second.Header().Get("X-Debug"), "a header outside the allowlist is not replayed")
 			assert.Equal(t, "l1", second.Trailer().Get("Ledger"))
+			for _, h := range []http.Header{first.Header(), second.Header()} {
+				assert.Equal(t, "completed", h.Get("Idempotency-Operation-State"))
+				assert.Equal(t, "false", h.Get("Idempotency-Safe-New-Key"))
+				assert.NotEmpty(t, h.Get("Idempotency-Key-Expires"))
+			}
+			assert.NotEmpty(t, first.Header().Get("Idempotency-Operation-Ref"))
+			assert.Equal(t, first.Header().Get("Idempotency-Operation-Ref"), second.Header().Get("Idempotency-Operation-Ref"))
 		})
 	}
 }

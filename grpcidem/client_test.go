@@ -147,3 +147,34 @@ func TestClientHonoursRetryInfo(t *testing.T) {
 		})
 	}
 }
+
+// TestClientErrorSaysWhereTheOperationStands: a call that ends on a local
+// decision after an answer that said where its operation stands (header
+// metadata) returns an *idem.Error that says it too, as over HTTP.
+func TestClientErrorSaysWhereTheOperationStands(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	sample.Register(srv, sample.PayFunc(func(ctx context.Context, _ *structpb.Struct) (*structpb.Struct, error) {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(grpcidem.MetadataOperationState, "in-flight", grpcidem.MetadataOperationRef, "ab12",
+			grpcidem.MetadataSafeNewKey, "false"))
+		st, _ := status.New(codes.Unavailable, "busy").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Minute)})
+		return nil, st.Err()
+	}))
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	var mu sync.Mutex
+	var keys []string
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(grpcidem.UnaryClientInterceptor(rpctest.FastRetries(&keys, &mu))))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cc.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err = sample.Pay(ctx, cc, payment(t, 7))
+	var ie *idem.Error
+	require.True(t, errors.As(err, &ie), "an *idem.Error: %v", err)
+	assert.Equal(t, "in-flight", ie.OperationState)
+	assert.Equal(t, "ab12", ie.OperationRef)
+	assert.True(t, ie.MayHaveTakenEffect, "a new key is not safe")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/idemkit/idem/internal/rpcidem"
 	"github.com/idemkit/idem/server"
 )
 
@@ -14,6 +15,22 @@ const MetadataKey = "idempotency-key"
 // MetadataReplayed is the header metadata entry, "true", that marks a
 // replayed answer.
 const MetadataReplayed = "idempotent-replayed"
+
+// The header metadata entries that say where a keyed call's operation
+// stands, on its first answer, a replay and a refusal alike
+// (docs/CONTRACT.md §4 and §11): the HTTP headers' names, lower-cased.
+const (
+	// MetadataOperationState is the state: none, in-flight, completed,
+	// unavailable, uncertain or unknown.
+	MetadataOperationState = rpcidem.MetadataOperationState
+	// MetadataOperationRef is the reference an operator looks the
+	// operation up by.
+	MetadataOperationRef = rpcidem.MetadataOperationRef
+	// MetadataSafeNewKey is "true" when nothing was done under the key.
+	MetadataSafeNewKey = rpcidem.MetadataSafeNewKey
+	// MetadataKeyExpires is the HTTP-date until which the key is kept.
+	MetadataKeyExpires = rpcidem.MetadataKeyExpires
+)
 
 // Config configures [UnaryServerInterceptor]. Its zero value keys every
 // unary call by its idempotency-key metadata entry, in one scope for every

@@ -14,7 +14,10 @@
 // request message through [Config.Key], as AIP-155's request_id) runs at
 // most once per key and scope; a retry gets the stored response message,
 // status (code, message, details) and allowlisted metadata, marked by the
-// idempotent-replayed header metadata entry. The route is the call's full
+// idempotent-replayed header metadata entry. Every keyed answer, the first
+// one, a replay or a refusal, says where its operation stands in header
+// metadata ([MetadataOperationState], [MetadataOperationRef],
+// [MetadataSafeNewKey], [MetadataKeyExpires]). The route is the call's full
 // method name, the fingerprint the request message in deterministic proto
 // encoding. The handler finds [server.Tx] and [server.LeaseFrom] in its
 // context, as an HTTP handler does. Refusals are gRPC statuses with a

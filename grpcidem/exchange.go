@@ -24,6 +24,7 @@ type exchange struct {
 
 	refused  *server.Refusal  // the core refused the call (Answerer)
 	replayed *server.Response // the core replays a stored result (Answerer)
+	outcome  server.Outcome   // where the operation stands after a replay or a run (Answerer)
 
 	ran  bool // the handler ran
 	resp any
@@ -58,5 +59,10 @@ func (e *exchange) Next(w http.ResponseWriter, r *http.Request) {
 // error ([server.Answerer]).
 func (e *exchange) Refuse(r server.Refusal) { e.refused = &r }
 
-// Replay keeps the stored result the core replays ([server.Answerer]).
-func (e *exchange) Replay(res *server.Response, _ server.Outcome) { e.replayed = res }
+// Replay keeps the stored result the core replays and where its operation
+// stands ([server.Answerer]).
+func (e *exchange) Replay(res *server.Response, o server.Outcome) { e.replayed, e.outcome = res, o }
+
+// Settled keeps where the operation stands once the handler's answer was
+// settled ([server.Answerer]).
+func (e *exchange) Settled(o server.Outcome) { e.outcome = o }

@@ -49,15 +49,21 @@ func buildGRPC(app *adaptertest.App, store server.Store, cfg server.Config) http
 	if err != nil {
 		panic(err)
 	}
-	return rpctest.Gateway(app, func(ctx context.Context, auth string, req *structpb.Struct) (*structpb.Struct, bool, *rpctest.Failure) {
+	return rpctest.Gateway(app, func(ctx context.Context, auth string, req *structpb.Struct) (*structpb.Struct, http.Header, *rpctest.Failure) {
 		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", auth)
-		var header metadata.MD
-		resp, err := sample.Pay(ctx, cc, req, grpc.Header(&header))
+		var md metadata.MD
+		resp, err := sample.Pay(ctx, cc, req, grpc.Header(&md))
+		header := http.Header{}
+		for k, vs := range md {
+			for _, v := range vs {
+				header.Add(k, v)
+			}
+		}
 		if err != nil {
 			st := status.Convert(err)
-			return nil, false, &rpctest.Failure{Code: int(st.Code()), Message: st.Message(), Details: st.Details()}
+			return nil, header, &rpctest.Failure{Code: int(st.Code()), Message: st.Message(), Details: st.Details()}
 		}
-		return resp, len(header.Get(grpcidem.MetadataReplayed)) > 0, nil
+		return resp, header, nil
 	})
 }
 

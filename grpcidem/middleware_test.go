@@ -97,6 +97,9 @@ func TestMiddlewareConnectErrors(t *testing.T) {
 	assert.Equal(t, "google.rpc.ErrorInfo", body.Details[0].Type)
 	assert.Equal(t, "KEY_IN_FLIGHT", info.GetReason())
 	assert.Equal(t, "key-in-flight", info.GetMetadata()["problem"])
+	assert.Equal(t, "in-flight", info.GetMetadata()["operationState"])
+	assert.Equal(t, "false", info.GetMetadata()["safeNewKey"])
+	assert.NotEmpty(t, info.GetMetadata()["operationRef"])
 	assert.Positive(t, retry.GetRetryDelay().GetSeconds(), "RetryInfo's delay")
 }
 

@@ -83,31 +83,34 @@ func (i *interceptor) headers(ctx context.Context, h http.Header, req any) {
 // handler's own answer with its metadata.
 func (i *interceptor) answer(ctx context.Context, ex *exchange) (any, error) {
 	if r := ex.refused; r != nil {
+		var trailer metadata.MD
 		if r.RetryAfter > 0 {
-			_ = send(ctx, nil, metadata.Pairs(pushbackKey, strconv.FormatInt(r.RetryAfter.Milliseconds(), 10)))
+			trailer = metadata.Pairs(pushbackKey, strconv.FormatInt(r.RetryAfter.Milliseconds(), 10))
 		}
+		_ = send(ctx, outcome(r.Outcome), trailer)
 		return nil, refusal(*r).Err()
 	}
 	if ex.replayed != nil {
-		return i.replay(ctx, ex.replayed.Body)
+		return i.replay(ctx, ex.replayed.Body, ex.outcome)
 	}
 	if !ex.ran {
 		return nil, status.Error(codes.Internal, "grpcidem: the adapter answered neither with the handler nor with a refusal")
 	}
 	header, trailer := ex.stream.held()
-	if err := send(ctx, header, trailer); err != nil {
+	if err := send(ctx, metadata.Join(header, outcome(ex.outcome)), trailer); err != nil {
 		return nil, err
 	}
 	return ex.resp, ex.err
 }
 
-// replay answers with a stored result, marked in the header metadata.
-func (i *interceptor) replay(ctx context.Context, body []byte) (any, error) {
+// replay answers with a stored result, marked in the header metadata,
+// with where its operation stands.
+func (i *interceptor) replay(ctx context.Context, body []byte, o server.Outcome) (any, error) {
 	res, err := rpcidem.Decode(body)
 	if err != nil {
 		return nil, status.Error(codes.Internal, errCorrupt.Error())
 	}
-	header := metadata.Join(res.Header, metadata.Pairs(MetadataReplayed, "true"))
+	header := metadata.Join(res.Header, metadata.Pairs(MetadataReplayed, "true"), outcome(o))
 	if err := send(ctx, header, res.Trailer); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,8 @@ import (
 
 // TestReplayIsExact: a retry gets the first answer's message, status
 // details and allowlisted metadata, marked replayed, and the handler runs
-// once; metadata outside the allowlist reaches the first answer only.
+// once; metadata outside the allowlist reaches the first answer only. Both
+// answers say where the operation stands.
 func TestReplayIsExact(t *testing.T) {
 	c := &counter{}
 	c.answer = func(ctx context.Context, n int64, req *structpb.Struct) (*structpb.Struct, error) {
@@ -49,6 +50,13 @@ func TestReplayIsExact(t *testing.T) {
 	assert.Equal(t, []string{"p1"}, h2.Get("payment-id"))
 	assert.Empty(t, h2.Get("x-debug"), "metadata outside the allowlist is not replayed")
 	assert.Equal(t, []string{"l1"}, t2.Get("ledger"))
+	for _, h := range []metadata.MD{h1, h2} {
+		assert.Equal(t, []string{"completed"}, h.Get(grpcidem.MetadataOperationState))
+		assert.Equal(t, []string{"false"}, h.Get(grpcidem.MetadataSafeNewKey))
+		assert.Len(t, h.Get(grpcidem.MetadataKeyExpires), 1, "the key's expiry")
+	}
+	assert.NotEmpty(t, h1.Get(grpcidem.MetadataOperationRef))
+	assert.Equal(t, h1.Get(grpcidem.MetadataOperationRef), h2.Get(grpcidem.MetadataOperationRef), "one reference for the operation")
 }
 
 // TestStoredStatusReplays: an error answer that is the operation's own
@@ -68,7 +76,10 @@ func TestStoredStatusReplays(t *testing.T) {
 			}}
 			cc := serve(t, nil, grpcidem.Config{}, c)
 			ctx := keyed(t.Context(), uuid.NewString(), "acme")
-			_, err1 := sample.Pay(ctx, cc, payment(t, 5))
+			var h1 metadata.MD
+			_, err1 := sample.Pay(ctx, cc, payment(t, 5), grpc.Header(&h1))
+			state := map[bool]string{true: "completed", false: "none"}[tc.wantRuns == 1]
+			assert.Equal(t, []string{state}, h1.Get(grpcidem.MetadataOperationState), "the first answer's state")
 			var h metadata.MD
 			_, err2 := sample.Pay(ctx, cc, payment(t, 5), grpc.Header(&h))
 			assert.Equal(t, tc.wantRuns, c.runs.Load(), "handler runs")
@@ -79,7 +90,8 @@ func TestStoredStatusReplays(t *testing.T) {
 }
 
 // TestRefusals: each refusal is its status, with an ErrorInfo naming the
-// problem, and the handler does not run.
+// problem, and the handler does not run; its header metadata and its
+// ErrorInfo say that nothing was done under the key.
 func TestRefusals(t *testing.T) {
 	c := &counter{}
 	cc := serve(t, nil, grpcidem.Config{}, c)
@@ -98,10 +110,16 @@ func TestRefusals(t *testing.T) {
 		{"reused", keyed(t.Context(), key, "acme"), codes.FailedPrecondition, "key-reused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := sample.Pay(tc.ctx, cc, payment(t, 6))
+			var h metadata.MD
+			_, err := sample.Pay(tc.ctx, cc, payment(t, 6), grpc.Header(&h))
 			st := status.Convert(err)
 			assert.Equal(t, tc.code, st.Code(), "code of %v", err)
-			assert.Equal(t, tc.problem, errorInfo(t, st).GetMetadata()["problem"])
+			info := errorInfo(t, st).GetMetadata()
+			assert.Equal(t, tc.problem, info["problem"])
+			assert.Equal(t, []string{"none"}, h.Get(grpcidem.MetadataOperationState), "nothing was done under the key")
+			assert.Equal(t, []string{"true"}, h.Get(grpcidem.MetadataSafeNewKey))
+			assert.Equal(t, "none", info["operationState"], "the ErrorInfo says it too")
+			assert.Equal(t, "true", info["safeNewKey"])
 		})
 	}
 	assert.EqualValues(t, 1, c.runs.Load(), "handler runs")

@@ -16,6 +16,14 @@ type Answerer interface {
 	// Replay takes the operation's stored response for a retry; res must
 	// not be modified.
 	Replay(res *Response, o Outcome)
+	// Settled takes where the operation stands once the handler ran and
+	// its answer was settled (stored: completed; rolled back or the key
+	// released: none; left for a retry to take over: in-flight; a
+	// streamed answer: unavailable), before that answer goes out through
+	// Next's writer, which then carries no outcome headers. Serve calls
+	// it at most once, after Next, and not when the answer could not be
+	// settled (Refuse takes that refusal instead).
+	Settled(o Outcome)
 }
 
 // Refusal is a refusal of the middleware, as its problem document states
@@ -42,6 +50,16 @@ type Outcome struct {
 // outcome is st as an [Outcome].
 func (st standing) outcome() Outcome {
 	return Outcome{State: st.state, Ref: st.ref, SafeNewKey: st.safe, Expires: st.expires}
+}
+
+// tell states where the run's operation stands: handed to an [Answerer]
+// exchange, else written as the headers of the handler's answer.
+func (x *runner) tell(st standing) {
+	if a, ok := x.ex.(Answerer); ok {
+		a.Settled(st.outcome())
+		return
+	}
+	st.write(x.w.Header())
 }
 
 // handTo hands p to ex when ex is an [Answerer], and reports whether it

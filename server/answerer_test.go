@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,10 @@ type answeringExchange struct {
 	refusals []server.Refusal
 	replays  []*server.Response
 	outcome  server.Outcome
+	settled  []server.Outcome
 }
+
+func (e *answeringExchange) Settled(o server.Outcome) { e.settled = append(e.settled, o) }
 
 func (e *answeringExchange) Refuse(r server.Refusal) { e.refusals = append(e.refusals, r) }
 
@@ -66,6 +70,50 @@ func TestAnswererTakesRefusalsAndReplays(t *testing.T) {
 	assert.Equal(t, "none", r.Outcome.State)
 	assert.True(t, r.Outcome.SafeNewKey)
 	assert.Zero(t, r.RetryAfter)
+}
+
+// TestAnswererTakesTheOutcomeOfARun: an Answerer gets where the operation
+// stands once the handler's answer was settled (Settled), once, in place
+// of the outcome headers on the writer: completed with the reference and
+// the key's expiry for a stored answer; none, safe, for a failure rolled
+// back; nothing for a refusal or a replay.
+func TestAnswererTakesTheOutcomeOfARun(t *testing.T) {
+	a := server.NewAdapter(nil, server.Config{})
+	for _, tc := range []struct {
+		status int
+		state  string
+		safe   bool
+	}{
+		{http.StatusCreated, "completed", false},
+		{http.StatusInternalServerError, "none", true},
+	} {
+		ex := &answeringExchange{fakeExchange: fakeExchange{route: "POST /v1/x", tenant: "acme", status: tc.status}}
+		r := httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader("{}"))
+		r.Header.Set("Idempotency-Key", "k-"+strconv.Itoa(tc.status))
+		w := httptest.NewRecorder()
+		before := time.Now()
+		require.False(t, a.Serve(w, r, ex))
+		require.Equal(t, tc.status, w.Code)
+		assert.Empty(t, w.Header().Get("Idempotency-Operation-State"), "the outcome goes to Settled, not to the writer")
+		require.Len(t, ex.settled, 1, "Settled calls for %d", tc.status)
+		o := ex.settled[0]
+		assert.Equal(t, tc.state, o.State)
+		assert.Equal(t, tc.safe, o.SafeNewKey)
+		assert.Equal(t, server.OperationRef("acme", "alice", "POST /v1/x", "k-"+strconv.Itoa(tc.status)), o.Ref)
+		if tc.state == "completed" {
+			assert.True(t, o.Expires.After(before), "the key's expiry %v", o.Expires)
+		}
+		assert.Empty(t, ex.refusals)
+
+		again := &answeringExchange{fakeExchange: fakeExchange{route: "POST /v1/x", tenant: "acme", status: tc.status}}
+		r = httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader("{}"))
+		r.Header.Set("Idempotency-Key", "k-"+strconv.Itoa(tc.status))
+		a.Serve(httptest.NewRecorder(), r, again)
+		if tc.state == "completed" {
+			assert.Len(t, again.replays, 1)
+			assert.Empty(t, again.settled, "a replay is not a run")
+		}
+	}
 }
 
 // TestAnswererTakesTheWaitOfARefusal: a refusal that says to wait (a

@@ -152,5 +152,6 @@ func (x *runner) finishJoined() {
 	x.cw.status, x.cw.header = x.joined.status, x.joined.header
 	x.cw.body.Reset()
 	x.cw.body.Write(x.joined.body)
+	x.tell(x.standing(outcomeStore))
 	x.cw.send(true)
 }

@@ -226,7 +226,7 @@ func payWith(t *testing.T, srv *httptest.Server, key, fail string) (sqlReply, er
 
 // The same key twice makes one row, and the retry replays the first
 // response byte for byte: what the handler wrote after StoreInTx is not
-// sent.
+// sent. Both say where the operation stands.
 func TestStoreInTxSameKeyTwice(t *testing.T) {
 	eachJoin(t, func(t *testing.T, k *joinKit, _ func(time.Duration)) {
 		srv := k.serve(t)
@@ -240,6 +240,9 @@ func TestStoreInTxSameKeyTwice(t *testing.T) {
 		assert.Equal(t, first.status, again.status)
 		assert.Equal(t, first.body, again.body, "the replay is byte for byte")
 		assert.Equal(t, first.header.Values("X-Trace"), again.header.Values("X-Trace"))
+		assert.Equal(t, "completed", first.header.Get("Idempotency-Operation-State"), "the first answer says where the operation stands")
+		assert.NotEmpty(t, first.header.Get("Idempotency-Key-Expires"))
+		assert.Equal(t, again.header.Get("Idempotency-Operation-Ref"), first.header.Get("Idempotency-Operation-Ref"))
 		assert.Equal(t, 1, k.rows(t, "k-join"))
 		assert.EqualValues(t, 1, k.runs.Load())
 	})

@@ -256,9 +256,7 @@ func (h *handler) refuse(w http.ResponseWriter, r *http.Request, ex Exchange, ev
 	}
 	h.s.log(r.Context(), level, "idem: refused", ev)
 	p.st.ref = refOfEvent(ev)
-	if !p.handTo(ex) {
-		h.s.writeRefusal(w, r, p)
-	}
+	h.s.answerRefusal(w, r, ex, p)
 }
 
 // replay answers with a stored response, which expires at expires (zero:

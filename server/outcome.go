@@ -55,6 +55,23 @@ func (st standing) write(h http.Header) {
 	}
 }
 
+// info is st as the ErrorInfo metadata entries of a refusal's RPC answer
+// (docs/CONTRACT.md §11): the values of its headers; nil when st says
+// nothing (protocol-unsupported).
+func (st standing) info() map[string]string {
+	if st.state == "" {
+		return nil
+	}
+	m := map[string]string{wire.InfoOperationState: st.state, wire.InfoSafeNewKey: strconv.FormatBool(st.safe)}
+	if st.ref != "" {
+		m[wire.InfoOperationRef] = st.ref
+	}
+	if !st.expires.IsZero() {
+		m[wire.InfoKeyExpires] = st.expires.UTC().Format(http.TimeFormat)
+	}
+	return m
+}
+
 // nothingDone is the standing of a request that did nothing under its key.
 func nothingDone(ref string) standing { return standing{state: wire.StateNone, ref: ref, safe: true} }
 

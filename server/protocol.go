@@ -36,6 +36,16 @@ func protocolUnsupported() problem {
 			"install grpcidem's interceptor on the service, or call it with the Connect protocol"}
 }
 
+// answerRefusal is the one way every refusal leaves the middleware, before
+// the handler (refuse) or after it (a commit that failed, a stale
+// completion): handed to ex when it is an [Answerer], else written in the
+// protocol of r.
+func (s *settings) answerRefusal(w http.ResponseWriter, r *http.Request, ex Exchange, p problem) {
+	if !p.handTo(ex) {
+		s.writeRefusal(w, r, p)
+	}
+}
+
 // writeRefusal writes p in the protocol of r.
 func (s *settings) writeRefusal(w http.ResponseWriter, r *http.Request, p problem) {
 	switch {
@@ -62,7 +72,7 @@ func writeGRPCStatus(w http.ResponseWriter, r *http.Request, p problem) {
 	h.Set("Content-Type", ct)
 	h.Set("Grpc-Status", strconv.Itoa(code.Number))
 	h.Set("Grpc-Message", url.PathEscape(msg))
-	st := wire.StatusProto(code.Number, msg, wire.RefusalDetails(p.name, p.retryAfter))
+	st := wire.StatusProto(code.Number, msg, wire.RefusalDetails(p.name, p.retryAfter, p.st.info()))
 	h.Set("Grpc-Status-Details-Bin", base64.RawStdEncoding.EncodeToString(st))
 	w.WriteHeader(http.StatusOK)
 }
@@ -84,7 +94,7 @@ type connectDetail struct {
 func writeConnectError(w http.ResponseWriter, p problem) {
 	code := wire.RefusalCode(p.name, p.status)
 	body := connectError{Code: code.Connect, Message: p.title + ": " + p.detail}
-	for _, d := range wire.RefusalDetails(p.name, p.retryAfter) {
+	for _, d := range wire.RefusalDetails(p.name, p.retryAfter, p.st.info()) {
 		body.Details = append(body.Details, connectDetail{Type: d.Type, Value: base64.RawStdEncoding.EncodeToString(d.Value)})
 	}
 	b, _ := json.Marshal(body)

@@ -17,6 +17,7 @@ import (
 type runner struct {
 	h       *handler
 	w       http.ResponseWriter
+	r       *http.Request // the request as the handler was given it: its protocol answers a refusal
 	ex      Exchange // the framework's view of the request (Answerer: takes a refusal as a value)
 	cw      *capture
 	att     Attempt
@@ -30,7 +31,7 @@ type runner struct {
 }
 
 func (h *handler) run(w http.ResponseWriter, r *http.Request, ev Event, c *Claim, att Attempt, ex Exchange, expires time.Time) {
-	x := &runner{h: h, w: w, ex: ex, att: att, c: c, ev: ev, expires: expires}
+	x := &runner{h: h, w: w, r: r, ex: ex, att: att, c: c, ev: ev, expires: expires}
 	if c.Mode == Leased {
 		x.ls = newLease(leasedOf(att), c.Lease)
 	}
@@ -73,7 +74,7 @@ func (x *runner) finish() {
 	case outcomeFail:
 		x.release(false, nil)
 	}
-	x.standing(o).write(x.w.Header())
+	x.tell(x.standing(o))
 	x.cw.send(true)
 }
 
@@ -103,7 +104,7 @@ func (x *runner) settleEarly() error {
 		}
 		st.state = wire.StateUnavailable
 	}
-	st.write(x.w.Header())
+	x.tell(st)
 	return nil
 }
 
@@ -131,9 +132,7 @@ func (x *runner) commitFailed(err error) {
 		x.h.s.log(x.ctx, slog.LevelWarn, "idem: stale completion refused: another attempt owns the key", x.ev)
 		p := keyInFlight(time.Second)
 		p.st.ref = refOf(x.c.Scope)
-		if !p.handTo(x.ex) {
-			x.h.s.writeProblem(x.w, p)
-		}
+		x.h.s.answerRefusal(x.w, x.r, x.ex, p)
 		return
 	}
 	x.ev.Problem = problemCommitFailed
@@ -141,9 +140,7 @@ func (x *runner) commitFailed(err error) {
 	x.h.s.log(x.ctx, slog.LevelError, "idem: commit failed", x.ev)
 	p := commitFailed(err)
 	p.st.ref = refOf(x.c.Scope)
-	if !p.handTo(x.ex) {
-		x.h.s.writeProblem(x.w, p)
-	}
+	x.h.s.answerRefusal(x.w, x.r, x.ex, p)
 }
 
 // release rolls the attempt back ([Transactional]), or releases the key or

@@ -3,7 +3,6 @@ package adaptertest
 import (
 	"context"
 	"net/http"
-	"slices"
 	"testing"
 	"time"
 
@@ -19,10 +18,9 @@ const body = `{"amount_cents": 100, "reference": "conformance-{{n}}-{{uuid}}"}`
 
 // Conformance runs every check of idemcheck against the sample API built
 // by build, on Postgres, in Transactional and in Leased mode, and fails t
-// unless each required check passes (equivalent-json only informs). A
-// check named in notOffered must report info, "not offered", instead: an
-// adapter that does not carry that part of the contract says so here.
-func Conformance(t *testing.T, build Build, notOffered ...string) {
+// unless each required check passes (equivalent-json only informs): every
+// adapter carries the whole contract, the outcome headers included.
+func Conformance(t *testing.T, build Build) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			a := start(t, build, server.Config{Mode: m.mode})
@@ -47,7 +45,7 @@ func Conformance(t *testing.T, build Build, notOffered ...string) {
 			for _, res := range report.Results {
 				got[res.Name] = res.Verdict
 				want[res.Name] = conformance.Pass
-				if !res.Required || slices.Contains(notOffered, res.Name) {
+				if !res.Required {
 					want[res.Name] = conformance.Info
 				}
 			}

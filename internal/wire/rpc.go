@@ -70,6 +70,10 @@ func ConnectStatus(c RPCCode) int {
 		return http.StatusBadRequest
 	case CodeAborted:
 		return http.StatusConflict
+	case CodePermissionDenied:
+		return http.StatusForbidden
+	case CodeDeadlineExceeded:
+		return http.StatusGatewayTimeout
 	case CodeResourceExhausted:
 		return http.StatusTooManyRequests
 	case CodeUnimplemented:

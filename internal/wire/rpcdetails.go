@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 )
 
@@ -19,16 +20,32 @@ type Detail struct {
 	Value []byte // the message's protobuf encoding
 }
 
-// RefusalDetails are the details of a refusal: a google.rpc.ErrorInfo,
-// and a google.rpc.RetryInfo when retryAfter (seconds) is positive.
-func RefusalDetails(name string, retryAfter int64) []Detail {
-	var entry []byte
-	entry = appendBytes(entry, 1, []byte("problem"))
-	entry = appendBytes(entry, 2, []byte(name))
+// The ErrorInfo metadata entries of a refusal that say where its
+// operation stands (docs/CONTRACT.md §11), beside "problem", in the
+// lowerCamelCase ErrorInfo asks for.
+const (
+	InfoOperationState = "operationState"
+	InfoOperationRef   = "operationRef"
+	InfoSafeNewKey     = "safeNewKey"
+	InfoKeyExpires     = "keyExpires"
+)
+
+// RefusalDetails are the details of a refusal: a google.rpc.ErrorInfo
+// whose metadata are "problem" and the entries of outcome (InfoOperationState,
+// ...), and a google.rpc.RetryInfo when retryAfter (seconds) is positive.
+func RefusalDetails(name string, retryAfter int64, outcome map[string]string) []Detail {
 	var info []byte
 	info = appendBytes(info, 1, []byte(strings.ToUpper(strings.ReplaceAll(name, "-", "_"))))
 	info = appendBytes(info, 2, []byte(ErrorDomain))
-	info = appendBytes(info, 3, entry)
+	info = appendEntry(info, "problem", name)
+	keys := make([]string, 0, len(outcome))
+	for k := range outcome {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		info = appendEntry(info, k, outcome[k])
+	}
 	ds := []Detail{{Type: "google.rpc.ErrorInfo", Value: info}}
 	if retryAfter > 0 {
 		var dur []byte
@@ -50,6 +67,14 @@ func StatusProto(code int, message string, details []Detail) []byte {
 		b = appendBytes(b, 3, anyMsg)
 	}
 	return b
+}
+
+// appendEntry appends an entry of ErrorInfo's metadata map (field 3).
+func appendEntry(info []byte, key, value string) []byte {
+	var entry []byte
+	entry = appendBytes(entry, 1, []byte(key))
+	entry = appendBytes(entry, 2, []byte(value))
+	return appendBytes(info, 3, entry)
 }
 
 // appendBytes appends a length-delimited field.

@@ -23,14 +23,16 @@ type Failure struct {
 }
 
 // Service is the RPC behind a gateway: the call of req with the caller's
-// Authorization, answering with the response and whether it was a
-// replay, or with a Failure.
-type Service func(ctx context.Context, authorization string, req *structpb.Struct) (resp *structpb.Struct, replayed bool, f *Failure)
+// Authorization, answering with the response or a Failure, and the
+// answer's header metadata (the replayed marker and where the operation
+// stands; as an http.Header, whatever the case of the names).
+type Service func(ctx context.Context, authorization string, req *structpb.Struct) (resp *structpb.Struct, header http.Header, f *Failure)
 
 // Gateway is the HTTP face of the service, which idemcheck talks to. It
-// only translates: the key and the body into the message, the status and
-// the replayed marker back into HTTP (docs/CONTRACT.md §11's table read
-// backwards); every decision is the interceptor's.
+// only translates: the key and the body into the message, the status, the
+// replayed marker and where the operation stands (header metadata, and
+// the ErrorInfo of a refusal) back into HTTP (docs/CONTRACT.md §11's table
+// read backwards); every decision is the interceptor's.
 func Gateway(app *adaptertest.App, call Service) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/accounts/{id}/payments", func(w http.ResponseWriter, r *http.Request) {
@@ -44,12 +46,17 @@ func Gateway(app *adaptertest.App, call Service) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		resp, replayed, failure := call(r.Context(), r.Header.Get("Authorization"), req)
+		resp, header, failure := call(r.Context(), r.Header.Get("Authorization"), req)
+		for _, name := range outcomeHeaders {
+			if v := header.Get(name); v != "" {
+				w.Header().Set(name, v)
+			}
+		}
 		if failure != nil {
 			writeFailure(w, failure)
 			return
 		}
-		if replayed {
+		if header.Get(wire.HeaderReplayed) == "true" {
 			w.Header().Set(wire.HeaderReplayed, "true")
 		}
 		f := resp.GetFields()
@@ -78,15 +85,25 @@ func Gateway(app *adaptertest.App, call Service) http.Handler {
 	return mux
 }
 
+// outcomeHeaders are the headers that say where an operation stands.
+var outcomeHeaders = []string{wire.HeaderOperationState, wire.HeaderOperationRef, wire.HeaderSafeNewKey, wire.HeaderKeyExpires}
+
 // writeFailure answers with a problem document for f: the HTTP status of
-// its problem (ErrorInfo) or its code, Retry-After from its RetryInfo.
+// its problem (ErrorInfo) or its code, the problem's operation members
+// from the ErrorInfo, Retry-After from its RetryInfo.
 func writeFailure(w http.ResponseWriter, f *Failure) {
 	p := wire.Problem{Type: "about:blank", Title: f.Message, Status: httpStatus(f.Code)}
 	for _, d := range f.Details {
 		switch d := d.(type) {
 		case *errdetails.ErrorInfo:
-			if name := d.GetMetadata()["problem"]; name != "" {
+			md := d.GetMetadata()
+			if name := md["problem"]; name != "" {
 				p.Type, p.Status = wire.DefaultProblemPrefix+name, wire.ProblemStatus(name, p.Status)
+			}
+			p.OperationState, p.OperationRef = md[wire.InfoOperationState], md[wire.InfoOperationRef]
+			if safe, ok := md[wire.InfoSafeNewKey]; ok {
+				b := safe == "true"
+				p.SafeNewKey = &b
 			}
 		case *errdetails.RetryInfo:
 			secs := int64((d.GetRetryDelay().AsDuration() + 999_999_999) / 1_000_000_000)
