@@ -88,6 +88,18 @@ func (l *limiter) acquire(ctx context.Context, policy func() waitPolicy, now fun
 	return now().Sub(began), r
 }
 
+// tryAcquire takes a slot when one is free and no call waits for one,
+// reporting whether it did: a hedge never waits for a slot.
+func (l *limiter) tryAcquire() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.line.len() == 0 && l.inflight < int(l.limit) {
+		l.inflight++
+		return true
+	}
+	return false
+}
+
 // wait keeps w in the line until it is given a slot, it must leave
 // (its bound, an overloaded line) or ctx ends.
 func (l *limiter) wait(ctx context.Context, w *waiter[struct{}], e *list.Element, pol waitPolicy, began time.Time, now func() time.Time) *refusal {
@@ -228,11 +240,36 @@ func (c *call) releaseSlot(res result) {
 	if c.limiter == nil {
 		return
 	}
+	c.limiter.releaseAfter(res, false, c.t.now)
+	c.limiter = nil
+}
+
+// releaseAfter gives back the slot of an attempt, learning from res, its
+// result, unless lost: the attempt was cancelled because another attempt
+// of its race won, which says nothing of the host.
+func (l *limiter) releaseAfter(res result, lost bool, now func() time.Time) {
+	if lost {
+		l.release(0, false, now)
+		return
+	}
 	failed := res.certainty == Ambiguous || res.certainty == Responded && res.rule != nil && res.rule.failure
 	var rtt time.Duration
 	if res.certainty == Responded && !failed {
 		rtt = res.elapsed
 	}
-	c.limiter.release(rtt, failed, c.t.now)
-	c.limiter = nil
+	l.release(rtt, failed, now)
+}
+
+// hedgeSlot takes a slot of the call's host's limiter for a hedge, at once
+// or not at all (nil, true when ConcurrencyLimit is off); a hedge without
+// one is not sent.
+func (c *call) hedgeSlot() (*limiter, bool) {
+	if !c.t.cfg.ConcurrencyLimit {
+		return nil, true
+	}
+	l := c.t.limiters.get(c.hostName())
+	if !l.tryAcquire() {
+		return nil, false
+	}
+	return l, true
 }

@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -163,5 +165,56 @@ func TestLimiterOverloadedLineWaitsTheTarget(t *testing.T) {
 	waited, r := l.acquire(context.Background(), pacedPolicy(clk), clk.now)
 	if r == nil || waited != codelTarget || waited >= codelInterval {
 		t.Fatalf("waited %s, refusal %v; want a refusal after %s, before the line's %s", waited, r, codelTarget, codelInterval)
+	}
+}
+
+// A hedge takes a slot of its host's concurrency limit like any attempt,
+// without waiting for one: with the limit full no hedge is sent (the call
+// waits for its attempt, and no budget token is spent); with a slot
+// free the hedge goes and gives its slot back when it ends; a hedge that
+// lost its race teaches the limit nothing (its cancellation is no failure
+// of the host).
+func TestLimiterBoundsHedges(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		limit    float64
+		latency  func(int) time.Duration
+		took     time.Duration
+		calls    int32
+		retries  uint64
+	}{
+		{"full", 1, slowFirst(50 * time.Millisecond), 50 * time.Millisecond, 1, 0},
+		{"room, the hedge wins", 2, slowFirst(50 * time.Millisecond), 10 * time.Millisecond, 2, 1},
+		{"room, the hedge loses", 2, func(n int) time.Duration {
+			if n == 1 {
+				return 30 * time.Millisecond
+			}
+			return time.Hour
+		}, 30 * time.Millisecond, 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &scripted{latency: tc.latency}
+				budget := NewBudget(BudgetConfig{FloorRate: 100, FloorBurst: 100})
+				tr := NewTransport(Config{Base: base, Budget: budget, ConcurrencyLimit: true,
+					Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
+				l := tr.limiters.get("http://api.test:80")
+				l.limit = tc.limit
+				start := time.Now()
+				resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
+				require.NoError(t, err)
+				discard(resp)
+				assert.Equal(t, tc.took, time.Since(start))
+				synctest.Wait()
+				assert.EqualValues(t, tc.calls, base.calls.Load(), "requests sent")
+				assert.EqualValues(t, tc.retries, budget.Stats().Retries, "tokens spent")
+				assert.Zero(t, budget.Stats().Returned, "tokens given back")
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				assert.Zero(t, l.inflight, "slots held after the call")
+				assert.Equal(t, tc.limit, l.limit, "the limit learned nothing")
+				assertHostIdle(t, tr)
+			})
+		})
 	}
 }

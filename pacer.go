@@ -162,6 +162,19 @@ func (p *pacer) take(ctx context.Context, policy func() waitPolicy, now func() t
 	return now().Sub(began), r
 }
 
+// tryTake takes the slot of a request sent at now when the pace has one
+// due and no call waits for one, reporting whether it did: a hedge never
+// waits for the pace.
+func (p *pacer) tryTake(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.line.len() > 0 || p.slot(now).After(now) {
+		return false
+	}
+	p.spend(now)
+	return true
+}
+
 func pacedBound(pol waitPolicy) string {
 	if pol.failFast {
 		return "a fail-fast call's"
@@ -226,6 +239,13 @@ func (c *call) pace(ctx context.Context) *refusal {
 	waited, r := p.take(ctx, func() waitPolicy { return c.waitPolicy(0) }, c.t.now)
 	c.waited += waited
 	return r
+}
+
+// paceHedge takes a slot of the call's host's announced quota for a
+// hedge, at once or not at all (true when the host announced none).
+func (c *call) paceHedge() bool {
+	p := c.t.pacers.get(c.hostName(), false)
+	return p == nil || p.tryTake(c.t.now())
 }
 
 // learnQuota records the quota a response announced, if any.

@@ -3,12 +3,15 @@ package idem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/internal/wire"
@@ -150,5 +153,49 @@ func TestRetryAfterMsPreferred(t *testing.T) {
 	h.Del("Retry-After-Ms")
 	if got := (sender{t: tr}).retryAfter(h); got != 2*time.Second {
 		t.Errorf("retryAfter without retry-after-ms = %s, want 2s", got)
+	}
+}
+
+// A hedge takes the pace of its host's announced quota like any attempt,
+// without waiting for it: at 10 a second the first attempt took the slot
+// and the next is 103 ms away, so no hedge is sent at 10 ms (and the
+// budget gets its token back); at 1,000 a second (a burst of 20) the hedge
+// goes, and takes a slot of the pace.
+func TestPacerPacesHedges(t *testing.T) {
+	for _, tc := range []struct {
+		quota    int
+		took     time.Duration
+		calls    int32
+		returned uint64
+	}{
+		{10, 50 * time.Millisecond, 1, 1},
+		{1000, 10 * time.Millisecond, 2, 0},
+	} {
+		t.Run(fmt.Sprint(tc.quota), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &scripted{latency: slowFirst(50 * time.Millisecond)}
+				budget := NewBudget(BudgetConfig{FloorRate: 100, FloorBurst: 100})
+				tr := NewTransport(Config{Base: base, Budget: budget, Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
+				p := tr.pacers.get("http://api.test:80", true)
+				p.learn(wire.RateLimit{Remaining: tc.quota - 1, Reset: time.Second, Quota: tc.quota, Window: time.Second}, false, time.Now())
+				start := time.Now()
+				resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
+				require.NoError(t, err)
+				discard(resp)
+				assert.Equal(t, tc.took, time.Since(start))
+				synctest.Wait()
+				assert.EqualValues(t, tc.calls, base.calls.Load(), "requests sent")
+				assert.EqualValues(t, tc.returned, budget.Stats().Returned, "tokens given back")
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				interval := time.Duration(float64(time.Second) / (paceShare * float64(tc.quota)))
+				want := start.Add(interval) // the first attempt's slot
+				if tc.calls == 2 {
+					want = start.Add(10*time.Millisecond + interval) // and the hedge's, at 10 ms
+				}
+				assert.Equal(t, want, p.tat, "the pace's slots taken")
+				assertHostIdle(t, tr)
+			})
+		})
 	}
 }
