@@ -176,12 +176,12 @@ func TestLimiterOverloadedLineWaitsTheTarget(t *testing.T) {
 // of the host).
 func TestLimiterBoundsHedges(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		limit    float64
-		latency  func(int) time.Duration
-		took     time.Duration
-		calls    int32
-		retries  uint64
+		name    string
+		limit   float64
+		latency func(int) time.Duration
+		took    time.Duration
+		calls   int32
+		retries uint64
 	}{
 		{"full", 1, slowFirst(50 * time.Millisecond), 50 * time.Millisecond, 1, 0},
 		{"room, the hedge wins", 2, slowFirst(50 * time.Millisecond), 10 * time.Millisecond, 2, 1},
