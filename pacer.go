@@ -60,12 +60,12 @@ func (ps *pacers) get(host string, create bool) *pacer {
 // concurrent use.
 type pacer struct {
 	mu       sync.Mutex
-	interval time.Duration // between sends; 0 while no policy is known
-	tau      time.Duration // the burst allowed ahead of the pace
-	tat      time.Time     // when the next send is due at the pace (GCRA)
-	closed   time.Time     // nothing left of the quota until then
+	interval time.Duration        // between sends; 0 while no policy is known
+	tau      time.Duration        // the burst allowed ahead of the pace
+	tat      time.Time            // when the next send is due at the pace (GCRA)
+	closed   time.Time            // nothing left of the quota until then
 	line     waitQueue[time.Time] // each waiter holds when it joined
-	handed   uint64 // slots handed out of the line
+	handed   uint64               // slots handed out of the line
 }
 
 // learn records what a response received at now announced; refused says
