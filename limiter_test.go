@@ -172,8 +172,8 @@ func TestLimiterOverloadedLineWaitsTheTarget(t *testing.T) {
 // without waiting for one: with the limit full no hedge is sent (the call
 // waits for its attempt, and no budget token is spent); with a slot
 // free the hedge goes and gives its slot back when it ends; a hedge that
-// lost its race teaches the limit nothing (its cancellation is no failure
-// of the host).
+// lost its race does not cut the limit (its cancellation is no failure of
+// the host).
 func TestLimiterBoundsHedges(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -182,15 +182,16 @@ func TestLimiterBoundsHedges(t *testing.T) {
 		took    time.Duration
 		calls   int32
 		retries uint64
+		after   float64 // the limit after the call: one answer raises it by 1/limit
 	}{
-		{"full", 1, slowFirst(50 * time.Millisecond), 50 * time.Millisecond, 1, 0},
-		{"room, the hedge wins", 2, slowFirst(50 * time.Millisecond), 10 * time.Millisecond, 2, 1},
+		{"full", 1, slowFirst(50 * time.Millisecond), 50 * time.Millisecond, 1, 0, 2},
+		{"room, the hedge wins", 2, slowFirst(50 * time.Millisecond), 10 * time.Millisecond, 2, 1, 2}, // answered in 0 s: no RTT
 		{"room, the hedge loses", 2, func(n int) time.Duration {
 			if n == 1 {
 				return 30 * time.Millisecond
 			}
 			return time.Hour
-		}, 30 * time.Millisecond, 2, 1},
+		}, 30 * time.Millisecond, 2, 1, 2.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -212,9 +213,26 @@ func TestLimiterBoundsHedges(t *testing.T) {
 				l.mu.Lock()
 				defer l.mu.Unlock()
 				assert.Zero(t, l.inflight, "slots held after the call")
-				assert.Equal(t, tc.limit, l.limit, "the limit learned nothing")
+				assert.Equal(t, tc.after, l.limit, "the limit learned the answer alone")
 				assertHostIdle(t, tr)
 			})
 		})
 	}
+}
+
+// The limit learns each answer's RTT with no Observer and no hedging set
+// (the attempt is timed for the limit alone): a host answering in 10 ms
+// gives the limit its minimum RTT.
+func TestLimiterLearnsTheRTT(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: func(int) time.Duration { return 10 * time.Millisecond }}
+		tr := NewTransport(Config{Base: base, ConcurrencyLimit: true})
+		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
+		require.NoError(t, err)
+		discard(resp)
+		l := tr.limiters.get("http://api.test:80")
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		assert.Equal(t, 10*time.Millisecond, l.minRTT, "the RTT learned")
+	})
 }
