@@ -115,10 +115,13 @@ func (l *limiter) wait(ctx context.Context, w *waiter[struct{}], e *list.Element
 			return &refusal{detail: fmt.Sprintf("the host's line was overloaded and the call waited %s for a slot", t.Sub(began).Round(time.Millisecond))}
 		}
 		// Look again when the call has waited codelTarget, then every
-		// codelTarget (the line may become overloaded), or at its bound.
+		// codelTarget, when the line turns overloaded, or at its bound.
 		wake := began.Add(codelTarget)
 		if !wake.After(t) {
 			wake = t.Add(codelTarget)
+		}
+		if turns := l.lastEmpty.Add(codelInterval); turns.After(t) && turns.Before(wake) {
+			wake = turns // when the line turns overloaded
 		}
 		if !pol.until.IsZero() && pol.until.Before(wake) {
 			wake = pol.until
@@ -172,6 +175,10 @@ func (l *limiter) learn(rtt time.Duration) {
 	switch {
 	case queued < vegasAlpha && l.line.len() > 0: // calls wait: grow as TCP's slow start, doubling every round trip
 		l.limit = min(l.limit+1, maxLimit)
+	case queued < vegasAlpha && 2*(l.inflight+1) < int(l.limit):
+		// Less than half the limit in use: the answer says nothing of a
+		// higher one, and a limit grown while idle would let the next
+		// overload fill the host's queue at once.
 	case queued < vegasAlpha:
 		l.limit = min(l.limit+1/l.limit, maxLimit)
 	case queued > vegasBeta:

@@ -97,6 +97,7 @@ func TestLimiterDispatchOrder(t *testing.T) {
 func TestLimiterLimitFollowsLatency(t *testing.T) {
 	now := time.Unix(100, 0)
 	l := newLimiter()
+	l.inflight = initialLimit - 1 // the limit in use
 	for range 40 {
 		l.inflight++
 		l.release(10*time.Millisecond, false, func() time.Time { return now })
@@ -235,4 +236,22 @@ func TestLimiterLearnsTheRTT(t *testing.T) {
 		defer l.mu.Unlock()
 		assert.Equal(t, 10*time.Millisecond, l.minRTT, "the RTT learned")
 	})
+}
+
+// An answer while less than half the limit is in use does not raise it: a
+// limit grown while the host was underused would let the next overload
+// fill the host's queue at once.
+func TestLimiterDoesNotGrowWhileUnderused(t *testing.T) {
+	now := func() time.Time { return time.Unix(100, 0) }
+	for _, tc := range []struct {
+		inflight int // before the answer's release
+		grows    bool
+	}{{2, false}, {initialLimit / 2, true}, {initialLimit, true}} {
+		l := newLimiter()
+		l.inflight = tc.inflight
+		l.release(10*time.Millisecond, false, now)
+		if grew := l.limit > initialLimit; grew != tc.grows {
+			t.Errorf("%d in flight: limit %.2f after an answer at the base RTT, want growth %v", tc.inflight, l.limit, tc.grows)
+		}
+	}
 }
