@@ -37,7 +37,9 @@ var ErrOverloaded = errors.New("idem: the host's concurrency limit had no slot")
 // served newest first and a call that has waited codelTarget leaves it
 // with ErrOverloaded (Facebook's adaptive LIFO and CoDel, "Fail at Scale",
 // 2015): the host then serves calls that still have time, and the client,
-// not the host's queue, turns the excess away.
+// not the host's queue, turns the excess away. Both spans are at least 10
+// and 2 of the host's least RTT (codel): against a host answering in
+// 200 ms, a call waiting 20 ms for a slot is no sign of a queue.
 const (
 	initialLimit  = 20
 	minLimit      = 1
@@ -105,22 +107,23 @@ func (l *limiter) tryAcquire() bool {
 func (l *limiter) wait(ctx context.Context, w *waiter[struct{}], e *list.Element, pol waitPolicy, began time.Time, now func() time.Time) *refusal {
 	for !w.done {
 		t := now()
-		overloaded := t.Sub(l.lastEmpty) >= codelInterval
+		interval, target := l.codel()
+		overloaded := t.Sub(l.lastEmpty) >= interval
 		switch {
 		case ctx.Err() != nil || !pol.until.IsZero() && !t.Before(pol.until):
 			l.leave(e, t)
 			return &refusal{detail: "the host's concurrency limit had no slot before " + pol.bound, cause: cmpErr(ctx.Err(), pol.ended(t))}
-		case overloaded && t.Sub(began) >= codelTarget:
+		case overloaded && t.Sub(began) >= target:
 			l.leave(e, t)
 			return &refusal{detail: fmt.Sprintf("the host's line was overloaded and the call waited %s for a slot", t.Sub(began).Round(time.Millisecond))}
 		}
 		// Look again when the call has waited codelTarget, then every
 		// codelTarget, when the line turns overloaded, or at its bound.
-		wake := began.Add(codelTarget)
+		wake := began.Add(target)
 		if !wake.After(t) {
-			wake = t.Add(codelTarget)
+			wake = t.Add(target)
 		}
-		if turns := l.lastEmpty.Add(codelInterval); turns.After(t) && turns.Before(wake) {
+		if turns := l.lastEmpty.Add(interval); turns.After(t) && turns.Before(wake) {
 			wake = turns // when the line turns overloaded
 		}
 		if !pol.until.IsZero() && pol.until.Before(wake) {
@@ -159,6 +162,25 @@ func (l *limiter) release(rtt time.Duration, failed bool, now func() time.Time) 
 	}
 }
 
+// codel returns how long the line must stay non-empty to be overloaded,
+// and how long a call may wait in an overloaded line: codelInterval and
+// codelTarget, or 10 and 2 of the host's base RTTs when longer. A wait
+// that is short beside the host's own answers is no sign of overload: a
+// host answering in 200 ms has calls wait a round trip for a slot without
+// any queue.
+func (l *limiter) codel() (interval, target time.Duration) {
+	base := l.base()
+	return max(codelInterval, 10*base), max(codelTarget, 2*base)
+}
+
+// base returns the host's least RTT known, 0 before the first answer.
+func (l *limiter) base() time.Duration {
+	if l.baseRTT > 0 && (l.minRTT == 0 || l.baseRTT < l.minRTT) {
+		return l.baseRTT
+	}
+	return l.minRTT
+}
+
 // learn moves the limit by one RTT sample.
 func (l *limiter) learn(rtt time.Duration) {
 	if l.minRTT == 0 || rtt < l.minRTT {
@@ -167,11 +189,7 @@ func (l *limiter) learn(rtt time.Duration) {
 	if l.samples++; l.samples >= rttWindow {
 		l.baseRTT, l.minRTT, l.samples = l.minRTT, 0, 0
 	}
-	base := l.minRTT
-	if l.baseRTT > 0 && l.baseRTT < base {
-		base = l.baseRTT
-	}
-	queued := l.limit * (1 - float64(base)/float64(rtt))
+	queued := l.limit * (1 - float64(l.base())/float64(rtt))
 	switch {
 	case queued < vegasAlpha && l.line.len() > 0: // calls wait: grow as TCP's slow start, doubling every round trip
 		l.limit = min(l.limit+1, maxLimit)
@@ -191,7 +209,7 @@ func (l *limiter) learn(rtt time.Duration) {
 func (l *limiter) dispatch(now time.Time) {
 	for l.line.len() > 0 && l.inflight < int(l.limit) {
 		e := l.line.front()
-		if now.Sub(l.lastEmpty) >= codelInterval {
+		if interval, _ := l.codel(); now.Sub(l.lastEmpty) >= interval {
 			e = l.line.l.Back()
 		}
 		w := l.line.take(e)

@@ -61,20 +61,28 @@ func TestLimiterWaitEndsAtTheDeadline(t *testing.T) {
 }
 
 // A released slot goes to the oldest waiter while the line is not
-// overloaded, and to the newest once it is.
+// overloaded, and to the newest once it is: once it has not been empty for
+// codelInterval, or 10 of the host's least RTT when longer.
 func TestLimiterDispatchOrder(t *testing.T) {
 	now := time.Unix(100, 0)
 	for _, tc := range []struct {
 		name      string
 		lastEmpty time.Time
+		minRTT    time.Duration // the host's least RTT known
 		want      int
 	}{
-		{"short line: oldest first", now.Add(-codelInterval / 2), 0},
-		{"overloaded: newest first", now.Add(-codelInterval), 2},
+		{"short line: oldest first", now.Add(-codelInterval / 2), 0, 0},
+		{"overloaded: newest first", now.Add(-codelInterval), 0, 2},
+		{"overloaded, a fast host: newest first", now.Add(-codelInterval), 10 * time.Millisecond, 2},
+		// A host answering in 200 ms keeps its line for 10 round trips
+		// before it is overloaded: waiting a round trip for a slot is no
+		// sign of a queue.
+		{"a slow host, its line shorter than 10 RTTs: oldest first", now.Add(-time.Second), 200 * time.Millisecond, 0},
+		{"a slow host, its line 10 RTTs long: newest first", now.Add(-2 * time.Second), 200 * time.Millisecond, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLimiter()
-			l.inflight, l.lastEmpty = initialLimit, tc.lastEmpty
+			l.inflight, l.lastEmpty, l.minRTT = initialLimit, tc.lastEmpty, tc.minRTT
 			var ws []*waiter[struct{}]
 			for range 3 {
 				w := newWaiter[struct{}](time.Time{})
