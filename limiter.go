@@ -19,8 +19,8 @@ var ErrOverloaded = errors.New("idem: the host's concurrency limit had no slot")
 // Adaptive concurrency per host: the requests in flight to a host are
 // bounded by a limit that follows the latency trend (TCP Vegas's rule, as
 // in Netflix's concurrency-limits and failsafe-go's AdaptiveLimiter): the
-// requests queued at the host are estimated as limit × (1 − minRTT/RTT);
-// fewer than vegasAlpha raise the limit by one a round trip (by one an
+// requests queued at the host are estimated as limit × (1 − (minRTT +
+// rttNoise)/RTT); fewer than vegasAlpha raise the limit by one a round trip (by one an
 // answer, doubling it every round trip, while calls wait for a slot: the
 // limit a failure cut must not starve the calls an outage left waiting),
 // more than
@@ -50,6 +50,10 @@ const (
 	codelInterval = 100 * time.Millisecond // a line not empty for so long is overloaded
 	codelTarget   = 20 * time.Millisecond  // the longest wait in an overloaded line
 	rttWindow     = 1000                   // samples between resets of the minimum RTT
+	// rttNoise is how much of an RTT above the host's least is read as
+	// the client's own scheduling rather than a queue at the host: on a
+	// host answering in 100 µs, an RTT of 500 µs says nothing of a queue.
+	rttNoise = time.Millisecond
 )
 
 // limiter bounds one host's requests in flight. Safe for concurrent use.
@@ -189,7 +193,7 @@ func (l *limiter) learn(rtt time.Duration) {
 	if l.samples++; l.samples >= rttWindow {
 		l.baseRTT, l.minRTT, l.samples = l.minRTT, 0, 0
 	}
-	queued := l.limit * (1 - float64(l.base())/float64(rtt))
+	queued := max(0, l.limit*(1-float64(l.base()+rttNoise)/float64(rtt)))
 	switch {
 	case queued < vegasAlpha && l.line.len() > 0: // calls wait: grow as TCP's slow start, doubling every round trip
 		l.limit = min(l.limit+1, maxLimit)

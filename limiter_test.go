@@ -263,3 +263,20 @@ func TestLimiterDoesNotGrowWhileUnderused(t *testing.T) {
 		}
 	}
 }
+
+// On a host answering in 100 µs, answers in 500 µs (the client's own
+// scheduling, not a queue) do not lower the limit: an RTT within rttNoise
+// of the least says nothing of a queue.
+func TestLimiterIgnoresSchedulingNoise(t *testing.T) {
+	now := func() time.Time { return time.Unix(100, 0) }
+	l := newLimiter()
+	l.inflight = initialLimit
+	l.release(100*time.Microsecond, false, now)
+	for range 40 {
+		l.inflight++
+		l.release(500*time.Microsecond, false, now)
+	}
+	if l.limit < initialLimit {
+		t.Errorf("limit %.2f after answers within 400 µs of the least RTT, want at least %d", l.limit, initialLimit)
+	}
+}
