@@ -106,6 +106,14 @@ func (l *limiter) tryAcquire() bool {
 	return false
 }
 
+// force takes a slot whatever the limit: for an attempt that another
+// pace already governs (see call.slot).
+func (l *limiter) force() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inflight++
+}
+
 // wait keeps w in the line until it is given a slot, it must leave
 // (its bound, an overloaded line) or ctx ends.
 func (l *limiter) wait(ctx context.Context, w *waiter[struct{}], e *list.Element, pol waitPolicy, began time.Time, now func() time.Time) *refusal {
@@ -249,12 +257,20 @@ func (ls *limiters) get(host string) *limiter {
 
 // slot takes a slot of the call's host's limiter for its next request
 // (nothing unless ConcurrencyLimit is set), and returns why not when it
-// has none in time.
-func (c *call) slot(ctx context.Context) *refusal {
+// has none in time. An attempt that the host's breaker released from its
+// line after an outage (tk) takes one without waiting: the breaker's
+// recovery already paces those (one more in flight per answer, half as
+// many after a failure), and a second pace in series would turn away, as
+// an overload, calls that waited out the outage.
+func (c *call) slot(ctx context.Context, tk ticket) *refusal {
 	if !c.t.cfg.ConcurrencyLimit {
 		return nil
 	}
 	c.limiter = c.t.limiters.get(c.hostName())
+	if tk.round != 0 {
+		c.limiter.force()
+		return nil
+	}
 	waited, r := c.limiter.acquire(ctx, func() waitPolicy { return c.waitPolicy(0) }, c.t.now)
 	c.waited += waited
 	if r != nil {

@@ -280,3 +280,25 @@ func TestLimiterIgnoresSchedulingNoise(t *testing.T) {
 		t.Errorf("limit %.2f after answers within 400 µs of the least RTT, want at least %d", l.limit, initialLimit)
 	}
 }
+
+// An attempt that the host's breaker released from its line after an
+// outage (its ticket names the recovery) takes a slot past the limit
+// without waiting: the recovery paces those already. Any other attempt
+// past the limit waits (a fail-fast one is refused at once).
+func TestLimiterLetsReleasedAttemptsThrough(t *testing.T) {
+	tr := NewTransport(Config{ConcurrencyLimit: true, FailFast: true})
+	req := mustGet(t, "http://api.test/item")
+	l := tr.limiters.get("http://api.test:80")
+	l.inflight = initialLimit
+	c := call{t: tr, req: req}
+	if r := c.slot(context.Background(), ticket{}); r == nil {
+		t.Fatal("a fail-fast call past the limit got a slot")
+	}
+	c = call{t: tr, req: req}
+	if r := c.slot(context.Background(), ticket{round: 1}); r != nil {
+		t.Fatalf("an attempt released by the breaker's recovery was refused: %v", r)
+	}
+	if l.inflight != initialLimit+1 {
+		t.Errorf("%d in flight, want %d", l.inflight, initialLimit+1)
+	}
+}

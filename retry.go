@@ -141,7 +141,7 @@ func (c *call) admit(ctx context.Context) (ticket, result, bool) {
 			return ticket{}, c.sender(c.attempts+1, false).refused(r), false
 		}
 	}
-	if r := c.slot(ctx); r != nil {
+	if r := c.slot(ctx, tk); r != nil {
 		tk.end(errAttemptExcluded, 0) // not sent: the breaker learns nothing of it
 		return ticket{}, c.refusedBy(r, ErrOverloaded), false
 	}
