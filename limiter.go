@@ -31,13 +31,14 @@ var ErrOverloaded = errors.New("idem: the host's concurrency limit had no slot")
 // enforces it), and because its waiting must share the client's deadline
 // rules (waitPolicy).
 //
-// A call that finds no slot waits in the host's line. While the line is
-// not overloaded (it was empty in the last codelInterval) it is served
-// oldest first, each call within its deadline; once overloaded, it is
-// served newest first and a call that has waited codelTarget leaves it
-// with ErrOverloaded (Facebook's adaptive LIFO and CoDel, "Fail at Scale",
-// 2015): the host then serves calls that still have time, and the client,
-// not the host's queue, turns the excess away. Both spans are at least 10
+// A call that finds no slot waits in the host's line, within its
+// deadline. The line is served newest first while the newest is fresh (it
+// waited less than codelTarget), else oldest first (see dispatch); once
+// the line is overloaded (it has not been empty for codelInterval), a
+// call that has waited codelTarget leaves it with ErrOverloaded
+// (Facebook's adaptive LIFO and CoDel, "Fail at Scale", 2015): the host
+// then serves calls that still have time, and the client, not the host's
+// queue, turns the excess away. Both spans are at least 10
 // and 2 of the host's least RTT (codel): against a host answering in
 // 200 ms, a call waiting 20 ms for a slot is no sign of a queue.
 const (
@@ -61,11 +62,11 @@ type limiter struct {
 	mu        sync.Mutex
 	limit     float64
 	inflight  int
-	minRTT    time.Duration // the least RTT of the window so far
-	baseRTT   time.Duration // the least RTT of the last full window
-	samples   int           // in the current window
-	line      waitQueue[struct{}]
-	lastEmpty time.Time // when the line was last empty
+	minRTT    time.Duration        // the least RTT of the window so far
+	baseRTT   time.Duration        // the least RTT of the last full window
+	samples   int                  // in the current window
+	line      waitQueue[time.Time] // each waiter holds when it joined
+	lastEmpty time.Time            // when the line was last empty
 }
 
 func newLimiter() *limiter { return &limiter{limit: initialLimit} }
@@ -88,7 +89,8 @@ func (l *limiter) acquire(ctx context.Context, policy func() waitPolicy, now fun
 	if pol.failFast {
 		return 0, &refusal{detail: fmt.Sprintf("the host's concurrency limit (%d in flight) is reached and the call is fail-fast", l.inflight)}
 	}
-	w := newWaiter[struct{}](pol.until)
+	w := newWaiter[time.Time](pol.until)
+	w.value = began
 	e := l.line.push(w)
 	r := l.wait(ctx, w, e, pol, began, now)
 	return now().Sub(began), r
@@ -116,7 +118,7 @@ func (l *limiter) force() {
 
 // wait keeps w in the line until it is given a slot, it must leave
 // (its bound, an overloaded line) or ctx ends.
-func (l *limiter) wait(ctx context.Context, w *waiter[struct{}], e *list.Element, pol waitPolicy, began time.Time, now func() time.Time) *refusal {
+func (l *limiter) wait(ctx context.Context, w *waiter[time.Time], e *list.Element, pol waitPolicy, began time.Time, now func() time.Time) *refusal {
 	for !w.done {
 		t := now()
 		interval, target := l.codel()
@@ -216,13 +218,19 @@ func (l *limiter) learn(rtt time.Duration) {
 	}
 }
 
-// dispatch hands the free slots to the line: the oldest first while it is
-// not overloaded, the newest first once it is.
+// dispatch hands the free slots to the line: the newest first while it is
+// fresh (it has waited less than the overloaded line's target), else the
+// oldest. While calls arrive faster than the host answers, the newest is
+// always fresh: the calls served are served at once, not after a wait
+// that every later call would share, and those passed over leave the line
+// once it is overloaded. When arrivals stop (a burst), the newest goes
+// stale and the rest are served oldest first.
 func (l *limiter) dispatch(now time.Time) {
+	_, target := l.codel()
 	for l.line.len() > 0 && l.inflight < int(l.limit) {
 		e := l.line.front()
-		if interval, _ := l.codel(); now.Sub(l.lastEmpty) >= interval {
-			e = l.line.l.Back()
+		if newest := l.line.l.Back(); now.Sub(l.line.at(newest).value) < target {
+			e = newest
 		}
 		w := l.line.take(e)
 		w.done = true

@@ -60,32 +60,27 @@ func TestLimiterWaitEndsAtTheDeadline(t *testing.T) {
 	}
 }
 
-// A released slot goes to the oldest waiter while the line is not
-// overloaded, and to the newest once it is: once it has not been empty for
-// codelInterval, or 10 of the host's least RTT when longer.
+// A released slot goes to the newest waiter while it is fresh (it waited
+// less than codelTarget), else to the oldest: calls arriving faster than
+// the host answers are served at once, and a burst that stopped arriving
+// is served oldest first.
 func TestLimiterDispatchOrder(t *testing.T) {
 	now := time.Unix(100, 0)
 	for _, tc := range []struct {
-		name      string
-		lastEmpty time.Time
-		minRTT    time.Duration // the host's least RTT known
-		want      int
+		name   string
+		newest time.Duration // how long the newest waited; the others waited longer
+		want   int
 	}{
-		{"short line: oldest first", now.Add(-codelInterval / 2), 0, 0},
-		{"overloaded: newest first", now.Add(-codelInterval), 0, 2},
-		{"overloaded, a fast host: newest first", now.Add(-codelInterval), 10 * time.Millisecond, 2},
-		// A host answering in 200 ms keeps its line for 10 round trips
-		// before it is overloaded: waiting a round trip for a slot is no
-		// sign of a queue.
-		{"a slow host, its line shorter than 10 RTTs: oldest first", now.Add(-time.Second), 200 * time.Millisecond, 0},
-		{"a slow host, its line 10 RTTs long: newest first", now.Add(-2 * time.Second), 200 * time.Millisecond, 2},
+		{"the newest fresh: newest first", codelTarget / 2, 2},
+		{"the newest stale: oldest first", codelTarget, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLimiter()
-			l.inflight, l.lastEmpty, l.minRTT = initialLimit, tc.lastEmpty, tc.minRTT
-			var ws []*waiter[struct{}]
-			for range 3 {
-				w := newWaiter[struct{}](time.Time{})
+			l.inflight = initialLimit
+			var ws []*waiter[time.Time]
+			for i := range 3 {
+				w := newWaiter[time.Time](time.Time{})
+				w.value = now.Add(-tc.newest - time.Duration(2-i)*time.Second)
 				l.line.push(w)
 				ws = append(ws, w)
 			}
@@ -96,6 +91,22 @@ func TestLimiterDispatchOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A host answering in 200 ms keeps its line 10 round trips (2 s) before it
+// is overloaded, and then a call waits 2 of them (400 ms): waiting a round
+// trip for a slot is no sign of a queue. Here the line has not been empty
+// for 1 s: the call waits until it turns overloaded, 1 s on, and leaves.
+func TestLimiterSlowHostLineSpans(t *testing.T) {
+	clk := &jumpingClock{}
+	l := newLimiter()
+	l.inflight, l.minRTT = initialLimit, 200*time.Millisecond
+	l.line.push(newWaiter[time.Time](time.Time{})) // an older call, still waiting
+	l.lastEmpty = clk.now().Add(-time.Second)
+	waited, r := l.acquire(context.Background(), pacedPolicy(clk), clk.now)
+	if r == nil || waited != time.Second {
+		t.Fatalf("waited %s, refusal %v; want a refusal after 1s", waited, r)
 	}
 }
 
@@ -152,9 +163,9 @@ func TestTransportConcurrencyLimitReleasesSlots(t *testing.T) {
 func TestLimiterSlowStartWhileCallsWait(t *testing.T) {
 	l := newLimiter()
 	l.limit = 2
-	l.line.push(newWaiter[struct{}](time.Time{}))
-	l.line.push(newWaiter[struct{}](time.Time{}))
-	l.line.push(newWaiter[struct{}](time.Time{}))
+	l.line.push(newWaiter[time.Time](time.Time{}))
+	l.line.push(newWaiter[time.Time](time.Time{}))
+	l.line.push(newWaiter[time.Time](time.Time{}))
 	l.learn(10 * time.Millisecond)
 	l.learn(10 * time.Millisecond)
 	if l.limit != 4 {
@@ -169,7 +180,7 @@ func TestLimiterOverloadedLineWaitsTheTarget(t *testing.T) {
 	clk := &jumpingClock{}
 	l := newLimiter()
 	l.inflight = initialLimit
-	l.line.push(newWaiter[struct{}](time.Time{})) // an older call, still waiting
+	l.line.push(newWaiter[time.Time](time.Time{})) // an older call, still waiting
 	l.lastEmpty = clk.now().Add(-time.Second)
 	waited, r := l.acquire(context.Background(), pacedPolicy(clk), clk.now)
 	if r == nil || waited != codelTarget || waited >= codelInterval {
