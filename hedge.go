@@ -237,7 +237,7 @@ func (c *call) hedge(ctx context.Context, r *race) bool {
 	var slot *limiter
 	var funded token
 	sent := false
-	defer func() { // also when the caller's GetBody panics in launch
+	defer func() { // a hedge not sent gives back what it took
 		if !sent {
 			c.host.release()
 			tk.end(errAttemptExcluded, 0)
