@@ -11,9 +11,9 @@ import (
 
 // ErrOverloaded: the host's adaptive concurrency limit
 // (see [Config.ConcurrencyLimit]) had no slot for the call's next request
-// in time: before its deadline, within 20 ms while the host's line was
-// overloaded, or at once for a fail-fast call; nothing was sent
-// for it.
+// in time: before its deadline, within 20 ms (or two of the host's
+// least RTT) while the host's line was overloaded, or at once for a
+// fail-fast call; nothing was sent for it.
 var ErrOverloaded = errors.New("idem: the host's concurrency limit had no slot")
 
 // Adaptive concurrency per host: the requests in flight to a host are
