@@ -136,9 +136,12 @@ type Config struct {
 	// 1 and 200), so that the client, not the host's queue, holds the
 	// excess of an overload. A call that finds no slot waits for one
 	// within its deadline, and fails with [ErrOverloaded] once the host's
-	// line is overloaded and it waited 20 ms, or at once when fail-fast.
-	// False means no bound: a host whose latency grows for another reason
-	// than its queue (a slow store) would see its calls turned away.
+	// line is overloaded and it waited 20 ms (or 2 of the host's least
+	// RTT when longer), or at once when fail-fast. Hedges take a slot too,
+	// without waiting. False means no bound: the limit reads a timeout as
+	// overload, so a host that times out without a queue (a slow store)
+	// would see its calls turned away (docs/client.md says when to turn it
+	// on).
 	ConcurrencyLimit bool
 
 	// DeadlineHeader, when set, names a request header that carries the

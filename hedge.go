@@ -26,8 +26,12 @@ const (
 // its body could not be built), after which no further hedge is tried.
 // Hedges cut the tail latency that a slow server instance or a lost packet
 // adds, for a few extra requests: each hedge spends a token of the retry
-// budget (without one, no hedge is sent) and counts toward MaxAttempts,
-// and the hedges in flight to a host are bounded (InFlightShare).
+// budget and counts toward MaxAttempts, and the hedges in flight to a
+// host are bounded (InFlightShare). A hedge is an attempt like any other
+// to its host's gates: it takes a slot of its concurrency limit
+// ([Config.ConcurrencyLimit]) and of the pace of its announced quota, but
+// waits for none of them: a hedge that cannot have a token, a slot or the
+// pace at once is not sent, and the call goes on with the attempt it has.
 //
 // Only requests that are safe to send twice at once are hedged: those with
 // an idempotent method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) and, with
@@ -173,7 +177,7 @@ func (c *call) race(ctx context.Context, delay time.Duration, tk ticket) (result
 			c.abandonRace(r)
 		}
 	}()
-	c.launch(ctx, r, false, tk)
+	c.launch(ctx, r, false, tk, nil)
 	timer := c.t.newTimer(delay)
 	defer timer.Stop()
 	timerC := timer.C
@@ -217,8 +221,10 @@ func (c *call) race(ctx context.Context, delay time.Duration, tk ticket) (result
 }
 
 // hedge sends a hedge when MaxHedges, MaxAttempts, the context, the
-// host's hedges in flight, its breaker (which a hedge never waits for) and
-// the budget allow, reporting whether it did.
+// host's hedges in flight, its breaker, its concurrency limit, the budget
+// and its announced quota allow, reporting whether it did. A hedge waits
+// for none of them: one that cannot go at once is not sent, and the call
+// goes on with the attempts it has.
 func (c *call) hedge(ctx context.Context, r *race) bool {
 	cfg := c.t.hedge.cfg
 	if r.hedges >= cfg.MaxHedges || c.attempts+r.running >= c.max || ctx.Err() != nil {
@@ -227,26 +233,45 @@ func (c *call) hedge(ctx context.Context, r *race) bool {
 	if !c.host.admitHedge(cfg.InFlightShare, cfg.MaxHedges) {
 		return false
 	}
-	admitted := true
-	defer func() { // also when the caller's GetBody panics in launch
-		if admitted {
+	var tk ticket
+	var slot *limiter
+	var funded token
+	sent := false
+	defer func() { // a hedge not sent gives back what it took
+		if !sent {
 			c.host.release()
+			tk.end(errAttemptExcluded, 0)
+			if slot != nil {
+				slot.release(0, false, c.t.now)
+			}
+			if c.t.budget != nil {
+				c.t.budget.refund(funded)
+			}
 		}
 	}()
-	var tk ticket
 	if h := c.breaker(); h != nil {
 		var ok bool
 		if tk, ok = h.hedge(); !ok {
 			return false
 		}
 	}
-	if !c.spend() {
-		tk.end(errAttemptExcluded, 0)
+	ok := false
+	if slot, ok = c.hedgeSlot(); !ok {
+		return false
+	}
+	if funded, ok = c.spend(); !ok || !c.paceHedge() {
 		return false
 	}
 	r.hedges++
-	c.launch(ctx, r, true, tk)
-	admitted = false // launch took the hedge over
+	sent = true // launch takes over the ticket and the slot, and ends them when the request cannot be built
+	launched := false
+	defer func() { // the caller's GetBody panicked in launch
+		if !launched {
+			c.host.release()
+		}
+	}()
+	c.launch(ctx, r, true, tk, slot)
+	launched = true
 	return true
 }
 
@@ -256,7 +281,9 @@ func (c *call) hedge(ctx context.Context, r *race) bool {
 // race once its request is built (a GetBody that panics leaves nothing to
 // wait for, and its ticket goes back), and as in flight to its host from
 // then until it ends; a hedge whose request cannot be built is released.
-func (c *call) launch(ctx context.Context, r *race, hedge bool, tk ticket) {
+// slot is the hedge's slot of the host's concurrency limit (nil for none),
+// given back when the attempt ends.
+func (c *call) launch(ctx context.Context, r *race, hedge bool, tk ticket, slot *limiter) {
 	host := c.host
 	hctx, cancel := context.WithCancelCause(ctx)
 	id := len(r.cancels)
@@ -267,6 +294,9 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool, tk ticket) {
 	defer func() {
 		if !built {
 			tk.end(errAttemptExcluded, 0)
+			if slot != nil {
+				slot.release(0, false, c.t.now)
+			}
 		}
 	}()
 	req, err := c.request(httptrace.WithClientTrace(actx, &trace.hooks))
@@ -295,6 +325,9 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool, tk ticket) {
 				x.exited = true
 			}
 			host.ended(hedge)
+			if slot != nil {
+				slot.releaseAfter(x.res, context.Cause(hctx) == errHedgeLost, c.t.now)
+			}
 			results <- x
 		}()
 		x.res = s.send(hctx, req, trace, done, tk)

@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -58,24 +60,27 @@ func TestLimiterWaitEndsAtTheDeadline(t *testing.T) {
 	}
 }
 
-// A released slot goes to the oldest waiter while the line is not
-// overloaded, and to the newest once it is.
+// A released slot goes to the newest waiter while it is fresh (it waited
+// less than codelTarget), else to the oldest: calls arriving faster than
+// the host answers are served at once, and a burst that stopped arriving
+// is served oldest first.
 func TestLimiterDispatchOrder(t *testing.T) {
 	now := time.Unix(100, 0)
 	for _, tc := range []struct {
-		name      string
-		lastEmpty time.Time
-		want      int
+		name   string
+		newest time.Duration // how long the newest waited; the others waited longer
+		want   int
 	}{
-		{"short line: oldest first", now.Add(-codelInterval / 2), 0},
-		{"overloaded: newest first", now.Add(-codelInterval), 2},
+		{"the newest fresh: newest first", codelTarget / 2, 2},
+		{"the newest stale: oldest first", codelTarget, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLimiter()
-			l.inflight, l.lastEmpty = initialLimit, tc.lastEmpty
-			var ws []*waiter[struct{}]
-			for range 3 {
-				w := newWaiter[struct{}](time.Time{})
+			l.inflight = initialLimit
+			var ws []*waiter[time.Time]
+			for i := range 3 {
+				w := newWaiter[time.Time](time.Time{})
+				w.value = now.Add(-tc.newest - time.Duration(2-i)*time.Second)
 				l.line.push(w)
 				ws = append(ws, w)
 			}
@@ -89,12 +94,29 @@ func TestLimiterDispatchOrder(t *testing.T) {
 	}
 }
 
+// A host answering in 200 ms keeps its line 10 round trips (2 s) before it
+// is overloaded, and then a call waits 2 of them (400 ms): waiting a round
+// trip for a slot is no sign of a queue. Here the line has not been empty
+// for 1 s: the call waits until it turns overloaded, 1 s on, and leaves.
+func TestLimiterSlowHostLineSpans(t *testing.T) {
+	clk := &jumpingClock{}
+	l := newLimiter()
+	l.inflight, l.minRTT = initialLimit, 200*time.Millisecond
+	l.line.push(newWaiter[time.Time](time.Time{})) // an older call, still waiting
+	l.lastEmpty = clk.now().Add(-time.Second)
+	waited, r := l.acquire(context.Background(), pacedPolicy(clk), clk.now)
+	if r == nil || waited != time.Second {
+		t.Fatalf("waited %s, refusal %v; want a refusal after 1s", waited, r)
+	}
+}
+
 // The limit follows the latency trend: answers at the base RTT raise it,
 // answers queued at the host (twice the base: half the limit queued) lower
 // it, and a failure cuts it by lossFactor.
 func TestLimiterLimitFollowsLatency(t *testing.T) {
 	now := time.Unix(100, 0)
 	l := newLimiter()
+	l.inflight = initialLimit - 1 // the limit in use
 	for range 40 {
 		l.inflight++
 		l.release(10*time.Millisecond, false, func() time.Time { return now })
@@ -141,9 +163,9 @@ func TestTransportConcurrencyLimitReleasesSlots(t *testing.T) {
 func TestLimiterSlowStartWhileCallsWait(t *testing.T) {
 	l := newLimiter()
 	l.limit = 2
-	l.line.push(newWaiter[struct{}](time.Time{}))
-	l.line.push(newWaiter[struct{}](time.Time{}))
-	l.line.push(newWaiter[struct{}](time.Time{}))
+	l.line.push(newWaiter[time.Time](time.Time{}))
+	l.line.push(newWaiter[time.Time](time.Time{}))
+	l.line.push(newWaiter[time.Time](time.Time{}))
 	l.learn(10 * time.Millisecond)
 	l.learn(10 * time.Millisecond)
 	if l.limit != 4 {
@@ -158,10 +180,136 @@ func TestLimiterOverloadedLineWaitsTheTarget(t *testing.T) {
 	clk := &jumpingClock{}
 	l := newLimiter()
 	l.inflight = initialLimit
-	l.line.push(newWaiter[struct{}](time.Time{})) // an older call, still waiting
+	l.line.push(newWaiter[time.Time](time.Time{})) // an older call, still waiting
 	l.lastEmpty = clk.now().Add(-time.Second)
 	waited, r := l.acquire(context.Background(), pacedPolicy(clk), clk.now)
 	if r == nil || waited != codelTarget || waited >= codelInterval {
 		t.Fatalf("waited %s, refusal %v; want a refusal after %s, before the line's %s", waited, r, codelTarget, codelInterval)
+	}
+}
+
+// A hedge takes a slot of its host's concurrency limit like any attempt,
+// without waiting for one: with the limit full no hedge is sent (the call
+// waits for its attempt, and no budget token is spent); with a slot
+// free the hedge goes and gives its slot back when it ends; a hedge that
+// lost its race does not cut the limit (its cancellation is no failure of
+// the host).
+func TestLimiterBoundsHedges(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		limit   float64
+		latency func(int) time.Duration
+		took    time.Duration
+		calls   int32
+		retries uint64
+		after   float64 // the limit after the call: one answer raises it by 1/limit
+	}{
+		{"full", 1, slowFirst(50 * time.Millisecond), 50 * time.Millisecond, 1, 0, 2},
+		{"room, the hedge wins", 2, slowFirst(50 * time.Millisecond), 10 * time.Millisecond, 2, 1, 2}, // answered in 0 s: no RTT
+		{"room, the hedge loses", 2, func(n int) time.Duration {
+			if n == 1 {
+				return 30 * time.Millisecond
+			}
+			return time.Hour
+		}, 30 * time.Millisecond, 2, 1, 2.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &scripted{latency: tc.latency}
+				budget := NewBudget(BudgetConfig{FloorRate: 100, FloorBurst: 100})
+				tr := NewTransport(Config{Base: base, Budget: budget, ConcurrencyLimit: true,
+					Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
+				l := tr.limiters.get("http://api.test:80")
+				l.limit = tc.limit
+				start := time.Now()
+				resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
+				require.NoError(t, err)
+				discard(resp)
+				assert.Equal(t, tc.took, time.Since(start))
+				synctest.Wait()
+				assert.EqualValues(t, tc.calls, base.calls.Load(), "requests sent")
+				assert.EqualValues(t, tc.retries, budget.Stats().Retries, "tokens spent")
+				assert.Zero(t, budget.Stats().Returned, "tokens given back")
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				assert.Zero(t, l.inflight, "slots held after the call")
+				assert.Equal(t, tc.after, l.limit, "the limit learned the answer alone")
+				assertHostIdle(t, tr)
+			})
+		})
+	}
+}
+
+// The limit learns each answer's RTT with no Observer and no hedging set
+// (the attempt is timed for the limit alone): a host answering in 10 ms
+// gives the limit its minimum RTT.
+func TestLimiterLearnsTheRTT(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &scripted{latency: func(int) time.Duration { return 10 * time.Millisecond }}
+		tr := NewTransport(Config{Base: base, ConcurrencyLimit: true})
+		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
+		require.NoError(t, err)
+		discard(resp)
+		l := tr.limiters.get("http://api.test:80")
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		assert.Equal(t, 10*time.Millisecond, l.minRTT, "the RTT learned")
+	})
+}
+
+// An answer while less than half the limit is in use does not raise it: a
+// limit grown while the host was underused would let the next overload
+// fill the host's queue at once.
+func TestLimiterDoesNotGrowWhileUnderused(t *testing.T) {
+	now := func() time.Time { return time.Unix(100, 0) }
+	for _, tc := range []struct {
+		inflight int // before the answer's release
+		grows    bool
+	}{{2, false}, {initialLimit / 2, true}, {initialLimit, true}} {
+		l := newLimiter()
+		l.inflight = tc.inflight
+		l.release(10*time.Millisecond, false, now)
+		if grew := l.limit > initialLimit; grew != tc.grows {
+			t.Errorf("%d in flight: limit %.2f after an answer at the base RTT, want growth %v", tc.inflight, l.limit, tc.grows)
+		}
+	}
+}
+
+// On a host answering in 100 µs, answers in 500 µs (the client's own
+// scheduling, not a queue) do not lower the limit: an RTT within rttNoise
+// of the least says nothing of a queue.
+func TestLimiterIgnoresSchedulingNoise(t *testing.T) {
+	now := func() time.Time { return time.Unix(100, 0) }
+	l := newLimiter()
+	l.inflight = initialLimit
+	l.release(100*time.Microsecond, false, now)
+	for range 40 {
+		l.inflight++
+		l.release(500*time.Microsecond, false, now)
+	}
+	if l.limit < initialLimit {
+		t.Errorf("limit %.2f after answers within 400 µs of the least RTT, want at least %d", l.limit, initialLimit)
+	}
+}
+
+// An attempt that the host's breaker released from its line after an
+// outage (its ticket names the recovery) takes a slot past the limit
+// without waiting: the recovery paces those already. Any other attempt
+// past the limit waits (a fail-fast one is refused at once).
+func TestLimiterLetsReleasedAttemptsThrough(t *testing.T) {
+	tr := NewTransport(Config{ConcurrencyLimit: true, FailFast: true})
+	req := mustGet(t, "http://api.test/item")
+	l := tr.limiters.get("http://api.test:80")
+	l.inflight = initialLimit
+	c := call{t: tr, req: req}
+	if r := c.slot(context.Background(), ticket{}); r == nil {
+		t.Fatal("a fail-fast call past the limit got a slot")
+	}
+	c = call{t: tr, req: req}
+	if r := c.slot(context.Background(), ticket{round: 1}); r != nil {
+		t.Fatalf("an attempt released by the breaker's recovery was refused: %v", r)
+	}
+	if l.inflight != initialLimit+1 {
+		t.Errorf("%d in flight, want %d", l.inflight, initialLimit+1)
 	}
 }

@@ -24,16 +24,13 @@ var ErrRateLimited = errors.New("idem: the host's announced quota has no room")
 // so that a fixed window of w never sees more than q of this client's
 // requests; a response saying that nothing is left (r=0) holds every
 // request until the window resets (t). Requests that must wait, first
-// attempts and retries alike, wait in one line: oldest first while the
-// line is short (it clears within shortLine), newest first past that, so
-// that an overloaded line serves calls that still have time instead of
-// calls about to time out (Facebook's adaptive LIFO, "Fail at Scale",
-// 2015); a call whose deadline comes first leaves the line.
+// attempts and retries alike, wait in one line (see choose for its order);
+// a call whose deadline comes first leaves the line.
 const (
 	paceShare   = 0.97
 	paceBurst   = 0.02
-	shortLine   = 100 * time.Millisecond
-	oldestEvery = 3
+	shortLine   = 100 * time.Millisecond // a line that clears within it is short; a call that waited less is fresh
+	oldestEvery = 4                      // of the slots of a long line, this one in so many goes to the oldest
 	maxPacers   = 1024
 )
 
@@ -63,12 +60,12 @@ func (ps *pacers) get(host string, create bool) *pacer {
 // concurrent use.
 type pacer struct {
 	mu       sync.Mutex
-	interval time.Duration // between sends; 0 while no policy is known
-	tau      time.Duration // the burst allowed ahead of the pace
-	tat      time.Time     // when the next send is due at the pace (GCRA)
-	closed   time.Time     // nothing left of the quota until then
-	line     waitQueue[struct{}]
-	handed   uint64 // slots handed out of the line
+	interval time.Duration        // between sends; 0 while no policy is known
+	tau      time.Duration        // the burst allowed ahead of the pace
+	tat      time.Time            // when the next send is due at the pace (GCRA)
+	closed   time.Time            // nothing left of the quota until then
+	line     waitQueue[time.Time] // each waiter holds when it joined
+	handed   uint64               // slots handed out of the line
 }
 
 // learn records what a response received at now announced; refused says
@@ -116,16 +113,32 @@ func (p *pacer) spend(now time.Time) {
 	}
 }
 
-// choose returns the waiter the next slot goes to at now: the oldest
-// with shortLine left before its deadline while the line clears within
-// shortLine, else the newest, but for every oldestEvery-th slot, which
-// still goes to that oldest (a slot given to a call about to time out
-// would be wasted).
-func (p *pacer) choose(now time.Time) *waiter[struct{}] {
-	e := p.line.covering(now, shortLine)
+// choose returns the waiter the next slot goes to at now, and takes it out
+// of the line. A line that clears within shortLine is served oldest first.
+// A longer one (the quota is below the offered load) is served so that
+// most calls are served at once and the quota is used to the end:
+//
+//   - the newest first, while it is fresh (it waited less than shortLine):
+//     under a quota below the offered load, a call served as it arrives
+//     is served fast, where serving the oldest first would make every
+//     call wait until it nearly times out;
+//   - every oldestEvery-th slot to the oldest waiter that still has
+//     shortLine before its deadline: those the newest passed are not all
+//     left to expire, and their turn comes while they can use it;
+//   - the oldest with shortLine left whenever no fresh call waits (the
+//     load has fallen below the quota): the calls that waited are served
+//     before their deadlines, and the quota's next windows are used
+//     rather than left idle while they expire.
+//
+// A slot given to a call about to time out would be wasted: the oldest
+// served is the oldest with shortLine left, or else the one with the most.
+func (p *pacer) choose(now time.Time) *waiter[time.Time] {
 	p.handed++
-	if p.interval > 0 && time.Duration(p.line.len())*p.interval > shortLine && p.handed%oldestEvery != 0 {
-		e = p.line.l.Back()
+	e := p.line.covering(now, shortLine)
+	newest := p.line.l.Back()
+	long := p.interval > 0 && time.Duration(p.line.len())*p.interval > shortLine
+	if long && p.handed%oldestEvery != 0 && now.Sub(p.line.at(newest).value) < shortLine {
+		e = newest
 	}
 	w := p.line.take(e)
 	w.done = true
@@ -156,10 +169,24 @@ func (p *pacer) take(ctx context.Context, policy func() waitPolicy, now func() t
 		return 0, &refusal{detail: fmt.Sprintf("the host's quota has room in %s, past %s",
 			at.Sub(began).Round(time.Millisecond), pacedBound(pol)), cause: pol.ended(began)}
 	}
-	w := newWaiter[struct{}](pol.until)
+	w := newWaiter[time.Time](pol.until)
+	w.value = began
 	e := p.line.push(w)
 	r := p.queue(ctx, w, e, pol, now)
 	return now().Sub(began), r
+}
+
+// tryTake takes the slot of a request sent at now when the pace has one
+// due and no call waits for one, reporting whether it did: a hedge never
+// waits for the pace.
+func (p *pacer) tryTake(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.line.len() > 0 || p.slot(now).After(now) {
+		return false
+	}
+	p.spend(now)
+	return true
 }
 
 func pacedBound(pol waitPolicy) string {
@@ -172,7 +199,7 @@ func pacedBound(pol waitPolicy) string {
 // queue keeps w in the line until it is given a slot, its wait bound
 // passes or ctx ends. The oldest waiter wakes for each slot and hands it
 // out (choose); the others wake when handed one or at their bound.
-func (p *pacer) queue(ctx context.Context, w *waiter[struct{}], e *list.Element, pol waitPolicy, now func() time.Time) *refusal {
+func (p *pacer) queue(ctx context.Context, w *waiter[time.Time], e *list.Element, pol waitPolicy, now func() time.Time) *refusal {
 	for !w.done {
 		t := now()
 		at := p.slot(t)
@@ -226,6 +253,13 @@ func (c *call) pace(ctx context.Context) *refusal {
 	waited, r := p.take(ctx, func() waitPolicy { return c.waitPolicy(0) }, c.t.now)
 	c.waited += waited
 	return r
+}
+
+// paceHedge takes a slot of the call's host's announced quota for a
+// hedge, at once or not at all (true when the host announced none).
+func (c *call) paceHedge() bool {
+	p := c.t.pacers.get(c.hostName(), false)
+	return p == nil || p.tryTake(c.t.now())
 }
 
 // learnQuota records the quota a response announced, if any.

@@ -3,12 +3,16 @@ package idem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/internal/wire"
@@ -83,26 +87,44 @@ func TestPacerRefusesWhatCannotFit(t *testing.T) {
 	}
 }
 
-// A long line is served newest first, but every oldestEvery-th slot goes
-// to the oldest waiter that still has shortLine left.
-func TestPacerChoosesNewestWhenTheLineIsLong(t *testing.T) {
-	now := time.Unix(0, 0)
-	p := &pacer{interval: 50 * time.Millisecond} // 3 waiters take 150 ms: a long line
-	var ws []*waiter[struct{}]
-	for _, left := range []time.Duration{10 * time.Millisecond, time.Second, 2 * time.Second, 3 * time.Second} {
-		w := newWaiter[struct{}](now.Add(left))
-		p.line.push(w)
-		ws = append(ws, w)
-	}
-	got := []*waiter[struct{}]{p.choose(now), p.choose(now), p.choose(now)}
-	want := []*waiter[struct{}]{ws[3], ws[2], ws[1]} // newest, newest, then the oldest with time left
-	for i := range got {
-		if got[i] != want[i] {
-			t.Errorf("slot %d went to waiter %p, want %p", i, got[i], want[i])
-		}
-	}
-	if p.line.len() != 1 || p.line.at(p.line.front()) != ws[0] {
-		t.Errorf("the waiter about to time out should be left in line")
+// The order of a line (on a clock the test sets): a short line is served
+// oldest first; a long one newest first while the newest is fresh, every
+// oldestEvery-th slot to the oldest that still has shortLine left; and
+// oldest first once no fresh call waits (the load fell below the quota).
+// A waiter about to time out is passed over.
+func TestPacerLineOrder(t *testing.T) {
+	now := time.Unix(100, 0)
+	// Five waiters, oldest first: how long each has waited, and has left.
+	waited := []time.Duration{2900 * time.Millisecond, 80 * time.Millisecond, 60 * time.Millisecond, 40 * time.Millisecond, 0}
+	left := []time.Duration{50 * time.Millisecond, time.Second, 2 * time.Second, 2500 * time.Millisecond, 3 * time.Second}
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration // the pace; 5 waiters take 5 of them
+		age      time.Duration // added to every waiter's wait
+		want     []int         // the waiters served by the next slots
+	}{
+		{"short line: oldest with time left first", 10 * time.Millisecond, 0, []int{1, 2, 3, 4}},
+		{"long line, fresh: newest, 1 in 4 to the oldest", 50 * time.Millisecond, 0, []int{4, 3, 2, 1}},
+		{"long line, none fresh: oldest with time left first", 50 * time.Millisecond, shortLine, []int{1, 2, 3, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &pacer{interval: tc.interval}
+			var ws []*waiter[time.Time]
+			for i := range waited {
+				w := newWaiter[time.Time](now.Add(left[i] - tc.age))
+				w.value = now.Add(-waited[i] - tc.age)
+				p.line.push(w)
+				ws = append(ws, w)
+			}
+			for slot, want := range tc.want {
+				if got := p.choose(now); got != ws[want] {
+					t.Errorf("slot %d went to waiter %d, want %d", slot, slices.Index(ws, got), want)
+				}
+			}
+			if p.line.len() != 1 || p.line.at(p.line.front()) != ws[0] {
+				t.Errorf("the waiter about to time out should be left in line")
+			}
+		})
 	}
 }
 
@@ -150,5 +172,49 @@ func TestRetryAfterMsPreferred(t *testing.T) {
 	h.Del("Retry-After-Ms")
 	if got := (sender{t: tr}).retryAfter(h); got != 2*time.Second {
 		t.Errorf("retryAfter without retry-after-ms = %s, want 2s", got)
+	}
+}
+
+// A hedge takes the pace of its host's announced quota like any attempt,
+// without waiting for it: at 10 a second the first attempt took the slot
+// and the next is 103 ms away, so no hedge is sent at 10 ms (and the
+// budget gets its token back); at 1,000 a second (a burst of 20) the hedge
+// goes, and takes a slot of the pace.
+func TestPacerPacesHedges(t *testing.T) {
+	for _, tc := range []struct {
+		quota    int
+		took     time.Duration
+		calls    int32
+		returned uint64
+	}{
+		{10, 50 * time.Millisecond, 1, 1},
+		{1000, 10 * time.Millisecond, 2, 0},
+	} {
+		t.Run(fmt.Sprint(tc.quota), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				base := &scripted{latency: slowFirst(50 * time.Millisecond)}
+				budget := NewBudget(BudgetConfig{FloorRate: 100, FloorBurst: 100})
+				tr := NewTransport(Config{Base: base, Budget: budget, Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
+				p := tr.pacers.get("http://api.test:80", true)
+				p.learn(wire.RateLimit{Remaining: tc.quota - 1, Reset: time.Second, Quota: tc.quota, Window: time.Second}, false, time.Now())
+				start := time.Now()
+				resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
+				require.NoError(t, err)
+				discard(resp)
+				assert.Equal(t, tc.took, time.Since(start))
+				synctest.Wait()
+				assert.EqualValues(t, tc.calls, base.calls.Load(), "requests sent")
+				assert.EqualValues(t, tc.returned, budget.Stats().Returned, "tokens given back")
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				interval := time.Duration(float64(time.Second) / (paceShare * float64(tc.quota)))
+				want := start.Add(interval) // the first attempt's slot
+				if tc.calls == 2 {
+					want = start.Add(10*time.Millisecond + interval) // and the hedge's, at 10 ms
+				}
+				assert.Equal(t, want, p.tat, "the pace's slots taken")
+				assertHostIdle(t, tr)
+			})
+		})
 	}
 }

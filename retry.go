@@ -141,7 +141,7 @@ func (c *call) admit(ctx context.Context) (ticket, result, bool) {
 			return ticket{}, c.sender(c.attempts+1, false).refused(r), false
 		}
 	}
-	if r := c.slot(ctx); r != nil {
+	if r := c.slot(ctx, tk); r != nil {
 		tk.end(errAttemptExcluded, 0) // not sent: the breaker learns nothing of it
 		return ticket{}, c.refusedBy(r, ErrOverloaded), false
 	}
@@ -406,17 +406,17 @@ func (c *call) hostName() string {
 
 // spend takes a token of the budget for a hedge, reporting whether the
 // call may send it; a hedge never waits, and a critical call always may
-// ([WithCritical]).
-func (c *call) spend() bool {
+// ([WithCritical]). The token is given back (Budget.refund) when the
+// hedge is not sent after all; a critical call's is the zero token.
+func (c *call) spend() (token, bool) {
 	switch {
 	case c.t.budget == nil:
-		return true
+		return token{}, true
 	case c.opts.critical:
 		c.t.budget.spend(c.hostName())
-		return true
+		return token{}, true
 	}
-	_, ok := c.t.budget.allowRetry(c.hostName())
-	return ok
+	return c.t.budget.allowRetry(c.hostName())
 }
 
 // delay returns the wait before the next attempt, and where it comes from:

@@ -29,7 +29,9 @@
 // reached the host per operation, the p50 and p99 of every operation's
 // latency (failed ones included), the span from the first failure to the
 // last, the requests the host refused (503 for capacity, 429 for the
-// quota), the most it held at once, the p50 and p99 of the operations
+// quota), the share of its capacity the host served during the overload
+// ("host busy": 100% when every one of its slots served all along), the
+// most it held at once, the p50 and p99 of the operations
 // made, and the failures by reason (of the last round). With -svg, it
 // writes a timeline per scenario (outage-<scenario>.svg) of operations
 // completed and failed per 100 ms, one lane per client, from the last
@@ -78,7 +80,7 @@ func main() {
 			for k := range cs { // each round starts one client later, so that none always runs first
 				i := (r + k) % len(cs)
 				rn := runOnce(h, sc, cs[i])
-				f := summarise(rn, sc.after)
+				f := summarise(rn, sc)
 				results[i], last[i] = append(results[i], f), rn
 				fmt.Fprintf(os.Stderr, "  %s, round %d, %s: %d of %d failed, %.2f requests per operation\n",
 					sc.name, r+1, cs[i].name, f.failed, f.ops, f.requestsPerOp)

@@ -19,7 +19,7 @@ func report(out io.Writer, sc scenario, cs []client, results [][]figures) {
 	}
 	fmt.Fprintf(out, "\n%s: %s, %s deadlines\n", sc.name, load, sc.deadline)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "client\tfailed\tok\tok started after\trequests/op\trefused\tpeak held\tp50\tp99\tp50 of ok\tp99 of ok\tfailures from-to\tfailures by reason (last round)")
+	fmt.Fprintln(w, "client\tfailed\tok\tok started after\thost busy\trequests/op\trefused\tpeak held\tp50\tp99\tp50 of ok\tp99 of ok\tfailures from-to\tfailures by reason (last round)")
 	for i, c := range cs {
 		rs := results[i]
 		ops := rs[0].ops
@@ -33,8 +33,12 @@ func report(out io.Writer, sc scenario, cs []client, results [][]figures) {
 		if sc.after > 0 {
 			after = fmt.Sprintf("%.1f%%", 100*median(collect(rs, func(f figures) float64 { return f.afterOK })))
 		}
-		fmt.Fprintf(w, "%s\t%d\t%.1f%%\t%s\t%.3f\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", c.name, failed,
-			100*float64(ops-failed)/float64(ops), after,
+		busy := "-"
+		if sc.capacity != nil && sc.after > 0 {
+			busy = fmt.Sprintf("%.1f%%", 100*median(collect(rs, func(f figures) float64 { return f.busy })))
+		}
+		fmt.Fprintf(w, "%s\t%d\t%.1f%%\t%s\t%s\t%.3f\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", c.name, failed,
+			100*float64(ops-failed)/float64(ops), after, busy,
 			median(collect(rs, func(f figures) float64 { return f.requestsPerOp })),
 			median(collect(rs, func(f figures) int { return int(f.refused) })),
 			median(collect(rs, func(f figures) int { return f.peakQueue })),

@@ -21,6 +21,7 @@ type run struct {
 	requests int64 // requests that reached the host
 	refused  int64 // of them, answered 503 for capacity or 429 for the quota
 	queue    []int // requests in service or queued at the host, sampled per bin
+	served   []int // requests the host had served by each bin's end, sampled with queue
 }
 
 // runOnce starts sc's operations open-loop through a fresh client of c
@@ -35,7 +36,7 @@ func runOnce(h *host, sc scenario, c client) run {
 	start := time.Now()
 	h.reset(sc, start)
 	stop := make(chan struct{})
-	sampled := make(chan []int)
+	sampled := make(chan samples)
 	go func() { sampled <- sampleQueue(h, stop) }()
 	var wg sync.WaitGroup
 	for op, at := range starts {
@@ -52,21 +53,26 @@ func runOnce(h *host, sc scenario, c client) run {
 	}
 	wg.Wait()
 	close(stop)
-	return run{records: records, requests: h.requests.Load(), refused: h.refused.Load(), queue: <-sampled}
+	s := <-sampled
+	return run{records: records, requests: h.requests.Load(), refused: h.refused.Load(), queue: s.queue, served: s.served}
 }
 
-// sampleQueue samples how many requests h holds (in service or queued)
-// once per bin, until stop is closed.
-func sampleQueue(h *host, stop <-chan struct{}) []int {
+// samples are what sampleQueue saw of a host, one of each per bin.
+type samples struct{ queue, served []int }
+
+// sampleQueue samples how many requests h holds (in service or queued),
+// and how many it has served, once per bin, until stop is closed.
+func sampleQueue(h *host, stop <-chan struct{}) samples {
 	tick := time.NewTicker(bin)
 	defer tick.Stop()
-	var out []int
+	var out samples
 	for {
 		select {
 		case <-stop:
 			return out
 		case <-tick.C:
-			out = append(out, int(h.admitted.Load()))
+			out.queue = append(out.queue, int(h.admitted.Load()))
+			out.served = append(out.served, int(h.served.Load()))
 		}
 	}
 }
@@ -82,9 +88,11 @@ type figures struct {
 	failFrom, failTo time.Duration // the first and the last failure's end, 0 when none
 	reasons          map[string]int
 	afterOK          float64 // the share of the operations started at or after the scenario's after that were made
+	busy             float64 // the share of the host's capacity it served during the overload (0 to after), 0 when none
 }
 
-func summarise(rn run, after time.Duration) figures {
+func summarise(rn run, sc scenario) figures {
+	after := sc.after
 	records, requests := rn.records, rn.requests
 	f := figures{ops: len(records), reasons: map[string]int{}, refused: rn.refused}
 	for _, q := range rn.queue {
@@ -113,6 +121,7 @@ func summarise(rn run, after time.Duration) figures {
 		f.failTo = max(f.failTo, r.end)
 	}
 	f.requestsPerOp = float64(requests) / float64(len(records))
+	f.busy = busy(rn.served, sc)
 	if afterOps > 0 {
 		f.afterOK = float64(afterOK) / float64(afterOps)
 	}
@@ -121,6 +130,18 @@ func summarise(rn run, after time.Duration) figures {
 	slices.Sort(okLatencies)
 	f.okP50, f.okP99 = quantile(okLatencies, 0.50), quantile(okLatencies, 0.99)
 	return f
+}
+
+// busy returns the share of its capacity that the host served from the
+// start to sc.after (the overload), from the served counts sampled per
+// bin: 1 when it served a request in every slot all along.
+func busy(served []int, sc scenario) float64 {
+	n := int(sc.after / bin)
+	if sc.capacity == nil || n == 0 || len(served) < n {
+		return 0
+	}
+	capacity := float64(sc.capacity.slots) * sc.after.Seconds() / sc.capacity.service.Seconds()
+	return float64(served[n-1]) / capacity
 }
 
 // quantile returns the q-quantile of sorted (nearest rank).

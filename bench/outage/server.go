@@ -22,6 +22,7 @@ type host struct {
 	capacity *capacity
 	slots    chan struct{} // of capacity: a request in service holds one
 	admitted atomic.Int64  // of capacity: requests in service or queued
+	served   atomic.Int64  // of capacity: requests that ended their service
 	quota    quotaState    // of the scenario's quota, when it has one
 	hasQuota bool
 	requests atomic.Int64
@@ -59,6 +60,7 @@ func (h *host) reset(sc scenario, start time.Time) {
 	h.attempts, h.paid = map[int]int{}, map[int]bool{}
 	h.requests.Store(0)
 	h.refused.Store(0)
+	h.served.Store(0)
 }
 
 func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -124,5 +126,6 @@ func (h *host) serve(r *http.Request) bool {
 	}
 	time.Sleep(c.service)
 	<-h.slots
+	h.served.Add(1)
 	return true
 }
