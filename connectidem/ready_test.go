@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,50 +19,29 @@ import (
 	"github.com/idemkit/idem/server"
 )
 
-// downTarget is a loopback address nothing listens on (yet), dialled for
-// real by a client that reports each refused dial.
-type downTarget struct {
-	addr    string
-	refused chan struct{} // a dial was refused (buffered: the first is kept)
-	keys    []string      // the key of each attempt the client made
-	mu      sync.Mutex
-}
+// downTarget is rpctest's address nothing listens on (yet), with a
+// client of it and the server that brings it up.
+type downTarget struct{ *rpctest.DownTarget }
 
-func newDownTarget(t *testing.T) *downTarget {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	d := &downTarget{addr: lis.Addr().String(), refused: make(chan struct{}, 1)}
-	require.NoError(t, lis.Close())
-	return d
-}
+func newDownTarget(t *testing.T) downTarget { return downTarget{rpctest.NewDownTarget(t)} }
 
 // client is a client of the sample service at the target through the
 // client interceptor with cfg and FastRetries' backoff and observer.
-func (d *downTarget) client(t *testing.T, cfg idem.Config) *connect.Client[structpb.Struct, structpb.Struct] {
+func (d downTarget) client(t *testing.T, cfg idem.Config) *connect.Client[structpb.Struct, structpb.Struct] {
 	t.Helper()
-	fast := rpctest.FastRetries(&d.keys, &d.mu)
+	fast := rpctest.FastRetries(&d.Keys, &d.Mu)
 	cfg.Backoff, cfg.Observer = fast.Backoff, fast.Observer
-	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err != nil {
-			select {
-			case d.refused <- struct{}{}:
-			default:
-			}
-		}
-		return conn, err
-	}}
+	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: d.Dial}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	t.Cleanup(tr.CloseIdleConnections)
-	return connect.NewClient[structpb.Struct, structpb.Struct](&http.Client{Transport: tr}, "http://"+d.addr+procedure,
+	return connect.NewClient[structpb.Struct, structpb.Struct](&http.Client{Transport: tr}, "http://"+d.Addr+procedure,
 		connect.WithGRPC(), connect.WithInterceptors(connectidem.NewClientInterceptor(cfg)))
 }
 
 // up serves c behind the server interceptor on the target's address.
-func (d *downTarget) up(t *testing.T, c *counter) {
+func (d downTarget) up(t *testing.T, c *counter) {
 	t.Helper()
-	lis, err := net.Listen("tcp", d.addr)
+	lis, err := net.Listen("tcp", d.Addr)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle(procedure, connect.NewUnaryHandler(procedure, c.pay, connect.WithInterceptors(
@@ -89,12 +67,12 @@ func TestClientWaitsForTheTarget(t *testing.T) {
 		_, err := client.CallUnary(ctx, req)
 		done <- err
 	}()
-	<-d.refused
+	<-d.Refused
 	c := &counter{}
 	d.up(t, c)
 	require.NoError(t, <-done)
 	assert.EqualValues(t, 1, c.runs.Load(), "handler runs")
-	assert.Len(t, d.keys, 1, "attempts: none was spent on the refused dials")
+	assert.Len(t, d.Keys, 1, "attempts: none was spent on the refused dials")
 }
 
 // TestClientWaitsUntilTheDeadline: a call whose target never comes up
@@ -122,7 +100,7 @@ func TestClientWaitsUntilTheDeadline(t *testing.T) {
 				assert.NoError(t, ctx.Err(), "the call ended before its deadline")
 			}
 			select {
-			case <-d.refused:
+			case <-d.Refused:
 			default:
 				t.Error("no dial was refused")
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,46 +22,27 @@ import (
 	"github.com/idemkit/idem/server"
 )
 
-// downTarget is a loopback address nothing listens on (yet), and a client
-// connection to it whose dials are real and report each refusal.
-type downTarget struct {
-	addr    string
-	refused chan struct{} // a dial was refused (buffered: the first is kept)
-	keys    []string      // the key of each attempt the client made
-	mu      sync.Mutex
-}
+// downTarget is rpctest's address nothing listens on (yet), with a
+// client of it and the server that brings it up.
+type downTarget struct{ *rpctest.DownTarget }
 
-func newDownTarget(t *testing.T) *downTarget {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	d := &downTarget{addr: lis.Addr().String(), refused: make(chan struct{}, 1)}
-	require.NoError(t, lis.Close())
-	return d
-}
+func newDownTarget(t *testing.T) downTarget { return downTarget{rpctest.NewDownTarget(t)} }
 
 // dial connects to the target as grpc-go's dialer would, and reports a
 // refusal.
-func (d *downTarget) dial(ctx context.Context, addr string) (net.Conn, error) {
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-	if err != nil {
-		select {
-		case d.refused <- struct{}{}:
-		default:
-		}
-	}
-	return conn, err
+func (d downTarget) dial(ctx context.Context, addr string) (net.Conn, error) {
+	return d.Dial(ctx, "tcp", addr)
 }
 
 // client is a connection to the target through the client interceptor
 // with cfg (FastRetries when zero), which reconnects within milliseconds.
-func (d *downTarget) client(t *testing.T, cfg idem.Config, opts ...grpc.DialOption) *grpc.ClientConn {
+func (d downTarget) client(t *testing.T, cfg idem.Config, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
 	if cfg.Observer.OnAttempt == nil {
-		fast := rpctest.FastRetries(&d.keys, &d.mu)
+		fast := rpctest.FastRetries(&d.Keys, &d.Mu)
 		cfg.Backoff, cfg.Observer = fast.Backoff, fast.Observer
 	}
-	cc, err := grpc.NewClient(d.addr, append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	cc, err := grpc.NewClient(d.Addr, append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(d.dial),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 5 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 50 * time.Millisecond},
 			MinConnectTimeout: time.Second}),
@@ -73,9 +53,9 @@ func (d *downTarget) client(t *testing.T, cfg idem.Config, opts ...grpc.DialOpti
 }
 
 // up serves p behind the server interceptor on the target's address.
-func (d *downTarget) up(t *testing.T, p sample.Payer) {
+func (d downTarget) up(t *testing.T, p sample.Payer) {
 	t.Helper()
-	lis, err := net.Listen("tcp", d.addr)
+	lis, err := net.Listen("tcp", d.Addr)
 	require.NoError(t, err)
 	srv := grpc.NewServer(grpc.UnaryInterceptor(grpcidem.UnaryServerInterceptor(nil, grpcidem.Config{Server: server.Config{Logger: slog.New(slog.DiscardHandler)}})))
 	sample.Register(srv, p)
@@ -108,13 +88,13 @@ func TestClientWaitsForTheTarget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	done := pay(t, ctx, cc)
-	<-d.refused
+	<-d.Refused
 	c := &counter{}
 	d.up(t, c)
 	res := <-done
 	require.NoError(t, res.err)
 	assert.EqualValues(t, 1, c.runs.Load(), "handler runs")
-	assert.Len(t, d.keys, 1, "attempts: none was spent on the refused dials")
+	assert.Len(t, d.Keys, 1, "attempts: none was spent on the refused dials")
 }
 
 // TestClientWaitsUntilTheDeadline: a call whose target never comes up
@@ -128,7 +108,7 @@ func TestClientWaitsUntilTheDeadline(t *testing.T) {
 	assert.Equal(t, codes.DeadlineExceeded, status.Code(res.err), "%v", res.err)
 	assert.ErrorIs(t, res.err, context.DeadlineExceeded)
 	select {
-	case <-d.refused:
+	case <-d.Refused:
 	default:
 		t.Error("no dial was refused")
 	}
@@ -156,7 +136,7 @@ func TestClientFailsFastWhenAsked(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDownTarget(t)
 			cfg := tc.cfg
-			fast := rpctest.FastRetries(&d.keys, &d.mu)
+			fast := rpctest.FastRetries(&d.Keys, &d.Mu)
 			cfg.Backoff, cfg.Observer = fast.Backoff, fast.Observer
 			cc := d.client(t, cfg, tc.dial...)
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // shorter than MaxWait's default
