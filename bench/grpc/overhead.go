@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/idemkit/idem/grpcidem"
 	"github.com/idemkit/idem/internal/proccpu"
+	"github.com/idemkit/idem/internal/rpcidem"
 	"github.com/idemkit/idem/server"
 )
 
@@ -31,7 +34,7 @@ func overhead(ctx context.Context, dbURL string, rounds, calls int) error {
 	stores := []struct {
 		name  string
 		store server.Store
-	}{{"bare", nil}, {"memory", server.NewMemoryStore()}}
+	}{{"bare", nil}, {outcomeOnly, nil}, {"memory", server.NewMemoryStore()}}
 	if dbURL != "" {
 		pool, drop, err := benchSchema(ctx, dbURL)
 		if err != nil {
@@ -48,6 +51,9 @@ func overhead(ctx context.Context, dbURL string, rounds, calls int) error {
 		var ics []grpc.UnaryServerInterceptor
 		if s.store != nil {
 			ics = append(ics, grpcidem.UnaryServerInterceptor(s.store, grpcidem.Config{Server: quiet}))
+		}
+		if s.name == outcomeOnly {
+			ics = append(ics, outcomeMetadata)
 		}
 		addr, _, stop, err := serve(ics...)
 		if err != nil {
@@ -160,4 +166,22 @@ func benchSchema(ctx context.Context, dbURL string) (*pgxpool.Pool, func(), erro
 		return nil, nil, err
 	}
 	return pool, drop, nil
+}
+
+// outcomeOnly is the variant that measures what the operation's outcome
+// costs on the wire alone: the bare service, whose answers carry the
+// outcome metadata entries a first run's answer carries behind the
+// interceptor (docs/CONTRACT.md §11), with none of idem's other work.
+const outcomeOnly = "bare + outcome metadata"
+
+// outcomeMetadata sets the outcome entries of a completed operation, as
+// grpcidem does: a fresh reference (the hex of a 32-byte scope hash) and
+// the key's expiry a day on.
+func outcomeMetadata(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	ref := sha256.Sum256([]byte(uuid.NewString()))
+	o := server.Outcome{State: "completed", Ref: hex.EncodeToString(ref[:]), Expires: time.Now().Add(24 * time.Hour)}
+	if err := grpc.SetHeader(ctx, metadata.New(rpcidem.OutcomeEntries(o))); err != nil {
+		return nil, err
+	}
+	return h(ctx, req)
 }
