@@ -116,7 +116,7 @@ func (s sender) send(ctx context.Context, req *http.Request, trace *wireTrace, d
 // response. It returns what the attempt produced, and what its host's
 // breaker is told.
 func (s sender) exchange(ctx context.Context, req *http.Request, trace *wireTrace, done context.CancelFunc) (result, error) {
-	timed := s.latencies != nil || !s.t.cfg.NoConcurrencyLimit || s.t.cfg.Observer.seesAttempts() // the clock only when needed
+	timed := s.latencies != nil || s.t.cfg.ConcurrencyLimit || s.t.cfg.Observer.seesAttempts() // the clock only when needed
 	var sent func(Attempt)
 	if s.t.cfg.Observer.OnSend != nil {
 		req, sent = s.announce(req)

@@ -104,7 +104,6 @@ func outage(t *testing.T, cfg Config, clk *fakeClock, ops, workers int) (request
 	}))
 	defer srv.Close()
 	cfg.Breaker.Disabled = true // the budget alone is under test
-	cfg.NoConcurrencyLimit = true
 	tr, _ := newTestTransport(t, cfg)
 	tr.now = clk.now
 

@@ -131,19 +131,17 @@ type Config struct {
 	// "Idempotency-Key".
 	KeyHeader string
 
-	// NoConcurrencyLimit turns off the adaptive concurrency limit per
-	// host. By default the requests in flight to each host are bounded by
-	// a limit that follows the host's latency (limiter.go; from 20,
-	// between 1 and 200), so that the client, not the host's queue, holds
-	// the excess of an overload. A call that finds no slot waits for one
+	// ConcurrencyLimit bounds the requests in flight to each host by a
+	// limit that follows the host's latency (limiter.go; from 20, between
+	// 1 and 200), so that the client, not the host's queue, holds the
+	// excess of an overload. A call that finds no slot waits for one
 	// within its deadline, and fails with [ErrOverloaded] once the host's
 	// line is overloaded and it waited 20 ms (or 2 of the host's least
 	// RTT when longer), or at once when fail-fast. Hedges take a slot too,
 	// without waiting. A 5xx, or a timeout well above the host's least
 	// RTT, cuts the limit, once a round trip; a timeout near it (a slow
-	// host, not a queue) does not. True means no bound, as before issue
-	// 47.
-	NoConcurrencyLimit bool
+	// host, not a queue) does not. False means no bound.
+	ConcurrencyLimit bool
 
 	// DeadlineHeader, when set, names a request header that carries the
 	// time left to the attempt's deadline (its context's, or

@@ -178,15 +178,14 @@ func TestBodyClosedWhenNeverSent(t *testing.T) {
 }
 
 // An observer sees each attempt's Elapsed, read from the Transport's clock;
-// without one (and without the concurrency limit, which learns each
-// attempt's RTT), the clock is not read for it.
+// without one, the clock is not read for it.
 func TestAttemptElapsed(t *testing.T) {
 	clk := newFakeClock()
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		clk.advance(250 * time.Millisecond)
 		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
 	})
-	tr, _ := newTestTransport(t, Config{Base: base, NoConcurrencyLimit: true})
+	tr, _ := newTestTransport(t, Config{Base: base})
 	var reads atomic.Int32
 	tr.now = func() time.Time { reads.Add(1); return clk.now() }
 

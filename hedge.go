@@ -29,7 +29,7 @@ const (
 // budget and counts toward MaxAttempts, and the hedges in flight to a
 // host are bounded (InFlightShare). A hedge is an attempt like any other
 // to its host's gates: it takes a slot of its concurrency limit
-// ([Config.NoConcurrencyLimit]) and of the pace of its announced quota, but
+// ([Config.ConcurrencyLimit]) and of the pace of its announced quota, but
 // waits for none of them: a hedge that cannot have a token, a slot or the
 // pace at once is not sent, and the call goes on with the attempt it has.
 //

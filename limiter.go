@@ -10,7 +10,7 @@ import (
 )
 
 // ErrOverloaded: the host's adaptive concurrency limit
-// (see [Config.NoConcurrencyLimit]) had no slot for the call's next request
+// (see [Config.ConcurrencyLimit]) had no slot for the call's next request
 // in time: before its deadline, within 20 ms (or two of the host's
 // least RTT) while the host's line was overloaded, or at once for a
 // fail-fast call; nothing was sent for it.
@@ -303,14 +303,14 @@ func (ls *limiters) get(host string) *limiter {
 }
 
 // slot takes a slot of the call's host's limiter for its next request
-// (nothing when NoConcurrencyLimit is set), and returns why not when it
+// (nothing unless ConcurrencyLimit is set), and returns why not when it
 // has none in time. An attempt that the host's breaker released from its
 // line after an outage (tk) takes one without waiting: the breaker's
 // recovery already paces those (one more in flight per answer, half as
 // many after a failure), and a second pace in series would turn away, as
 // an overload, calls that waited out the outage.
 func (c *call) slot(ctx context.Context, tk ticket) *refusal {
-	if c.t.cfg.NoConcurrencyLimit {
+	if !c.t.cfg.ConcurrencyLimit {
 		return nil
 	}
 	c.limiter = c.t.limiters.get(c.hostName())
@@ -358,10 +358,10 @@ func (l *limiter) releaseAfter(res result, lost bool, now func() time.Time) {
 }
 
 // hedgeSlot takes a slot of the call's host's limiter for a hedge, at once
-// or not at all (nil, true when NoConcurrencyLimit is set); a hedge without
+// or not at all (nil, true when ConcurrencyLimit is off); a hedge without
 // one is not sent.
 func (c *call) hedgeSlot() (*limiter, bool) {
-	if c.t.cfg.NoConcurrencyLimit {
+	if !c.t.cfg.ConcurrencyLimit {
 		return nil, true
 	}
 	l := c.t.limiters.get(c.hostName())

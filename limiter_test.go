@@ -141,12 +141,12 @@ func TestLimiterLimitFollowsLatency(t *testing.T) {
 	}
 }
 
-// End to end, with the concurrency limit (the default): calls are sent
-// and each returns its slot (none left held after they end).
+// End to end, with ConcurrencyLimit: calls are sent and each returns its
+// slot (none left held after they end).
 func TestTransportConcurrencyLimitReleasesSlots(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
-	tr, _ := newTestTransport(t, Config{})
+	tr, _ := newTestTransport(t, Config{ConcurrencyLimit: true})
 	c := &http.Client{Transport: tr}
 	for range 5 {
 		resp, err := c.Get(srv.URL)
@@ -218,7 +218,7 @@ func TestLimiterBoundsHedges(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				base := &scripted{latency: tc.latency}
 				budget := NewBudget(BudgetConfig{FloorRate: 100, FloorBurst: 100})
-				tr := NewTransport(Config{Base: base, Budget: budget,
+				tr := NewTransport(Config{Base: base, Budget: budget, ConcurrencyLimit: true,
 					Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
 				l := tr.limiters.get("http://api.test:80")
 				l.limit = tc.limit
@@ -247,7 +247,7 @@ func TestLimiterBoundsHedges(t *testing.T) {
 func TestLimiterLearnsTheRTT(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		base := &scripted{latency: func(int) time.Duration { return 10 * time.Millisecond }}
-		tr := NewTransport(Config{Base: base})
+		tr := NewTransport(Config{Base: base, ConcurrencyLimit: true})
 		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
 		require.NoError(t, err)
 		discard(resp)
@@ -298,7 +298,7 @@ func TestLimiterIgnoresSchedulingNoise(t *testing.T) {
 // without waiting: the recovery paces those already. Any other attempt
 // past the limit waits (a fail-fast one is refused at once).
 func TestLimiterLetsReleasedAttemptsThrough(t *testing.T) {
-	tr := NewTransport(Config{FailFast: true})
+	tr := NewTransport(Config{ConcurrencyLimit: true, FailFast: true})
 	req := mustGet(t, "http://api.test/item")
 	l := tr.limiters.get("http://api.test:80")
 	l.inflight = initialLimit
@@ -394,22 +394,4 @@ func TestLimiterOverloadedHostCuts(t *testing.T) {
 		assert.InDelta(t, before*math.Pow(lossFactor, 10), l.limit, 1e-9, "ten round trips of timeouts cut ten times")
 		assert.Less(t, l.limit, float64(initialLimit)/2)
 	})
-}
-
-// NoConcurrencyLimit turns the limit off: a call takes no slot, even with
-// the host's limit reached, and a hedge needs none.
-func TestNoConcurrencyLimitTakesNoSlot(t *testing.T) {
-	tr := NewTransport(Config{NoConcurrencyLimit: true, FailFast: true})
-	l := tr.limiters.get("http://api.test:80")
-	l.inflight = initialLimit
-	c := call{t: tr, req: mustGet(t, "http://api.test/item")}
-	if r := c.slot(context.Background(), ticket{}); r != nil {
-		t.Fatalf("a call without the limit was refused: %v", r)
-	}
-	if c.limiter != nil || l.inflight != initialLimit {
-		t.Errorf("a call without the limit took a slot (%d in flight)", l.inflight)
-	}
-	if slot, ok := c.hedgeSlot(); slot != nil || !ok {
-		t.Errorf("a hedge without the limit: slot %v, ok %v; want none needed", slot, ok)
-	}
 }

@@ -48,10 +48,9 @@ func clients() []client {
 				return pay(c, idem.WithKey(ctx, key(op)), url, op)
 			}
 		}},
-		// Without the adaptive concurrency limit per host (issue 47; on by
-		// default, as in "idem").
-		{"idem, no concurrency limit", func(base *http.Transport) func(context.Context, string, int) string {
-			c := idem.NewClient(idem.Config{Base: base, NoConcurrencyLimit: true})
+		// With the adaptive concurrency limit per host (issue 47, opt-in).
+		{"idem, concurrency limit", func(base *http.Transport) func(context.Context, string, int) string {
+			c := idem.NewClient(idem.Config{Base: base, ConcurrencyLimit: true})
 			return func(ctx context.Context, url string, op int) string {
 				return pay(c, idem.WithKey(ctx, key(op)), url, op)
 			}

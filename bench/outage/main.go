@@ -1,7 +1,7 @@
 // Command outage measures what clients do through short and long outages
 // of a keyed payments host on loopback: idem with Config{} (and with its
 // breaker off, its budget's denials waiting or failing fast, and with its
-// concurrency limit off) beside go-retryablehttp with its defaults and
+// concurrency limit on) beside go-retryablehttp with its defaults and
 // failsafe-go with retries (alone, with a circuit breaker, and with its
 // AdaptiveLimiter), in one run, on the same fault schedules:
 //
@@ -54,7 +54,7 @@ func main() {
 	only := flag.String("scenarios", "", "comma-separated scenarios to run (default all): blip, blip-without-retry-after, storm, brownout, overload, quota")
 	svgDir := flag.String("svg", "", "a folder to write a timeline per scenario into (none when empty)")
 	seed := flag.Uint64("seed", 1, "seed of the brownout's draws")
-	onlyClients := flag.String("clients", "", "comma-separated clients to run (default all): idem, idem-no-breaker, idem-no-breaker-fail-fast, idem-no-concurrency-limit, go-retryablehttp, failsafe-go-retry, failsafe-go-retry+adaptive-limiter, failsafe-go-retry+breaker")
+	onlyClients := flag.String("clients", "", "comma-separated clients to run (default all): idem, idem-no-breaker, idem-no-breaker-fail-fast, idem-concurrency-limit, go-retryablehttp, failsafe-go-retry, failsafe-go-retry+adaptive-limiter, failsafe-go-retry+breaker")
 	flag.Parse()
 	if *rounds <= 0 {
 		fail("-rounds must be positive")
