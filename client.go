@@ -138,10 +138,9 @@ type Config struct {
 	// within its deadline, and fails with [ErrOverloaded] once the host's
 	// line is overloaded and it waited 20 ms (or 2 of the host's least
 	// RTT when longer), or at once when fail-fast. Hedges take a slot too,
-	// without waiting. False means no bound: the limit reads a timeout as
-	// overload, so a host that times out without a queue (a slow store)
-	// would see its calls turned away (docs/client.md says when to turn it
-	// on).
+	// without waiting. A 5xx, or a timeout well above the host's least
+	// RTT, cuts the limit, once a round trip; a timeout near it (a slow
+	// host, not a queue) does not. False means no bound.
 	ConcurrencyLimit bool
 
 	// DeadlineHeader, when set, names a request header that carries the

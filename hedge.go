@@ -242,7 +242,7 @@ func (c *call) hedge(ctx context.Context, r *race) bool {
 			c.host.release()
 			tk.end(errAttemptExcluded, 0)
 			if slot != nil {
-				slot.release(0, false, c.t.now)
+				slot.release(0, noSign, c.t.now)
 			}
 			if c.t.budget != nil {
 				c.t.budget.refund(funded)
@@ -295,7 +295,7 @@ func (c *call) launch(ctx context.Context, r *race, hedge bool, tk ticket, slot 
 		if !built {
 			tk.end(errAttemptExcluded, 0)
 			if slot != nil {
-				slot.release(0, false, c.t.now)
+				slot.release(0, noSign, c.t.now)
 			}
 		}
 	}()

@@ -25,7 +25,11 @@ var ErrOverloaded = errors.New("idem: the host's concurrency limit had no slot")
 // limit a failure cut must not starve the calls an outage left waiting),
 // more than
 // vegasBeta lower it by one a round trip, and a failure of the host
-// (5xx, timeout) cuts it by lossFactor. It is written here rather than
+// (a 5xx, or a timeout well above its least RTT) cuts it by lossFactor,
+// once a round trip (see release). The RTT is learned from a call's first
+// attempt alone: a retry or a hedge may be answered by the host's
+// idempotency layer (the stored answer, a 409 while the key is in flight)
+// without the work, far sooner than the work answers. It is written here rather than
 // taken from failsafe-go, because the root module depends on nothing but
 // the standard library, uuid, gobreaker, x/time/rate and pgx (a test
 // enforces it), and because its waiting must share the client's deadline
@@ -55,6 +59,11 @@ const (
 	// the client's own scheduling rather than a queue at the host: on a
 	// host answering in 100 µs, an RTT of 500 µs says nothing of a queue.
 	rttNoise = time.Millisecond
+	// queuedFactor is how many of the host's least RTT an unanswered
+	// attempt must have run for its timeout to be read as a queue at the
+	// host: TCP Vegas reads an RTT of twice the least as half the limit
+	// queued.
+	queuedFactor = 2
 )
 
 // limiter bounds one host's requests in flight. Safe for concurrent use.
@@ -67,6 +76,7 @@ type limiter struct {
 	samples   int                  // in the current window
 	line      waitQueue[time.Time] // each waiter holds when it joined
 	lastEmpty time.Time            // when the line was last empty
+	cutAt     time.Time            // when a failure last cut the limit
 }
 
 func newLimiter() *limiter { return &limiter{limit: initialLimit} }
@@ -158,18 +168,47 @@ func (l *limiter) leave(e *list.Element, now time.Time) {
 	}
 }
 
-// release returns a slot, learning from the attempt that held it: rtt
-// when it got an answer of the host's (0 for none), failed when the host
-// failed it (a 5xx, a timeout). now is read only when calls wait.
-func (l *limiter) release(rtt time.Duration, failed bool, now func() time.Time) {
+// sign is what an attempt that held a slot says of its host.
+type sign int
+
+const (
+	noSign     sign = iota // nothing: not sent, or cancelled by the call
+	answered               // an answer of the host's: its time is an RTT
+	refused                // an answer that is a failure of the host (a 5xx)
+	unanswered             // no answer: a timeout, a connection cut after the request
+)
+
+// release returns a slot, learning from the attempt that held it: what it
+// says of the host (s) and how long it ran (elapsed, 0 when unknown). now
+// is read only when calls wait or the host failed the attempt.
+//
+// A failure cuts the limit by lossFactor, at most once per round trip: an
+// attempt that was already in flight at the last cut does not cut it
+// again (as TCP reduces once per window), so a burst of failures from one
+// slow spell cuts once. An unanswered attempt cuts it only when it ran
+// more than queuedFactor of the host's least RTT: a timeout near the
+// host's own answers says the work is slow (or the timeout tight), not
+// that the host queues it, and a limit cut by it would turn calls away
+// from a host that a plain client gets through to.
+func (l *limiter) release(elapsed time.Duration, s sign, now func() time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.inflight--
 	switch {
-	case failed:
-		l.limit = max(l.limit*lossFactor, minLimit)
-	case rtt > 0:
-		l.learn(rtt)
+	case s == answered && elapsed > 0:
+		l.learn(elapsed)
+	case s == unanswered && l.base() > 0 && elapsed <= queuedFactor*l.base():
+		// the host is slow, not queueing
+	case s == refused || s == unanswered:
+		t := now()
+		if t.Sub(l.cutAt) >= elapsed { // began after the last cut
+			l.limit = max(l.limit*lossFactor, minLimit)
+			l.cutAt = t
+		}
+		if l.line.len() > 0 {
+			l.dispatch(t)
+		}
+		return
 	}
 	if l.line.len() > 0 {
 		l.dispatch(now())
@@ -299,18 +338,23 @@ func (c *call) releaseSlot(res result) {
 
 // releaseAfter gives back the slot of an attempt, learning from res, its
 // result, unless lost: the attempt was cancelled because another attempt
-// of its race won, which says nothing of the host.
+// of its race won, which says nothing of the host. Only a call's first
+// attempt gives an RTT: a retry or a hedge may be answered at once with
+// the stored answer of an earlier attempt (a replay), which would teach
+// the limit a least RTT the host's work never has, and read every answer
+// and timeout of the work as a queue.
 func (l *limiter) releaseAfter(res result, lost bool, now func() time.Time) {
-	if lost {
-		l.release(0, false, now)
-		return
+	s := noSign
+	switch {
+	case lost:
+	case res.certainty == Ambiguous:
+		s = unanswered
+	case res.certainty == Responded && res.rule != nil && res.rule.failure:
+		s = refused
+	case res.certainty == Responded && !res.hedge && res.resend.Certainty == 0:
+		s = answered
 	}
-	failed := res.certainty == Ambiguous || res.certainty == Responded && res.rule != nil && res.rule.failure
-	var rtt time.Duration
-	if res.certainty == Responded && !failed {
-		rtt = res.elapsed
-	}
-	l.release(rtt, failed, now)
+	l.release(res.elapsed, s, now)
 }
 
 // hedgeSlot takes a slot of the call's host's limiter for a hedge, at once

@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -84,7 +85,7 @@ func TestLimiterDispatchOrder(t *testing.T) {
 				l.line.push(w)
 				ws = append(ws, w)
 			}
-			l.release(0, false, func() time.Time { return now })
+			l.release(0, noSign, func() time.Time { return now })
 			for i, w := range ws {
 				if w.done != (i == tc.want) {
 					t.Errorf("waiter %d done = %v, want only waiter %d", i, w.done, tc.want)
@@ -119,7 +120,7 @@ func TestLimiterLimitFollowsLatency(t *testing.T) {
 	l.inflight = initialLimit - 1 // the limit in use
 	for range 40 {
 		l.inflight++
-		l.release(10*time.Millisecond, false, func() time.Time { return now })
+		l.release(10*time.Millisecond, answered, func() time.Time { return now })
 	}
 	if l.limit <= initialLimit+1 {
 		t.Errorf("limit %.2f after 40 answers at the base RTT, want above %d", l.limit, initialLimit+1)
@@ -127,14 +128,14 @@ func TestLimiterLimitFollowsLatency(t *testing.T) {
 	raised := l.limit
 	for range 40 {
 		l.inflight++
-		l.release(20*time.Millisecond, false, func() time.Time { return now })
+		l.release(20*time.Millisecond, answered, func() time.Time { return now })
 	}
 	if l.limit >= raised-1 {
 		t.Errorf("limit %.2f after 40 answers queued at the host, want below %.2f", l.limit, raised-1)
 	}
 	before := l.limit
 	l.inflight++
-	l.release(0, true, func() time.Time { return now })
+	l.release(0, refused, func() time.Time { return now })
 	if want := before * lossFactor; l.limit != want {
 		t.Errorf("limit %.2f after a failure, want %.2f", l.limit, want)
 	}
@@ -268,7 +269,7 @@ func TestLimiterDoesNotGrowWhileUnderused(t *testing.T) {
 	}{{2, false}, {initialLimit / 2, true}, {initialLimit, true}} {
 		l := newLimiter()
 		l.inflight = tc.inflight
-		l.release(10*time.Millisecond, false, now)
+		l.release(10*time.Millisecond, answered, now)
 		if grew := l.limit > initialLimit; grew != tc.grows {
 			t.Errorf("%d in flight: limit %.2f after an answer at the base RTT, want growth %v", tc.inflight, l.limit, tc.grows)
 		}
@@ -282,10 +283,10 @@ func TestLimiterIgnoresSchedulingNoise(t *testing.T) {
 	now := func() time.Time { return time.Unix(100, 0) }
 	l := newLimiter()
 	l.inflight = initialLimit
-	l.release(100*time.Microsecond, false, now)
+	l.release(100*time.Microsecond, answered, now)
 	for range 40 {
 		l.inflight++
-		l.release(500*time.Microsecond, false, now)
+		l.release(500*time.Microsecond, answered, now)
 	}
 	if l.limit < initialLimit {
 		t.Errorf("limit %.2f after answers within 400 µs of the least RTT, want at least %d", l.limit, initialLimit)
@@ -312,4 +313,85 @@ func TestLimiterLetsReleasedAttemptsThrough(t *testing.T) {
 	if l.inflight != initialLimit+1 {
 		t.Errorf("%d in flight, want %d", l.inflight, initialLimit+1)
 	}
+}
+
+// slowHostRound is one round trip of 16 callers on a host whose work takes
+// about the 200 ms attempt timeout, with no queue: 8 first attempts
+// answered in 160 to 195 ms, 6 attempts that time out at 200 ms, and 2
+// retries answered at once by the host's idempotency layer (the stored
+// answer of an attempt that timed out).
+func slowHostRound(t *testing.T, l *limiter) {
+	t.Helper()
+	ok := classify(Responded, http.StatusCreated, "")
+	var held []result
+	for i := range 16 {
+		require.True(t, l.tryAcquire(), "caller %d found no slot: limit %.2f", i, l.limit)
+		switch {
+		case i < 8:
+			held = append(held, result{certainty: Responded, rule: ok, number: 1, elapsed: time.Duration(160+5*i) * time.Millisecond})
+		case i < 14:
+			held = append(held, result{certainty: Ambiguous, rule: classify(Ambiguous, 0, ""), number: 1, elapsed: 200 * time.Millisecond})
+		default:
+			held = append(held, result{certainty: Responded, rule: ok, number: 2, elapsed: time.Millisecond,
+				resend: Resend{Certainty: Ambiguous}})
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	for _, res := range held {
+		l.releaseAfter(res, false, time.Now)
+	}
+}
+
+// A slow host is not an overloaded one: its work takes about the attempt
+// timeout, so that half the attempts time out, but its answers do not
+// slow down (no queue grows). Over 5 s of it the limit stays near its
+// start, and 16 callers always find a slot: a timeout near the host's
+// least RTT does not cut the limit, and a retry answered at once (a
+// replay) does not teach it a least RTT the work never has. (Before, each
+// timeout cut the limit by 10%: it fell below 16 in the first round trip.)
+func TestLimiterSlowHostKeepsItsLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter()
+		for range 25 {
+			slowHostRound(t, l)
+		}
+		assert.GreaterOrEqual(t, l.limit, float64(initialLimit)*lossFactor, "the limit after 5 s of a slow host")
+		assert.Greater(t, l.base(), 150*time.Millisecond, "the least RTT learned")
+		assert.Zero(t, l.inflight)
+	})
+}
+
+// An overloaded host still cuts the limit: once its answers rise far
+// above the least RTT (10 ms) and its attempts time out at 200 ms, 20
+// times the least, each round trip of timeouts cuts the limit by
+// lossFactor, once (as TCP reduces once per window: the attempts in
+// flight at a cut do not cut again), and the limit falls round after
+// round.
+func TestLimiterOverloadedHostCuts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter()
+		l.inflight = initialLimit
+		for _, rtt := range []time.Duration{10, 10, 40, 80, 150} { // the host's queue grows
+			l.release(rtt*time.Millisecond, answered, time.Now)
+			l.inflight++
+		}
+		l.inflight--
+		require.Equal(t, 10*time.Millisecond, l.base())
+		before := l.limit
+		timeouts := func() {
+			n := int(l.limit)
+			l.inflight += n
+			time.Sleep(200 * time.Millisecond)
+			for range n {
+				l.release(200*time.Millisecond, unanswered, time.Now)
+			}
+		}
+		timeouts()
+		assert.InDelta(t, before*lossFactor, l.limit, 1e-9, "a round trip of timeouts cuts once")
+		for range 9 {
+			timeouts()
+		}
+		assert.InDelta(t, before*math.Pow(lossFactor, 10), l.limit, 1e-9, "ten round trips of timeouts cut ten times")
+		assert.Less(t, l.limit, float64(initialLimit)/2)
+	})
 }
