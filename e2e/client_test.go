@@ -15,6 +15,8 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/internal/wire"
 	"github.com/idemkit/idem/testserver"
@@ -145,9 +147,22 @@ func (p *payer) pay(ctx context.Context, op operation) verdict {
 }
 
 // localDecision reports an error of a call the client ended without
-// sending (a breaker open, a retry budget spent).
+// sending (a breaker open, a retry budget spent, no slot of the host's
+// concurrency limit, no room in its announced quota).
 func localDecision(err error) bool {
-	return errors.Is(err, idem.ErrCircuitOpen) || errors.Is(err, idem.ErrBudgetExhausted)
+	return errors.Is(err, idem.ErrCircuitOpen) || errors.Is(err, idem.ErrBudgetExhausted) ||
+		errors.Is(err, idem.ErrOverloaded) || errors.Is(err, idem.ErrRateLimited)
+}
+
+// TestLocalDecision: every error by which the client ends a call without
+// sending it is a local decision, which leaves an operation whose earlier
+// call had an unknown outcome unknown, not failed.
+func TestLocalDecision(t *testing.T) {
+	for _, err := range []error{idem.ErrCircuitOpen, idem.ErrBudgetExhausted, idem.ErrOverloaded, idem.ErrRateLimited} {
+		assert.True(t, localDecision(fmt.Errorf("a call: %w", err)), "%v", err)
+	}
+	assert.False(t, localDecision(errors.New("connection reset")))
+	assert.False(t, localDecision(nil))
 }
 
 // call makes one call of the idem client for op.
