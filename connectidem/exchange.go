@@ -8,11 +8,11 @@ import (
 
 	"github.com/idemkit/idem/internal/rpcidem"
 	"github.com/idemkit/idem/internal/wire"
-	"github.com/idemkit/idem/server"
 )
 
-// exchange is one unary call as [server.Adapter] sees it: its Next runs
-// the rest of the chain and writes its answer as a stored result.
+// exchange is one unary call as [server.Adapter.ServeCall] sees it: its
+// Next runs the rest of the chain and writes its answer as a stored
+// result.
 type exchange struct {
 	ctx       context.Context
 	req       connect.AnyRequest
@@ -21,12 +21,7 @@ type exchange struct {
 	next      connect.UnaryFunc
 	allow     map[string]bool
 
-	refused  *server.Refusal  // the core refused the call (Answerer)
-	replayed *server.Response // the core replays a stored result (Answerer)
-	outcome  server.Outcome   // where the operation stands after a replay or a run (Answerer)
-
-	ran  bool
-	resp connect.AnyResponse
+	resp connect.AnyResponse // the rest of the chain's answer, once Next ran
 	err  error
 }
 
@@ -46,7 +41,6 @@ func (e *exchange) Scope() (tenant, principal string) {
 // to w, with the HTTP status of its code.
 func (e *exchange) Next(w http.ResponseWriter, r *http.Request) {
 	e.resp, e.err = e.next(r.Context(), e.req)
-	e.ran = true
 	code := wire.RPCStatus(int(connect.CodeOf(e.err)))
 	if e.err == nil {
 		code = wire.RPCStatus(0)
@@ -54,15 +48,3 @@ func (e *exchange) Next(w http.ResponseWriter, r *http.Request) {
 	res, err := newResult(e.resp, e.err, e.allow)
 	rpcidem.WriteResult(w, contentType, code, res, err)
 }
-
-// Refuse keeps the core's refusal, which answer turns into the call's
-// error ([server.Answerer]).
-func (e *exchange) Refuse(r server.Refusal) { e.refused = &r }
-
-// Replay keeps the stored result the core replays and where its operation
-// stands ([server.Answerer]).
-func (e *exchange) Replay(res *server.Response, o server.Outcome) { e.replayed, e.outcome = res, o }
-
-// Settled keeps where the operation stands once the rest of the chain's
-// answer was settled ([server.Answerer]).
-func (e *exchange) Settled(o server.Outcome) { e.outcome = o }

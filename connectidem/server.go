@@ -52,53 +52,41 @@ func (i *interceptor) intercept(ctx context.Context, req connect.AnyRequest, msg
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInternal, err)
 	}
-	procedure := req.Spec().Procedure
-	r := rpcidem.NewRequest(ctx, procedure, http.Header{}, body)
-	i.headers(r.Header, req)
-	ex := &exchange{ctx: ctx, req: req, procedure: procedure, scope: i.cfg.Scope, next: next, allow: i.allow}
-	w := rpcidem.NewRecorder(http.Header{})
-	i.a.Serve(w, r, ex)
-	return i.answer(ex)
+	ex := &exchange{ctx: ctx, req: req, procedure: req.Spec().Procedure, scope: i.cfg.Scope, next: next, allow: i.allow}
+	return i.answer(i.a.ServeCall(ctx, i.headers(req), body, ex), ex)
 }
 
-// headers sets the key and the fingerprinted request headers on h.
-func (i *interceptor) headers(h http.Header, req connect.AnyRequest) {
+// headers is the key and the fingerprinted request headers.
+func (i *interceptor) headers(req connect.AnyRequest) http.Header {
+	var keyOf func() string
 	if i.cfg.Key != nil {
-		if key := i.cfg.Key(req.Any()); key != "" {
-			h.Set(wire.HeaderKey, key)
-		}
-	} else if keys := req.Header().Values(wire.HeaderKey); len(keys) > 0 {
-		h[wire.HeaderKey] = keys
+		keyOf = func() string { return i.cfg.Key(req.Any()) }
 	}
-	for _, name := range i.cfg.Server.FingerprintHeaders {
-		if vs := req.Header().Values(name); len(vs) > 0 {
-			h[http.CanonicalHeaderKey(name)] = vs
-		}
-	}
+	return rpcidem.CallHeader(keyOf, req.Header().Values, i.cfg.Server.FingerprintHeaders)
 }
 
-// answer turns what the adapter gave into the call's answer: a refusal, a
-// replay (both handed to the exchange as values, server.Answerer), or the
-// rest of the chain's own answer; each with where its operation stands.
-func (i *interceptor) answer(ex *exchange) (connect.AnyResponse, error) {
-	if ex.refused != nil {
-		ce := refusal(*ex.refused)
-		setOutcome(ce.Meta(), ex.refused.Outcome)
+// answer turns what the core made of the call into its answer: a
+// refusal, a replay, or the rest of the chain's own answer; each with
+// where its operation stands.
+func (i *interceptor) answer(ans server.CallAnswer, ex *exchange) (connect.AnyResponse, error) {
+	if ans.Refusal != nil {
+		ce := refusal(*ans.Refusal)
+		setOutcome(ce.Meta(), ans.Outcome)
 		return nil, ce
 	}
-	if ex.replayed != nil {
-		res, err := rpcidem.Decode(ex.replayed.Body)
+	if ans.Replay != nil {
+		res, err := rpcidem.Decode(ans.Replay.Body)
 		if err != nil {
 			return nil, connect.NewError(connect.CodeInternal, errCorrupt)
 		}
 		resp, err := storedAnswer(res)
 		if h := answerHeader(resp, err); h != nil {
 			h.Set(wire.HeaderReplayed, "true")
-			setOutcome(h, ex.outcome)
+			setOutcome(h, ans.Outcome)
 		}
 		return resp, err
 	}
-	if !ex.ran {
+	if !ans.Ran {
 		return nil, connect.NewError(connect.CodeInternal, errors.New("connectidem: the adapter answered neither with the handler nor with a refusal"))
 	}
 	err := ex.err
@@ -106,7 +94,7 @@ func (i *interceptor) answer(ex *exchange) (connect.AnyResponse, error) {
 	if err != nil && !errors.As(err, &ce) {
 		err = connect.NewError(connect.CodeUnknown, err) // as connect sends it
 	}
-	setOutcome(answerHeader(ex.resp, err), ex.outcome)
+	setOutcome(answerHeader(ex.resp, err), ans.Outcome)
 	return ex.resp, err
 }
 

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/idemkit/idem/internal/rpcidem"
-	"github.com/idemkit/idem/internal/wire"
 	"github.com/idemkit/idem/server"
 )
 
@@ -53,36 +52,28 @@ func (i *interceptor) intercept(ctx context.Context, req any, info *grpc.UnarySe
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "grpcidem: encoding the request: %v", err)
 	}
-	r := rpcidem.NewRequest(ctx, info.FullMethod, http.Header{}, body)
-	i.headers(ctx, r.Header, req)
 	ex := &exchange{ctx: ctx, req: req, method: info.FullMethod, scope: i.cfg.Scope, handler: handler, allow: i.allow}
-	w := rpcidem.NewRecorder(http.Header{})
-	i.a.Serve(w, r, ex)
-	return i.answer(ctx, ex)
+	return i.answer(ctx, i.a.ServeCall(ctx, i.headers(ctx, req), body, ex), ex)
 }
 
-// headers sets the key and the fingerprinted metadata entries on h. Each
-// entry is looked up alone, without a copy of all the call's metadata.
-func (i *interceptor) headers(ctx context.Context, h http.Header, req any) {
+// headers is the key and the fingerprinted metadata entries as HTTP
+// headers. Each entry is looked up alone, without a copy of all the
+// call's metadata.
+func (i *interceptor) headers(ctx context.Context, req any) http.Header {
+	var keyOf func() string
 	if i.cfg.Key != nil {
-		if key := i.cfg.Key(req); key != "" {
-			h.Set(wire.HeaderKey, key)
-		}
-	} else if keys := metadata.ValueFromIncomingContext(ctx, MetadataKey); len(keys) > 0 {
-		h[wire.HeaderKey] = keys
+		keyOf = func() string { return i.cfg.Key(req) }
 	}
-	for _, name := range i.cfg.Server.FingerprintHeaders {
-		if vs := metadata.ValueFromIncomingContext(ctx, strings.ToLower(name)); len(vs) > 0 {
-			h[http.CanonicalHeaderKey(name)] = vs
-		}
-	}
+	return rpcidem.CallHeader(keyOf, func(name string) []string {
+		return metadata.ValueFromIncomingContext(ctx, strings.ToLower(name))
+	}, i.cfg.Server.FingerprintHeaders)
 }
 
-// answer turns what the adapter gave into the call's answer: a refusal, a
-// replay (both handed to the exchange as values, server.Answerer), or the
-// handler's own answer with its metadata.
-func (i *interceptor) answer(ctx context.Context, ex *exchange) (any, error) {
-	if r := ex.refused; r != nil {
+// answer turns what the core made of the call into its answer: a
+// refusal, a replay, or the handler's own answer with its metadata; each
+// with where its operation stands.
+func (i *interceptor) answer(ctx context.Context, ans server.CallAnswer, ex *exchange) (any, error) {
+	if r := ans.Refusal; r != nil {
 		var trailer metadata.MD
 		if r.RetryAfter > 0 {
 			trailer = metadata.Pairs(pushbackKey, strconv.FormatInt(r.RetryAfter.Milliseconds(), 10))
@@ -90,14 +81,14 @@ func (i *interceptor) answer(ctx context.Context, ex *exchange) (any, error) {
 		_ = send(ctx, outcome(r.Outcome), trailer)
 		return nil, refusal(*r).Err()
 	}
-	if ex.replayed != nil {
-		return i.replay(ctx, ex.replayed.Body, ex.outcome)
+	if ans.Replay != nil {
+		return i.replay(ctx, ans.Replay.Body, ans.Outcome)
 	}
-	if !ex.ran {
+	if !ans.Ran {
 		return nil, status.Error(codes.Internal, "grpcidem: the adapter answered neither with the handler nor with a refusal")
 	}
 	header, trailer := ex.stream.held()
-	if err := send(ctx, metadata.Join(header, outcome(ex.outcome)), trailer); err != nil {
+	if err := send(ctx, metadata.Join(header, outcome(ans.Outcome)), trailer); err != nil {
 		return nil, err
 	}
 	return ex.resp, ex.err

@@ -2,13 +2,12 @@ package server
 
 import "time"
 
-// Answerer is the optional interface of an [Exchange] whose framework does
-// not answer in HTTP (grpcidem, connectidem): [Adapter.Serve] hands it
-// each answer the middleware gives itself, as a value, instead of writing
-// a problem document or a replay to the writer it was given, so that the
-// framework states it in its own terms without reading HTTP back. What
-// the handler answers still goes through [Exchange.Next]'s writer.
-type Answerer interface {
+// answerer is the optional interface of an [Exchange] that takes the
+// middleware's own answers as values (the exchange [Adapter.ServeCall]
+// wraps): Serve hands it each of them instead of writing a problem
+// document or a replay to the writer it was given. What the handler
+// answers still goes through [Exchange.Next]'s writer.
+type answerer interface {
 	// Refuse takes a refusal: the request was not run, or its outcome
 	// did not become durable (docs/CONTRACT.md §4). Serve calls at most
 	// one of Refuse and Replay, at most once.
@@ -52,20 +51,20 @@ func (st standing) outcome() Outcome {
 	return Outcome{State: st.state, Ref: st.ref, SafeNewKey: st.safe, Expires: st.expires}
 }
 
-// tell states where the run's operation stands: handed to an [Answerer]
+// tell states where the run's operation stands: handed to an [answerer]
 // exchange, else written as the headers of the handler's answer.
 func (x *runner) tell(st standing) {
-	if a, ok := x.ex.(Answerer); ok {
+	if a, ok := x.ex.(answerer); ok {
 		a.Settled(st.outcome())
 		return
 	}
 	st.write(x.w.Header())
 }
 
-// handTo hands p to ex when ex is an [Answerer], and reports whether it
+// handTo hands p to ex when ex is an [answerer], and reports whether it
 // did.
 func (p problem) handTo(ex Exchange) bool {
-	a, ok := ex.(Answerer)
+	a, ok := ex.(answerer)
 	if ok {
 		a.Refuse(Refusal{Problem: p.name, Status: p.status, Title: p.title, Detail: p.detail,
 			RetryAfter: time.Duration(p.retryAfter) * time.Second, Outcome: p.st.outcome()})

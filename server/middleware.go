@@ -266,7 +266,7 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request, ex Exchange, ev
 	call(h.s.Hooks.Replayed, r.Context(), ev)
 	h.s.log(r.Context(), slog.LevelDebug, "idem: replayed", ev)
 	st := standing{state: wire.StateCompleted, ref: refOfEvent(ev), expires: expires}
-	if a, ok := ex.(Answerer); ok {
+	if a, ok := ex.(answerer); ok {
 		a.Replay(res, st.outcome())
 		return
 	}

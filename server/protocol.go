@@ -38,7 +38,7 @@ func protocolUnsupported() problem {
 
 // answerRefusal is the one way every refusal leaves the middleware, before
 // the handler (refuse) or after it (a commit that failed, a stale
-// completion): handed to ex when it is an [Answerer], else written in the
+// completion): handed to ex when it is an [answerer], else written in the
 // protocol of r.
 func (s *settings) answerRefusal(w http.ResponseWriter, r *http.Request, ex Exchange, p problem) {
 	if !p.handTo(ex) {

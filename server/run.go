@@ -18,7 +18,7 @@ type runner struct {
 	h       *handler
 	w       http.ResponseWriter
 	r       *http.Request // the request as the handler was given it: its protocol answers a refusal
-	ex      Exchange      // the framework's view of the request (Answerer: takes a refusal as a value)
+	ex      Exchange      // the framework's view of the request (answerer: takes a refusal as a value)
 	cw      *capture
 	att     Attempt
 	ls      *Lease // Leased mode: the handler's view of att

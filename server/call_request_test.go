@@ -1,4 +1,4 @@
-package rpcidem
+package server
 
 import (
 	"bytes"
@@ -11,15 +11,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-type ctxKey struct{}
+type callCtxKey struct{}
 
-// NewRequest gives what http.NewRequestWithContext gives for a method's
+// callRequest gives what http.NewRequestWithContext gives for a method's
 // full name, in every field the server's core reads.
-func TestNewRequestAsNewRequestWithContext(t *testing.T) {
-	ctx := context.WithValue(context.Background(), ctxKey{}, "v")
+func TestCallRequestAsNewRequestWithContext(t *testing.T) {
+	ctx := context.WithValue(context.Background(), callCtxKey{}, "v")
 	const route = "/idem.sample.Payments/Pay"
 	body := []byte("\x0a\x03abc")
-	got := NewRequest(ctx, route, http.Header{"Idempotency-Key": {"k"}}, body)
+	got := callRequest(ctx, route, http.Header{"Idempotency-Key": {"k"}}, body)
 	want, err := http.NewRequestWithContext(ctx, http.MethodPost, route, bytes.NewReader(body))
 	require.NoError(t, err)
 	assert.Equal(t, want.Method, got.Method)
@@ -30,7 +30,7 @@ func TestNewRequestAsNewRequestWithContext(t *testing.T) {
 	assert.Equal(t, want.RequestURI, got.RequestURI)
 	assert.Equal(t, []any{want.Proto, want.ProtoMajor, want.ProtoMinor}, []any{got.Proto, got.ProtoMajor, got.ProtoMinor})
 	assert.Equal(t, want.ContentLength, got.ContentLength)
-	assert.Equal(t, "v", got.Context().Value(ctxKey{}))
+	assert.Equal(t, "v", got.Context().Value(callCtxKey{}))
 	assert.Equal(t, []string{"k"}, got.Header.Values("Idempotency-Key"))
 	b, err := io.ReadAll(got.Body)
 	require.NoError(t, err)
