@@ -210,13 +210,13 @@ type Config struct {
 type Transport struct {
 	cfg            Config
 	log            *slog.Logger
-	keyHeader      string    // Config.KeyHeader, canonical
-	deadlineHeader string    // Config.DeadlineHeader, canonical; "" for none
-	budget         *Budget   // nil: no budget
-	breakers       *breakers // nil: no breakers
-	pacers         pacers    // of the hosts that announced a quota (pacer.go)
-	limiters       limiters  // the concurrency limit of each host (limiter.go)
-	hedge          *hedger   // nil: no hedging
+	keyHeader      string           // Config.KeyHeader, canonical
+	deadlineHeader string           // Config.DeadlineHeader, canonical; "" for none
+	budget         *Budget          // nil: no budget
+	breakers       *breakers        // nil: no breakers
+	pacers         perHost[pacer]   // of the hosts that announced a quota (pacer.go)
+	limiters       perHost[limiter] // the concurrency limit of each host (limiter.go)
+	hedge          *hedger          // nil: no hedging
 	// tracedBase: Base is an *http.Transport, which reports every
 	// connection through the request's trace.
 	tracedBase bool

@@ -281,27 +281,6 @@ func (l *limiter) dispatch(now time.Time) {
 	}
 }
 
-// limiters holds the limiter of each host the client sent to.
-type limiters struct {
-	mu    sync.Mutex
-	hosts map[string]*limiter
-}
-
-// get returns host's limiter, creating it when needed.
-func (ls *limiters) get(host string) *limiter {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	l := ls.hosts[host]
-	if l == nil {
-		if len(ls.hosts) >= maxPacers || ls.hosts == nil {
-			ls.hosts = map[string]*limiter{} // a host left out keeps its limiter until its calls release it
-		}
-		l = newLimiter()
-		ls.hosts[host] = l
-	}
-	return l
-}
-
 // slot takes a slot of the call's host's limiter for its next request
 // (nothing unless ConcurrencyLimit is set), and returns why not when it
 // has none in time. An attempt that the host's breaker released from its
@@ -313,7 +292,7 @@ func (c *call) slot(ctx context.Context, tk ticket) *refusal {
 	if !c.t.cfg.ConcurrencyLimit {
 		return nil
 	}
-	c.limiter = c.t.limiters.get(c.hostName())
+	c.limiter = c.t.limiters.get(c.hostName(), newLimiter)
 	if tk.round != 0 {
 		c.limiter.force()
 		return nil
@@ -364,7 +343,7 @@ func (c *call) hedgeSlot() (*limiter, bool) {
 	if !c.t.cfg.ConcurrencyLimit {
 		return nil, true
 	}
-	l := c.t.limiters.get(c.hostName())
+	l := c.t.limiters.get(c.hostName(), newLimiter)
 	if !l.tryAcquire() {
 		return nil, false
 	}

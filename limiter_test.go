@@ -153,7 +153,7 @@ func TestTransportConcurrencyLimitReleasesSlots(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 	}
-	l := tr.limiters.get(string(appendHostKey(nil, mustURL(t, srv.URL))))
+	l := tr.limiters.get(string(appendHostKey(nil, mustURL(t, srv.URL))), newLimiter)
 	if l.inflight != 0 {
 		t.Errorf("%d slots held after every call ended, want 0", l.inflight)
 	}
@@ -220,7 +220,7 @@ func TestLimiterBoundsHedges(t *testing.T) {
 				budget := NewBudget(BudgetConfig{FloorRate: 100, FloorBurst: 100})
 				tr := NewTransport(Config{Base: base, Budget: budget, ConcurrencyLimit: true,
 					Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
-				l := tr.limiters.get("http://api.test:80")
+				l := tr.limiters.get("http://api.test:80", newLimiter)
 				l.limit = tc.limit
 				start := time.Now()
 				resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
@@ -251,7 +251,7 @@ func TestLimiterLearnsTheRTT(t *testing.T) {
 		resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
 		require.NoError(t, err)
 		discard(resp)
-		l := tr.limiters.get("http://api.test:80")
+		l := tr.limiters.get("http://api.test:80", newLimiter)
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		assert.Equal(t, 10*time.Millisecond, l.minRTT, "the RTT learned")
@@ -300,7 +300,7 @@ func TestLimiterIgnoresSchedulingNoise(t *testing.T) {
 func TestLimiterLetsReleasedAttemptsThrough(t *testing.T) {
 	tr := NewTransport(Config{ConcurrencyLimit: true, FailFast: true})
 	req := mustGet(t, "http://api.test/item")
-	l := tr.limiters.get("http://api.test:80")
+	l := tr.limiters.get("http://api.test:80", newLimiter)
 	l.inflight = initialLimit
 	c := call{t: tr, req: req}
 	if r := c.slot(context.Background(), ticket{}); r == nil {

@@ -31,30 +31,10 @@ const (
 	paceBurst   = 0.02
 	shortLine   = 100 * time.Millisecond // a line that clears within it is short; a call that waited less is fresh
 	oldestEvery = 4                      // of the slots of a long line, this one in so many goes to the oldest
-	maxPacers   = 1024
 )
 
-// pacers holds the pacer of each host that announced a quota.
-type pacers struct {
-	mu    sync.Mutex
-	hosts map[string]*pacer
-}
-
-// get returns host's pacer; nil when host announced no quota and create
-// is false.
-func (ps *pacers) get(host string, create bool) *pacer {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	p := ps.hosts[host]
-	if p == nil && create {
-		if len(ps.hosts) >= maxPacers || ps.hosts == nil {
-			ps.hosts = map[string]*pacer{} // forget every host: their quotas are announced again
-		}
-		p = &pacer{}
-		ps.hosts[host] = p
-	}
-	return p
-}
+// newPacer is the pacer of a host that announced a quota.
+func newPacer() *pacer { return &pacer{} }
 
 // pacer spaces one host's requests by its announced quota. Safe for
 // concurrent use.
@@ -246,7 +226,7 @@ func cmpErr(a, b error) error {
 // next request (none when the host announced no quota), and returns why
 // not when it has none in time.
 func (c *call) pace(ctx context.Context) *refusal {
-	p := c.t.pacers.get(c.hostName(), false)
+	p := c.t.pacers.get(c.hostName(), nil)
 	if p == nil {
 		return nil
 	}
@@ -258,13 +238,13 @@ func (c *call) pace(ctx context.Context) *refusal {
 // paceHedge takes a slot of the call's host's announced quota for a
 // hedge, at once or not at all (true when the host announced none).
 func (c *call) paceHedge() bool {
-	p := c.t.pacers.get(c.hostName(), false)
+	p := c.t.pacers.get(c.hostName(), nil)
 	return p == nil || p.tryTake(c.t.now())
 }
 
 // learnQuota records the quota a response announced, if any.
 func (c *call) learnQuota(res result) {
 	if res.rateLimit != nil {
-		c.t.pacers.get(c.hostName(), true).learn(*res.rateLimit, res.status == http.StatusTooManyRequests, c.t.now())
+		c.t.pacers.get(c.hostName(), newPacer).learn(*res.rateLimit, res.status == http.StatusTooManyRequests, c.t.now())
 	}
 }

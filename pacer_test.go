@@ -195,7 +195,7 @@ func TestPacerPacesHedges(t *testing.T) {
 				base := &scripted{latency: slowFirst(50 * time.Millisecond)}
 				budget := NewBudget(BudgetConfig{FloorRate: 100, FloorBurst: 100})
 				tr := NewTransport(Config{Base: base, Budget: budget, Hedge: HedgeConfig{Delay: 10 * time.Millisecond}})
-				p := tr.pacers.get("http://api.test:80", true)
+				p := tr.pacers.get("http://api.test:80", newPacer)
 				p.learn(wire.RateLimit{Remaining: tc.quota - 1, Reset: time.Second, Quota: tc.quota, Window: time.Second}, false, time.Now())
 				start := time.Now()
 				resp, err := tr.RoundTrip(mustGet(t, "http://api.test/item"))
